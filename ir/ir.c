@@ -1,0 +1,284 @@
+#include "ir.h"
+
+#include "../runtime/base/checked.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+ft_status_t ft_ir_model_create(ft_ir_model_t **out_model)
+{
+    *out_model = NULL;
+    ft_ir_model_t *m = calloc(1, sizeof(*m));
+    if (!m)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "model IR: out of memory");
+    ft_status_t st = ft_arena_create(2ull << 30, &m->arena);
+    if (st) {
+        free(m);
+        return st;
+    }
+    ft_ir_tokenizer_init(&m->tok);
+    *out_model = m;
+    return FT_OK;
+}
+
+void ft_ir_model_destroy(ft_ir_model_t *model)
+{
+    if (!model)
+        return;
+    ft_arena_destroy(model->arena);
+    free(model);
+}
+
+static const char *const ft_role_names[FT_ROLE_COUNT] = {
+    [FT_ROLE_UNKNOWN] = "unknown",
+    [FT_ROLE_TOKEN_EMBD] = "token_embd",
+    [FT_ROLE_OUTPUT_NORM] = "output_norm",
+    [FT_ROLE_OUTPUT] = "output",
+    [FT_ROLE_ATTN_NORM] = "attn_norm",
+    [FT_ROLE_ATTN_Q] = "attn_q",
+    [FT_ROLE_ATTN_K] = "attn_k",
+    [FT_ROLE_ATTN_V] = "attn_v",
+    [FT_ROLE_ATTN_O] = "attn_output",
+    [FT_ROLE_ATTN_Q_NORM] = "attn_q_norm",
+    [FT_ROLE_ATTN_K_NORM] = "attn_k_norm",
+    [FT_ROLE_FFN_NORM] = "ffn_norm",
+    [FT_ROLE_FFN_ROUTER] = "ffn_gate_inp",
+    [FT_ROLE_FFN_GATE_EXPS] = "ffn_gate_exps",
+    [FT_ROLE_FFN_UP_EXPS] = "ffn_up_exps",
+    [FT_ROLE_FFN_DOWN_EXPS] = "ffn_down_exps",
+    [FT_ROLE_FFN_GATE] = "ffn_gate",
+    [FT_ROLE_FFN_UP] = "ffn_up",
+    [FT_ROLE_FFN_DOWN] = "ffn_down",
+};
+
+const char *ft_tensor_role_name(ft_tensor_role_t role)
+{
+    if ((int)role < 0 || role >= FT_ROLE_COUNT)
+        return "unknown";
+    return ft_role_names[role];
+}
+
+const char *ft_arch_name(ft_arch_t arch)
+{
+    switch (arch) {
+    case FT_ARCH_QWEN3MOE: return "qwen3moe";
+    case FT_ARCH_UNKNOWN: break;
+    }
+    return "unknown";
+}
+
+const ft_ir_tensor_t *ft_ir_find(const ft_ir_model_t *model, ft_tensor_role_t role, int32_t layer)
+{
+    for (uint32_t i = 0; i < model->n_tensors; i++)
+        if (model->tensors[i].role == role && model->tensors[i].layer == layer)
+            return &model->tensors[i];
+    return NULL;
+}
+
+uint64_t ft_ir_tensor_elems(const ft_ir_tensor_t *t)
+{
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static int ft_is_expert_role(ft_tensor_role_t role)
+{
+    return role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS ||
+           role == FT_ROLE_FFN_DOWN_EXPS;
+}
+
+void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_t *out_active)
+{
+    uint64_t total = 0, active = 0;
+    for (uint32_t i = 0; i < model->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &model->tensors[i];
+        uint64_t n = ft_ir_tensor_elems(t);
+        total += n;
+        if (ft_is_expert_role(t->role) && t->layer >= 0 && (uint32_t)t->layer < model->hp.n_layers) {
+            const ft_ir_moe_t *moe = &model->blocks[t->layer].moe;
+            /* shape[0] is the expert count: a token touches n_used of them */
+            active += moe->n_experts ? n / moe->n_experts * moe->n_experts_used : 0;
+        } else {
+            active += n;
+        }
+    }
+    *out_total = total;
+    *out_active = active;
+}
+
+/* One expected tensor: role, layer and the shape the hyperparameters imply. */
+static ft_status_t ft_ir_expect(const ft_ir_model_t *m, ft_tensor_role_t role, int32_t layer,
+                                uint32_t n_dims, uint64_t d0, uint64_t d1, uint64_t d2)
+{
+    const ft_ir_tensor_t *t = ft_ir_find(m, role, layer);
+    if (!t) {
+        if (layer < 0)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", m->source_name,
+                                  ft_tensor_role_name(role));
+        return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor 'blk.%d.%s'", m->source_name,
+                              layer, ft_tensor_role_name(role));
+    }
+    const uint64_t want[3] = {d0, d1, d2};
+    int ok = t->n_dims == n_dims;
+    for (uint32_t d = 0; ok && d < n_dims; d++)
+        ok = t->shape[d] == want[d];
+    if (!ok) {
+        char got[96] = "", exp[96] = "";
+        size_t gl = 0, el = 0;
+        for (uint32_t d = 0; d < t->n_dims && gl < sizeof(got); d++)
+            gl += (size_t)snprintf(got + gl, sizeof(got) - gl, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+        for (uint32_t d = 0; d < n_dims && el < sizeof(exp); d++)
+            el += (size_t)snprintf(exp + el, sizeof(exp) - el, "%s%" PRIu64, d ? ", " : "", want[d]);
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' has shape [%s], the hyperparameters imply [%s]",
+                              m->source_name, t->name, got, exp);
+    }
+    return FT_OK;
+}
+
+static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, const ft_ir_tensor_t *t)
+{
+    if (t->n_dims == 0 || t->n_dims > FT_MAX_DIMS)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has %u dimensions", m->source_name,
+                              t->name, t->n_dims);
+    uint64_t elems = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++)
+        if (!ft_mul_u64(elems, t->shape[d], &elems))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: tensor '%s': element count overflows",
+                                  m->source_name, t->name);
+    uint64_t row_bytes, rows = elems / t->shape[t->n_dims - 1], want;
+    if (t->shape[t->n_dims - 1] == 0 ||
+        !ft_dtype_row_bytes(t->dtype, t->shape[t->n_dims - 1], &row_bytes) ||
+        !ft_mul_u64(rows, row_bytes, &want))
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s': row of %" PRIu64 " elements is not whole %s blocks",
+                              m->source_name, t->name, t->shape[t->n_dims - 1], ft_dtype_name(t->dtype));
+    uint64_t have = 0;
+    for (uint32_t p = 0; p < t->n_pieces; p++) {
+        const ft_ir_piece_t *pc = &t->pieces[p];
+        if (pc->file >= m->n_files || !ft_range_ok(pc->offset, pc->n_bytes, m->files[pc->file].size))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                                  "%s: tensor '%s': bytes [%" PRIu64 ", +%" PRIu64 ") lie outside the file",
+                                  m->source_name, t->name, pc->offset, pc->n_bytes);
+        if (!ft_add_u64(have, pc->n_bytes, &have))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: tensor '%s': size overflows",
+                                  m->source_name, t->name);
+    }
+    if (have != want)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s': %" PRIu64 " bytes of data, %s of this shape needs %" PRIu64,
+                              m->source_name, t->name, have, ft_dtype_name(t->dtype), want);
+    return FT_OK;
+}
+
+ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
+{
+    const ft_ir_hparams_t *hp = &m->hp;
+    ft_status_t st = FT_OK;
+    for (uint32_t i = 0; i < m->n_tensors && !st; i++)
+        st = ft_ir_validate_bytes(m, &m->tensors[i]);
+    for (uint32_t i = 0; i < m->n_tensors && !st; i++)
+        for (uint32_t j = i + 1; j < m->n_tensors && !st; j++)
+            if (m->tensors[i].role == m->tensors[j].role && m->tensors[i].layer == m->tensors[j].layer &&
+                m->tensors[i].role != FT_ROLE_UNKNOWN)
+                st = ft_status_make(FT_STATUS_FORMAT, "%s: tensors '%s' and '%s' have the same role",
+                                    m->source_name, m->tensors[i].name, m->tensors[j].name);
+    if (st)
+        return st;
+    const uint64_t d = hp->d_model;
+    if ((st = ft_ir_expect(m, FT_ROLE_TOKEN_EMBD, -1, 2, hp->vocab_size, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_OUTPUT_NORM, -1, 1, d, 0, 0)))
+        return st;
+    if (!hp->tie_embeddings && (st = ft_ir_expect(m, FT_ROLE_OUTPUT, -1, 2, hp->vocab_size, d, 0)))
+        return st;
+    for (uint32_t l = 0; l < hp->n_layers; l++) {
+        const ft_ir_block_t *b = &m->blocks[l];
+        const int32_t L = (int32_t)l;
+        const uint64_t q = (uint64_t)b->attn.n_heads * b->attn.head_dim;
+        const uint64_t k = (uint64_t)b->attn.n_kv_heads * b->attn.head_dim;
+        const uint64_t v = (uint64_t)b->attn.n_kv_heads * b->attn.value_head_dim;
+        const uint64_t o = (uint64_t)b->attn.n_heads * b->attn.value_head_dim;
+        if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_Q, L, 2, q, d, 0)) ||
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_K, L, 2, k, d, 0)) ||
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_V, L, 2, v, d, 0)) ||
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, o, 0)) ||
+            (st = ft_ir_expect(m, FT_ROLE_FFN_NORM, L, 1, d, 0, 0)))
+            return st;
+        if (b->attn.qk_norm &&
+            ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
+             (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))
+            return st;
+        if (b->is_moe) {
+            const uint64_t E = b->moe.n_experts, F = b->moe.expert_ffn;
+            if ((st = ft_ir_expect(m, FT_ROLE_FFN_ROUTER, L, 2, E, d, 0)) ||
+                (st = ft_ir_expect(m, FT_ROLE_FFN_GATE_EXPS, L, 3, E, F, d)) ||
+                (st = ft_ir_expect(m, FT_ROLE_FFN_UP_EXPS, L, 3, E, F, d)) ||
+                (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_EXPS, L, 3, E, d, F)))
+                return st;
+        } else {
+            const uint64_t F = b->dense_ffn;
+            if ((st = ft_ir_expect(m, FT_ROLE_FFN_GATE, L, 2, F, d, 0)) ||
+                (st = ft_ir_expect(m, FT_ROLE_FFN_UP, L, 2, F, d, 0)) ||
+                (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN, L, 2, d, F, 0)))
+                return st;
+        }
+    }
+    return FT_OK;
+}
+
+static void ft_print_escaped(FILE *out, const char *s, uint32_t len)
+{
+    for (uint32_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '\\' || c == 0x7f)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
+}
+
+void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
+{
+    const ft_ir_hparams_t *hp = &m->hp;
+    fprintf(out, "arch %s (%s)\n", ft_arch_name(hp->arch), hp->arch_name ? hp->arch_name : "");
+    fprintf(out, "n_layers %u d_model %u vocab %u ctx %u norm %d eps %.9g rope %d theta %.9g dim %u tie %d\n",
+            hp->n_layers, hp->d_model, hp->vocab_size, hp->context_length, hp->norm,
+            (double)hp->norm_eps, hp->rope, (double)hp->rope_theta, hp->rope_dim, hp->tie_embeddings);
+    for (uint32_t l = 0; l < hp->n_layers; l++) {
+        const ft_ir_block_t *b = &m->blocks[l];
+        fprintf(out,
+                "block %u attn %d heads %u/%u dim %u/%u qk_norm %d swa %u sinks %d bias %d "
+                "moe %d E %u used %u ffn %u shared %u/%u scoring %d norm_topk %d rbias %d scale %.9g "
+                "dense %u act %d\n",
+                l, b->attn.kind, b->attn.n_heads, b->attn.n_kv_heads, b->attn.head_dim,
+                b->attn.value_head_dim, b->attn.qk_norm, b->attn.sliding_window, b->attn.has_sinks,
+                b->attn.has_bias, b->is_moe, b->moe.n_experts, b->moe.n_experts_used,
+                b->moe.expert_ffn, b->moe.n_shared_experts, b->moe.shared_ffn, b->moe.scoring,
+                b->moe.norm_topk_prob, b->moe.has_router_bias, (double)b->moe.routed_scaling,
+                b->dense_ffn, b->act);
+    }
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        fprintf(out, "tensor %s role %s layer %d %s [", t->name, ft_tensor_role_name(t->role),
+                t->layer, ft_dtype_name(t->dtype));
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            fprintf(out, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+        fprintf(out, "]\n");
+    }
+    const ft_ir_tokenizer_t *tok = &m->tok;
+    fprintf(out, "tokenizer %s pre %s n_tokens %u n_merges %u bos %d eos %d pad %d unk %d add_bos %d\n",
+            tok->model ? tok->model : "-", tok->pre ? tok->pre : "-", tok->n_tokens, tok->n_merges,
+            tok->bos_id, tok->eos_id, tok->pad_id, tok->unk_id, tok->add_bos);
+    for (uint32_t i = 0; i < tok->n_tokens; i++) {
+        fprintf(out, "token %u %u ", i, tok->token_types[i]);
+        ft_print_escaped(out, tok->tokens[i], tok->token_lens[i]);
+        fputc('\n', out);
+    }
+    for (uint32_t i = 0; i < tok->n_merges; i++)
+        fprintf(out, "merge %s\n", tok->merges[i]);
+    fprintf(out, "chat_template %s\n", tok->chat_template ? tok->chat_template : "-");
+}

@@ -1,0 +1,151 @@
+/* The model IR: what a model is, independent of the file it came from.
+ * Hyperparameters, one block description per layer, the tensor table
+ * (canonical names, roles, formats, shapes, where the bytes are) and the
+ * tokenizer. Built by models/ from an ft_src_model_t; lowered by the
+ * compiler into a plan + FTW weights.
+ *
+ * Enum values mirror runtime/format/plan.proto and never change. */
+#ifndef FT_IR_IR_H
+#define FT_IR_IR_H
+
+#include "freetoken.h"
+#include "../runtime/base/arena.h"
+#include "../runtime/format/dtype.h"
+#include "source.h"
+#include "tokenizer_ir.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum ft_arch {
+    FT_ARCH_UNKNOWN = 0,
+    FT_ARCH_QWEN3MOE = 1,
+} ft_arch_t;
+
+typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
+typedef enum ft_rope_kind { FT_ROPE_NONE = 0, FT_ROPE_NORM = 1, FT_ROPE_NEOX = 2 } ft_rope_kind_t;
+typedef enum ft_attn_kind {
+    FT_ATTN_NONE = 0,
+    FT_ATTN_GQA = 1,
+    FT_ATTN_MLA = 2,
+    FT_ATTN_GATED_DELTANET = 3,
+} ft_attn_kind_t;
+typedef enum ft_router_scoring { FT_ROUTER_SOFTMAX = 0, FT_ROUTER_SIGMOID = 1 } ft_router_scoring_t;
+typedef enum ft_activation { FT_ACT_SILU = 0, FT_ACT_GELU = 1, FT_ACT_SWIGLU_OAI = 2 } ft_activation_t;
+
+typedef enum ft_tensor_role {
+    FT_ROLE_UNKNOWN = 0,
+    FT_ROLE_TOKEN_EMBD = 1,
+    FT_ROLE_OUTPUT_NORM = 2,
+    FT_ROLE_OUTPUT = 3,
+    FT_ROLE_ATTN_NORM = 4,
+    FT_ROLE_ATTN_Q = 5,
+    FT_ROLE_ATTN_K = 6,
+    FT_ROLE_ATTN_V = 7,
+    FT_ROLE_ATTN_O = 8,
+    FT_ROLE_ATTN_Q_NORM = 9,
+    FT_ROLE_ATTN_K_NORM = 10,
+    FT_ROLE_FFN_NORM = 11,
+    FT_ROLE_FFN_ROUTER = 12,
+    FT_ROLE_FFN_GATE_EXPS = 13,
+    FT_ROLE_FFN_UP_EXPS = 14,
+    FT_ROLE_FFN_DOWN_EXPS = 15,
+    FT_ROLE_FFN_GATE = 16,
+    FT_ROLE_FFN_UP = 17,
+    FT_ROLE_FFN_DOWN = 18,
+    FT_ROLE_COUNT
+} ft_tensor_role_t;
+
+typedef struct ft_ir_hparams {
+    ft_arch_t arch;
+    const char *arch_name;
+    uint32_t n_layers, d_model, vocab_size, context_length;
+    float norm_eps;
+    ft_norm_kind_t norm;
+    ft_rope_kind_t rope;
+    float rope_theta;
+    uint32_t rope_dim;
+    int tie_embeddings;
+} ft_ir_hparams_t;
+
+typedef struct ft_ir_attention {
+    ft_attn_kind_t kind;
+    uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
+    int qk_norm;
+    uint32_t sliding_window;
+    int has_sinks, has_bias;
+} ft_ir_attention_t;
+
+typedef struct ft_ir_moe {
+    uint32_t n_experts, n_experts_used, expert_ffn;
+    uint32_t n_shared_experts, shared_ffn;
+    ft_router_scoring_t scoring;
+    int norm_topk_prob, has_router_bias;
+    float routed_scaling;
+} ft_ir_moe_t;
+
+typedef struct ft_ir_block {
+    ft_ir_attention_t attn;
+    int is_moe;
+    ft_ir_moe_t moe;
+    uint32_t dense_ffn;
+    ft_activation_t act;
+} ft_ir_block_t;
+
+/* A contiguous byte range of a source file. A tensor's data is its pieces
+ * concatenated in order (HF checkpoints store one piece per expert). */
+typedef struct ft_ir_piece {
+    uint32_t file; /* index into ft_ir_model_t.files */
+    uint64_t offset;
+    uint64_t n_bytes;
+} ft_ir_piece_t;
+
+typedef struct ft_ir_tensor {
+    const char *name; /* canonical, GGUF-style: "blk.3.ffn_up_exps.weight" */
+    ft_tensor_role_t role;
+    int32_t layer;    /* -1 for global tensors */
+    ft_dtype_t dtype; /* as stored in the source */
+    uint32_t n_dims;
+    uint64_t shape[FT_MAX_DIMS]; /* row-major, outermost first */
+    uint32_t n_pieces;
+    ft_ir_piece_t *pieces;
+} ft_ir_tensor_t;
+
+typedef struct ft_ir_model {
+    ft_arena_t *arena; /* owns everything below */
+    const char *source_format; /* "gguf" | "safetensors" */
+    const char *source_name;   /* base name of the file or directory */
+    ft_ir_hparams_t hp;
+    ft_ir_block_t *blocks; /* [hp.n_layers] */
+    uint32_t n_tensors;
+    ft_ir_tensor_t *tensors;
+    uint32_t n_files;
+    ft_src_file_t *files;
+    ft_ir_tokenizer_t tok;
+} ft_ir_model_t;
+
+ft_status_t ft_ir_model_create(ft_ir_model_t **out_model);
+void ft_ir_model_destroy(ft_ir_model_t *model);
+
+const char *ft_tensor_role_name(ft_tensor_role_t role);
+const char *ft_arch_name(ft_arch_t arch);
+
+/* The tensor with this role in this layer (-1: global), or NULL. */
+const ft_ir_tensor_t *ft_ir_find(const ft_ir_model_t *model, ft_tensor_role_t role, int32_t layer);
+
+/* Element count of a tensor (never overflows for a validated model). */
+uint64_t ft_ir_tensor_elems(const ft_ir_tensor_t *t);
+
+/* Parameters: all of them, and those one token touches (every tensor
+ * except the experts a token does not route to). */
+void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_t *out_active);
+
+/* Checks that every tensor the blocks need exists with the shape the
+ * hyperparameters imply, and that byte sizes agree with formats. */
+ft_status_t ft_ir_model_validate(const ft_ir_model_t *model);
+
+/* A stable text rendering of everything but where the bytes come from
+ * (files, offsets): two imports of the same weights print the same text. */
+void ft_ir_model_print(const ft_ir_model_t *model, FILE *out);
+
+#endif

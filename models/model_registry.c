@@ -1,0 +1,48 @@
+#include "model_registry.h"
+
+#include <string.h>
+
+/* The architecture a checkpoint declares, in GGUF's naming. */
+static const char *ft_src_arch(const ft_src_model_t *src)
+{
+    if (src->kind == FT_SRC_GGUF)
+        return ft_meta_get_string(&src->meta, "general.architecture");
+    const char *hf = ft_meta_get_string(&src->meta, "architectures.0");
+    if (hf && strcmp(hf, "Qwen3MoeForCausalLM") == 0)
+        return "qwen3moe";
+    const char *model_type = ft_meta_get_string(&src->meta, "model_type");
+    if (model_type && strcmp(model_type, "qwen3_moe") == 0)
+        return "qwen3moe";
+    return hf ? hf : model_type;
+}
+
+ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_model)
+{
+    *out_model = NULL;
+    const char *arch = ft_src_arch(src);
+    if (!arch)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: the checkpoint does not name its architecture (%s)",
+                              src->path,
+                              src->kind == FT_SRC_GGUF ? "general.architecture"
+                                                       : "config.json: architectures / model_type");
+    ft_status_t (*build)(const ft_src_model_t *, ft_ir_model_t *) = NULL;
+    if (strcmp(arch, "qwen3moe") == 0)
+        build = ft_qwen3moe_build;
+    if (!build)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: architecture '%s' is not supported (supported: qwen3moe)",
+                              src->path, arch);
+    ft_ir_model_t *model = NULL;
+    ft_status_t st = ft_ir_model_create(&model);
+    if (st)
+        return st;
+    st = build(src, model);
+    if (!st)
+        st = ft_ir_model_validate(model);
+    if (st) {
+        ft_ir_model_destroy(model);
+        return st;
+    }
+    *out_model = model;
+    return FT_OK;
+}

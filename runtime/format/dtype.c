@@ -1,0 +1,119 @@
+#include "dtype.h"
+
+#include "../base/checked.h"
+
+#include <stddef.h>
+#include <strings.h>
+
+/* Block geometry follows ggml's block structs (ggml-common.h). */
+static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
+    [FT_DTYPE_F32] = {"f32", 1, 4, 0, "F32"},
+    [FT_DTYPE_F16] = {"f16", 1, 2, 1, "F16"},
+    [FT_DTYPE_BF16] = {"bf16", 1, 2, 30, "BF16"},
+    [FT_DTYPE_F64] = {"f64", 1, 8, 28, "F64"},
+    [FT_DTYPE_I8] = {"i8", 1, 1, 24, "I8"},
+    [FT_DTYPE_I16] = {"i16", 1, 2, 25, "I16"},
+    [FT_DTYPE_I32] = {"i32", 1, 4, 26, "I32"},
+    [FT_DTYPE_I64] = {"i64", 1, 8, 27, "I64"},
+    [FT_DTYPE_U8] = {"u8", 1, 1, -1, "U8"},
+    [FT_DTYPE_U16] = {"u16", 1, 2, -1, "U16"},
+    [FT_DTYPE_U32] = {"u32", 1, 4, -1, "U32"},
+    [FT_DTYPE_U64] = {"u64", 1, 8, -1, "U64"},
+    [FT_DTYPE_BOOL] = {"bool", 1, 1, -1, "BOOL"},
+    [FT_DTYPE_F8_E4M3] = {"f8_e4m3", 1, 1, -1, "F8_E4M3"},
+    [FT_DTYPE_F8_E5M2] = {"f8_e5m2", 1, 1, -1, "F8_E5M2"},
+    [FT_DTYPE_Q4_0] = {"q4_0", 32, 18, 2, NULL},
+    [FT_DTYPE_Q4_1] = {"q4_1", 32, 20, 3, NULL},
+    [FT_DTYPE_Q5_0] = {"q5_0", 32, 22, 6, NULL},
+    [FT_DTYPE_Q5_1] = {"q5_1", 32, 24, 7, NULL},
+    [FT_DTYPE_Q8_0] = {"q8_0", 32, 34, 8, NULL},
+    [FT_DTYPE_Q8_1] = {"q8_1", 32, 36, 9, NULL},
+    [FT_DTYPE_Q2_K] = {"q2_k", 256, 84, 10, NULL},
+    [FT_DTYPE_Q3_K] = {"q3_k", 256, 110, 11, NULL},
+    [FT_DTYPE_Q4_K] = {"q4_k", 256, 144, 12, NULL},
+    [FT_DTYPE_Q5_K] = {"q5_k", 256, 176, 13, NULL},
+    [FT_DTYPE_Q6_K] = {"q6_k", 256, 210, 14, NULL},
+    [FT_DTYPE_Q8_K] = {"q8_k", 256, 292, 15, NULL},
+    [FT_DTYPE_IQ2_XXS] = {"iq2_xxs", 256, 66, 16, NULL},
+    [FT_DTYPE_IQ2_XS] = {"iq2_xs", 256, 74, 17, NULL},
+    [FT_DTYPE_IQ3_XXS] = {"iq3_xxs", 256, 98, 18, NULL},
+    [FT_DTYPE_IQ1_S] = {"iq1_s", 256, 50, 19, NULL},
+    [FT_DTYPE_IQ4_NL] = {"iq4_nl", 32, 18, 20, NULL},
+    [FT_DTYPE_IQ3_S] = {"iq3_s", 256, 110, 21, NULL},
+    [FT_DTYPE_IQ2_S] = {"iq2_s", 256, 82, 22, NULL},
+    [FT_DTYPE_IQ4_XS] = {"iq4_xs", 256, 136, 23, NULL},
+    [FT_DTYPE_IQ1_M] = {"iq1_m", 256, 56, 29, NULL},
+    [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL},
+    [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL},
+    [FT_DTYPE_MXFP4] = {"mxfp4", 32, 17, 39, NULL},
+};
+
+/* Every ggml_type id ever assigned. Removed ones are named so that an old
+ * file gets "unsupported type q4_2 (removed from ggml)" rather than "unknown". */
+static const char *const ft_ggml_names[] = {
+    [0] = "f32",      [1] = "f16",       [2] = "q4_0",     [3] = "q4_1",
+    [4] = "q4_2 (removed from ggml)",    [5] = "q4_3 (removed from ggml)",
+    [6] = "q5_0",     [7] = "q5_1",      [8] = "q8_0",     [9] = "q8_1",
+    [10] = "q2_k",    [11] = "q3_k",     [12] = "q4_k",    [13] = "q5_k",
+    [14] = "q6_k",    [15] = "q8_k",     [16] = "iq2_xxs", [17] = "iq2_xs",
+    [18] = "iq3_xxs", [19] = "iq1_s",    [20] = "iq4_nl",  [21] = "iq3_s",
+    [22] = "iq2_s",   [23] = "iq4_xs",   [24] = "i8",      [25] = "i16",
+    [26] = "i32",     [27] = "i64",      [28] = "f64",     [29] = "iq1_m",
+    [30] = "bf16",
+    [31] = "q4_0_4_4 (removed from ggml)", [32] = "q4_0_4_8 (removed from ggml)",
+    [33] = "q4_0_8_8 (removed from ggml)", [34] = "tq1_0", [35] = "tq2_0",
+    [36] = "iq4_nl_4_4 (removed from ggml)", [37] = "iq4_nl_4_8 (removed from ggml)",
+    [38] = "iq4_nl_8_8 (removed from ggml)", [39] = "mxfp4",
+};
+
+const ft_dtype_info_t *ft_dtype_info(ft_dtype_t dtype)
+{
+    if ((int)dtype <= FT_DTYPE_INVALID || dtype >= FT_DTYPE_COUNT)
+        return NULL;
+    return &ft_dtype_table[dtype];
+}
+
+const char *ft_dtype_name(ft_dtype_t dtype)
+{
+    const ft_dtype_info_t *info = ft_dtype_info(dtype);
+    return info ? info->name : "invalid";
+}
+
+ft_dtype_t ft_dtype_from_name(const char *name)
+{
+    for (int i = 1; i < FT_DTYPE_COUNT; i++)
+        if (strcasecmp(ft_dtype_table[i].name, name) == 0)
+            return (ft_dtype_t)i;
+    return FT_DTYPE_INVALID;
+}
+
+ft_dtype_t ft_dtype_from_ggml(uint32_t ggml_id)
+{
+    for (int i = 1; i < FT_DTYPE_COUNT; i++)
+        if (ft_dtype_table[i].ggml_id == (int)ggml_id && ggml_id < 1000)
+            return (ft_dtype_t)i;
+    return FT_DTYPE_INVALID;
+}
+
+ft_dtype_t ft_dtype_from_safetensors(const char *st_name)
+{
+    for (int i = 1; i < FT_DTYPE_COUNT; i++)
+        if (ft_dtype_table[i].st_name && strcasecmp(ft_dtype_table[i].st_name, st_name) == 0)
+            return (ft_dtype_t)i;
+    return FT_DTYPE_INVALID;
+}
+
+const char *ft_ggml_type_name(uint32_t ggml_id)
+{
+    if (ggml_id >= sizeof(ft_ggml_names) / sizeof(ft_ggml_names[0]))
+        return NULL;
+    return ft_ggml_names[ggml_id];
+}
+
+int ft_dtype_row_bytes(ft_dtype_t dtype, uint64_t n_elems, uint64_t *out_bytes)
+{
+    const ft_dtype_info_t *info = ft_dtype_info(dtype);
+    if (!info || n_elems % info->block_elems != 0)
+        return 0;
+    return ft_mul_u64(n_elems / info->block_elems, info->block_bytes, out_bytes);
+}
