@@ -1,10 +1,224 @@
-/* ftc: the freetoken compiler driver. */
+/* ftc: the freetoken compiler driver.
+ *
+ *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]
+ *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
+ *   ftc verify BUNDLE
+ *
+ * Human output by default, --json for machines; progress on stderr when
+ * stderr is a terminal. Exit codes: 0 ok, 1 failure, 2 usage. */
+#include "../runtime/format/bundle.h"
+#include "compile.h"
+#include "import.h"
+#include "summary.h"
+
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char ftc_usage[] =
+    "usage: ftc <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]\n"
+    "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
+    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0] [--json] [--quiet]\n"
+    "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
+    "  verify BUNDLE\n"
+    "        re-hash the bundle's weights and check them against its plan\n"
+    "  version\n";
+
+static int ftc_fail(ft_status_t st)
+{
+    fprintf(stderr, "ftc: error: %s\n", ft_status_message(st));
+    ft_status_free(st);
+    return 1;
+}
+
+static double ftc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Progress on a terminal, at most ~10 updates a second. */
+static void ftc_progress(void *user, const char *stage, uint64_t done, uint64_t total)
+{
+    static double last;
+    double now = ftc_now();
+    if (done < total && now - last < 0.1)
+        return;
+    last = now;
+    double t0 = *(const double *)user;
+    double mib = (double)done / (1 << 20);
+    fprintf(stderr, "\r%s: %.1f / %.1f MiB (%3.0f%%), %.0f MiB/s   ", stage, mib,
+            (double)total / (1 << 20), total ? 100.0 * (double)done / (double)total : 100.0,
+            now > t0 ? mib / (now - t0) : 0.0);
+    if (done >= total)
+        fputc('\n', stderr);
+}
+
+static int ftc_inspect(int argc, char **argv)
+{
+    int json = 0, tensors = 0, ir = 0;
+    static const struct option longopts[] = {
+        {"json", no_argument, 0, 'j'}, {"tensors", no_argument, 0, 't'}, {"ir", no_argument, 0, 'i'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 't': tensors = 1; break;
+        case 'i': ir = 1; break;
+        case 'h': fputs(ftc_usage, stdout); return 0;
+        default: fputs(ftc_usage, stderr); return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        fputs("ftc inspect: exactly one MODEL_OR_BUNDLE is needed\n", stderr);
+        return 2;
+    }
+    const char *path = argv[optind];
+    ft_summary_t s;
+    ft_status_t st;
+    if (ft_bundle_is_bundle(path)) {
+        if (ir) {
+            fputs("ftc inspect: --ir is for models, not bundles\n", stderr);
+            return 2;
+        }
+        ft_bundle_t *b = NULL;
+        if ((st = ft_bundle_open(path, &b)))
+            return ftc_fail(st);
+        st = ft_summary_from_plan(b->plan, b->plan_file->data, b->plan_file->size, &s);
+        if (!st)
+            st = json ? ft_summary_print_json(&s, tensors, stdout) : (ft_summary_print(&s, tensors, stdout), FT_OK);
+        ft_summary_release(&s);
+        ft_bundle_close(b);
+        return st ? ftc_fail(st) : 0;
+    }
+    ft_ir_model_t *m = NULL;
+    if ((st = ft_import_model(path, &m)))
+        return ftc_fail(st);
+    if (ir) {
+        ft_ir_model_print(m, stdout);
+    } else {
+        st = ft_summary_from_ir(m, &s);
+        if (!st)
+            st = json ? ft_summary_print_json(&s, tensors, stdout) : (ft_summary_print(&s, tensors, stdout), FT_OK);
+        ft_summary_release(&s);
+    }
+    ft_ir_model_destroy(m);
+    return st ? ftc_fail(st) : 0;
+}
+
+static int ftc_compile(int argc, char **argv)
+{
+    const char *out_dir = NULL;
+    int json = 0, quiet = 0;
+    ft_compile_options_t opts;
+    ft_compile_options_init(&opts);
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
+        {"json", no_argument, 0, 'j'},          {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "o:f:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_dir = optarg; break;
+        case 'f':
+            opts.format = ft_dtype_from_name(optarg);
+            if (opts.format != FT_DTYPE_F32 && opts.format != FT_DTYPE_F16 &&
+                opts.format != FT_DTYPE_BF16 && opts.format != FT_DTYPE_Q8_0) {
+                fprintf(stderr, "ftc compile: --format %s: expected f32, f16, bf16 or q8_0\n", optarg);
+                return 2;
+            }
+            break;
+        case 'j': json = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(ftc_usage, stdout); return 0;
+        default: fputs(ftc_usage, stderr); return 2;
+        }
+    }
+    if (optind + 1 != argc || !out_dir) {
+        fputs("ftc compile: MODEL and -o BUNDLE_DIR are needed\n", stderr);
+        return 2;
+    }
+    double t0 = ftc_now();
+    if (!quiet && !json && isatty(2)) {
+        opts.progress = ftc_progress;
+        opts.progress_user = &t0;
+    }
+    ft_ir_model_t *m = NULL;
+    ft_status_t st = ft_import_model(argv[optind], &m);
+    if (!st)
+        st = ft_compile_bundle(m, &opts, out_dir);
+    ft_ir_model_destroy(m);
+    if (st)
+        return ftc_fail(st);
+    double secs = ftc_now() - t0;
+    ft_bundle_t *b = NULL;
+    if ((st = ft_bundle_open(out_dir, &b)))
+        return ftc_fail(ft_status_annotate(st, "reading back the bundle just written"));
+    ft_summary_t s;
+    if ((st = ft_summary_from_plan(b->plan, b->plan_file->data, b->plan_file->size, &s))) {
+        ft_bundle_close(b);
+        return ftc_fail(st);
+    }
+    if (json)
+        printf("{\"bundle\": \"%s\", \"plan_bytes\": %llu, \"plan_hash\": \"%s\", "
+               "\"weights_bytes\": %llu, \"weights_hash\": \"%s\", \"seconds\": %.3f}\n",
+               out_dir, (unsigned long long)s.plan_bytes, s.plan_hash,
+               (unsigned long long)s.weights_file_bytes, s.weights_hash, secs);
+    else if (!quiet)
+        printf("compiled %s -> %s: plan.ftp %llu bytes, weights.ftw %llu bytes, %.2f s\n",
+               argv[optind], out_dir, (unsigned long long)s.plan_bytes,
+               (unsigned long long)s.weights_file_bytes, secs);
+    ft_summary_release(&s);
+    ft_bundle_close(b);
+    return 0;
+}
+
+static int ftc_verify(int argc, char **argv)
+{
+    if (argc != 2) {
+        fputs("ftc verify: exactly one BUNDLE is needed\n", stderr);
+        return 2;
+    }
+    ft_bundle_t *b = NULL;
+    ft_status_t st = ft_bundle_open(argv[1], &b);
+    if (!st)
+        st = ft_bundle_verify(b);
+    ft_bundle_close(b);
+    if (st)
+        return ftc_fail(st);
+    printf("%s: ok (plan and weights agree, weight hash verified)\n", argv[1]);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "ftc: not built yet\n");
+    if (argc < 2) {
+        fputs(ftc_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "inspect") == 0)
+        return ftc_inspect(argc - 1, argv + 1);
+    if (strcmp(cmd, "compile") == 0)
+        return ftc_compile(argc - 1, argv + 1);
+    if (strcmp(cmd, "verify") == 0)
+        return ftc_verify(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("ftc %s\n", FT_PRODUCER_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(ftc_usage, stdout);
+        return 0;
+    }
+    fprintf(stderr, "ftc: unknown command '%s'\n\n%s", cmd, ftc_usage);
     return 2;
 }

@@ -1,0 +1,17 @@
+/* IR + packed weights -> the ftplan.Plan protobuf message. */
+#ifndef FT_COMPILER_PLAN_BUILD_H
+#define FT_COMPILER_PLAN_BUILD_H
+
+#include "freetoken.h"
+#include "ir.h"
+#include "plan.pb-c.h"
+#include "weights_pack.h"
+
+#define FT_PLAN_SCHEMA_VERSION 1u
+
+/* Builds the plan message; every allocation comes from `arena`, which must
+ * outlive the message. */
+ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
+                          ft_arena_t *arena, Ftplan__Plan **out_plan);
+
+#endif

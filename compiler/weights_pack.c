@@ -1,0 +1,275 @@
+#include "weights_pack.h"
+
+#include "../runtime/base/checked.h"
+#include "../runtime/base/mapped_file.h"
+#include "../runtime/format/convert.h"
+#include "../runtime/format/ftw.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FT_PACK_ALIGN 4096u
+#define FT_PACK_CHUNK_BYTES (1u << 20) /* conversion batch */
+
+typedef struct ft_pack_ctx {
+    const ft_ir_model_t *m;
+    const ft_compile_options_t *opts;
+    ft_mapped_file_t **maps; /* [m->n_files] */
+    ft_ftw_writer_t *w;
+    uint8_t *buf; /* FT_PACK_CHUNK_BYTES + one row of slack */
+    uint64_t buf_bytes;
+    uint64_t done, total; /* progress, in bytes written */
+} ft_pack_ctx_t;
+
+static int ft_is_convertible(ft_dtype_t d)
+{
+    return d == FT_DTYPE_F32 || d == FT_DTYPE_F16 || d == FT_DTYPE_BF16 || d == FT_DTYPE_Q8_0;
+}
+
+ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts)
+{
+    if (t->n_dims == 1)
+        return FT_DTYPE_F32; /* norms: tiny, read every token, keep them exact */
+    if (opts->format != FT_DTYPE_INVALID)
+        return opts->format;
+    return t->dtype;
+}
+
+static uint64_t ft_row_elems(const ft_ir_tensor_t *t)
+{
+    return t->shape[t->n_dims - 1];
+}
+
+/* Bytes of `rows` rows of t in dtype d (validated IR: cannot overflow). */
+static uint64_t ft_rows_bytes(const ft_ir_tensor_t *t, ft_dtype_t d, uint64_t rows)
+{
+    uint64_t rb = 0;
+    ft_dtype_row_bytes(d, ft_row_elems(t), &rb);
+    return rb * rows;
+}
+
+/* Checks up front that t can be written as `dst`, so that a bad request
+ * fails before any output is produced. */
+static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t, ft_dtype_t dst)
+{
+    uint64_t rb;
+    if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible(t->dtype)))
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: tensor '%s': cannot convert %s to %s (conversions exist between "
+                              "f32, f16, bf16 and q8_0; other formats are copied as they are)",
+                              m->source_name, t->name, ft_dtype_name(t->dtype), ft_dtype_name(dst));
+    if (!ft_dtype_row_bytes(dst, ft_row_elems(t), &rb))
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: tensor '%s': rows of %" PRIu64 " elements cannot be stored as %s "
+                              "(block of %u)",
+                              m->source_name, t->name, ft_row_elems(t), ft_dtype_name(dst),
+                              ft_dtype_info(dst)->block_elems);
+    uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
+    for (uint32_t p = 0; p < t->n_pieces; p++)
+        if (t->pieces[p].n_bytes % src_rb != 0)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "%s: tensor '%s': source piece %u is not a whole number of rows",
+                                  m->source_name, t->name, p);
+    return FT_OK;
+}
+
+static void ft_pack_progress(ft_pack_ctx_t *c, uint64_t n)
+{
+    c->done += n;
+    if (c->opts->progress)
+        c->opts->progress(c->opts->progress_user, "weights", c->done, c->total);
+}
+
+static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
+{
+    if (!c->buf_bytes)
+        return FT_OK;
+    ft_status_t st = ft_ftw_writer_write(c->w, c->buf, c->buf_bytes);
+    ft_pack_progress(c, c->buf_bytes);
+    c->buf_bytes = 0;
+    return st;
+}
+
+/* Writes rows [row0, row0 + n_rows) of t, converted to dst. */
+static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
+                                uint64_t row0, uint64_t n_rows)
+{
+    const uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
+    const uint64_t dst_rb = ft_rows_bytes(t, dst, 1);
+    uint64_t row = 0; /* first row of the current piece */
+    ft_status_t st = FT_OK;
+    for (uint32_t p = 0; p < t->n_pieces && n_rows > 0 && !st; p++) {
+        const ft_ir_piece_t *pc = &t->pieces[p];
+        uint64_t piece_rows = pc->n_bytes / src_rb;
+        if (row0 >= row + piece_rows) {
+            row += piece_rows;
+            continue;
+        }
+        uint64_t first = row0 - row;
+        uint64_t take = piece_rows - first < n_rows ? piece_rows - first : n_rows;
+        const uint8_t *src = c->maps[pc->file]->data + pc->offset + first * src_rb;
+        if (dst == t->dtype) {
+            if (!(st = ft_pack_flush(c)) && !(st = ft_ftw_writer_write(c->w, src, take * src_rb)))
+                ft_pack_progress(c, take * src_rb);
+        } else {
+            for (uint64_t r = 0; r < take && !st; r++) {
+                if (c->buf_bytes + dst_rb > FT_PACK_CHUNK_BYTES && (st = ft_pack_flush(c)))
+                    break;
+                if (dst_rb > FT_PACK_CHUNK_BYTES) { /* a huge row: convert it in place of the batch */
+                    uint8_t *big = malloc(dst_rb);
+                    if (!big)
+                        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+                    st = ft_convert_row(dst, big, t->dtype, src + r * src_rb, ft_row_elems(t));
+                    if (!st && !(st = ft_ftw_writer_write(c->w, big, dst_rb)))
+                        ft_pack_progress(c, dst_rb);
+                    free(big);
+                    continue;
+                }
+                st = ft_convert_row(dst, c->buf + c->buf_bytes, t->dtype, src + r * src_rb,
+                                    ft_row_elems(t));
+                c->buf_bytes += dst_rb;
+            }
+            if (!st)
+                st = ft_pack_flush(c);
+        }
+        row0 += take;
+        n_rows -= take;
+        row += piece_rows;
+    }
+    return ft_status_annotate(st, "%s: tensor '%s'", c->m->source_name, t->name);
+}
+
+static int ft_is_expert_stack(const ft_ir_tensor_t *t)
+{
+    return t->role == FT_ROLE_FFN_GATE_EXPS || t->role == FT_ROLE_FFN_UP_EXPS ||
+           t->role == FT_ROLE_FFN_DOWN_EXPS;
+}
+
+static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, ft_packed_weights_t *pw)
+{
+    const ft_ir_model_t *m = c->m;
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        if (ft_is_expert_stack(t))
+            continue;
+        ft_placement_t *pl = &pw->placements[i];
+        uint64_t rows = ft_ir_tensor_elems(t) / ft_row_elems(t);
+        pl->dtype = ft_pack_target_dtype(t, c->opts);
+        pl->size = ft_rows_bytes(t, pl->dtype, rows);
+        ft_status_t st = ft_ftw_writer_align(c->w, &pl->offset);
+        if (!st)
+            st = ft_pack_rows(c, t, pl->dtype, 0, rows);
+        if (st)
+            return st;
+    }
+    return FT_OK;
+}
+
+/* One MoE layer: expert e = [gate_e | up_e | down_e], each part aligned. */
+static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, ft_packed_weights_t *pw, uint32_t layer)
+{
+    const ft_ir_model_t *m = c->m;
+    const ft_tensor_role_t roles[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS,
+                                       FT_ROLE_FFN_DOWN_EXPS};
+    const ft_ir_tensor_t *parts[3];
+    ft_placement_t *pls[3];
+    uint64_t part_off[3], stride = 0;
+    for (int k = 0; k < 3; k++) {
+        parts[k] = ft_ir_find(m, roles[k], (int32_t)layer);
+        pls[k] = &pw->placements[parts[k] - m->tensors];
+        pls[k]->dtype = ft_pack_target_dtype(parts[k], c->opts);
+        pls[k]->size = ft_rows_bytes(parts[k], pls[k]->dtype, parts[k]->shape[1]);
+        part_off[k] = stride;
+        uint64_t aligned;
+        if (!ft_align_up_u64(pls[k]->size, FT_PACK_ALIGN, &aligned) ||
+            !ft_add_u64(stride, aligned, &stride))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: layer %u: expert size overflows",
+                                  m->source_name, layer);
+    }
+    ft_expert_layout_t *el = &pw->experts[pw->n_expert_layouts++];
+    el->layer = layer;
+    el->n_experts = (uint32_t)parts[0]->shape[0];
+    el->stride = stride;
+    ft_status_t st = ft_ftw_writer_align(c->w, &el->offset);
+    for (int k = 0; k < 3 && !st; k++) {
+        pls[k]->offset = el->offset + part_off[k];
+        pls[k]->expert_stride = stride;
+    }
+    for (uint32_t e = 0; e < el->n_experts && !st; e++)
+        for (int k = 0; k < 3 && !st; k++) {
+            uint64_t at;
+            st = ft_ftw_writer_align(c->w, &at);
+            if (!st && at != el->offset + e * stride + part_off[k])
+                st = ft_status_make(FT_STATUS_INTERNAL, "expert layout drifted at layer %u expert %u",
+                                    layer, e);
+            uint64_t rows = parts[k]->shape[1];
+            if (!st)
+                st = ft_pack_rows(c, parts[k], pls[k]->dtype, (uint64_t)e * rows, rows);
+        }
+    return st;
+}
+
+static ft_status_t ft_pack_open_sources(ft_pack_ctx_t *c)
+{
+    c->maps = calloc(c->m->n_files ? c->m->n_files : 1, sizeof(*c->maps));
+    if (!c->maps)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t f = 0; f < c->m->n_files; f++) {
+        ft_status_t st = ft_mapped_file_open(c->m->files[f].path, &c->maps[f]);
+        if (st)
+            return st;
+        if (c->maps[f]->size != c->m->files[f].size)
+            return ft_status_make(FT_STATUS_MISMATCH, "%s: file changed size while compiling",
+                                  c->m->files[f].path);
+    }
+    return FT_OK;
+}
+
+ft_status_t ft_weights_pack(const ft_ir_model_t *m, const ft_compile_options_t *opts,
+                            const char *path, ft_packed_weights_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    ft_pack_ctx_t c = {.m = m, .opts = opts};
+    ft_status_t st = FT_OK;
+    out->placements = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*out->placements));
+    out->experts = calloc(m->hp.n_layers ? m->hp.n_layers : 1, sizeof(*out->experts));
+    c.buf = malloc(FT_PACK_CHUNK_BYTES);
+    if (!out->placements || !out->experts || !c.buf) {
+        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < m->n_tensors && !st; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        st = ft_pack_check(m, t, ft_pack_target_dtype(t, opts));
+        c.total += ft_rows_bytes(t, ft_pack_target_dtype(t, opts), ft_ir_tensor_elems(t) / ft_row_elems(t));
+    }
+    if (st || (st = ft_pack_open_sources(&c)) || (st = ft_ftw_writer_create(path, &c.w)))
+        goto out;
+    st = ft_pack_dense(&c, out);
+    for (uint32_t l = 0; l < m->hp.n_layers && !st; l++)
+        if (m->blocks[l].is_moe)
+            st = ft_pack_expert_layer(&c, out, l);
+    if (!st) {
+        st = ft_ftw_writer_finish(c.w, &out->file_size, out->hash);
+        c.w = NULL;
+    }
+out:
+    if (c.w)
+        ft_ftw_writer_abort(c.w);
+    if (c.maps)
+        for (uint32_t f = 0; f < m->n_files; f++)
+            ft_mapped_file_close(c.maps[f]);
+    free(c.maps);
+    free(c.buf);
+    if (st)
+        ft_packed_weights_release(out);
+    return st;
+}
+
+void ft_packed_weights_release(ft_packed_weights_t *pw)
+{
+    free(pw->placements);
+    free(pw->experts);
+    memset(pw, 0, sizeof(*pw));
+}

@@ -1,0 +1,44 @@
+/* Repacking weights into an FTW file: every tensor on a 4 KiB boundary,
+ * dense tensors first (the region a GPU keeps resident), then each MoE
+ * layer's experts as one block in which expert e (gate, up, down together)
+ * is the contiguous blob [offset + e*stride, +stride). */
+#ifndef FT_COMPILER_WEIGHTS_PACK_H
+#define FT_COMPILER_WEIGHTS_PACK_H
+
+#include "compile.h"
+
+#include <stdint.h>
+
+/* Where one IR tensor landed in the FTW file. */
+typedef struct ft_placement {
+    ft_dtype_t dtype;       /* format written */
+    uint64_t offset;        /* absolute, 4 KiB aligned */
+    uint64_t size;          /* bytes; for expert stacks of one expert's slice */
+    uint64_t expert_stride; /* 0 for ordinary tensors */
+} ft_placement_t;
+
+typedef struct ft_expert_layout {
+    uint32_t layer;
+    uint32_t n_experts;
+    uint64_t offset; /* block start */
+    uint64_t stride; /* bytes per expert, a multiple of 4096 */
+} ft_expert_layout_t;
+
+typedef struct ft_packed_weights {
+    ft_placement_t *placements; /* [model->n_tensors], parallel to model->tensors */
+    ft_expert_layout_t *experts;
+    uint32_t n_expert_layouts;
+    uint64_t file_size;
+    uint8_t hash[16];
+} ft_packed_weights_t;
+
+/* The format a tensor is written in: 1-D tensors (norms) are always F32,
+ * matrices take opts->format when set, else keep the source format. */
+ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts);
+
+/* Writes path; fills *out (free with ft_packed_weights_release). */
+ft_status_t ft_weights_pack(const ft_ir_model_t *model, const ft_compile_options_t *opts,
+                            const char *path, ft_packed_weights_t *out);
+void ft_packed_weights_release(ft_packed_weights_t *pw);
+
+#endif

@@ -1,0 +1,345 @@
+#include "model_names.h"
+
+#include "../runtime/base/checked.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GGUF suffix and HF suffix for each per-layer role. HF expert names carry
+ * a %u for the expert index. */
+typedef struct ft_role_names {
+    ft_tensor_role_t role;
+    const char *gguf;
+    const char *hf;
+} ft_role_names_t;
+
+static const ft_role_names_t ft_layer_roles[] = {
+    {FT_ROLE_ATTN_NORM, "attn_norm", "input_layernorm"},
+    {FT_ROLE_ATTN_Q, "attn_q", "self_attn.q_proj"},
+    {FT_ROLE_ATTN_K, "attn_k", "self_attn.k_proj"},
+    {FT_ROLE_ATTN_V, "attn_v", "self_attn.v_proj"},
+    {FT_ROLE_ATTN_O, "attn_output", "self_attn.o_proj"},
+    {FT_ROLE_ATTN_Q_NORM, "attn_q_norm", "self_attn.q_norm"},
+    {FT_ROLE_ATTN_K_NORM, "attn_k_norm", "self_attn.k_norm"},
+    {FT_ROLE_FFN_NORM, "ffn_norm", "post_attention_layernorm"},
+    {FT_ROLE_FFN_ROUTER, "ffn_gate_inp", "mlp.gate"},
+    {FT_ROLE_FFN_GATE_EXPS, "ffn_gate_exps", "mlp.experts.%u.gate_proj"},
+    {FT_ROLE_FFN_UP_EXPS, "ffn_up_exps", "mlp.experts.%u.up_proj"},
+    {FT_ROLE_FFN_DOWN_EXPS, "ffn_down_exps", "mlp.experts.%u.down_proj"},
+    {FT_ROLE_FFN_GATE, "ffn_gate", "mlp.gate_proj"},
+    {FT_ROLE_FFN_UP, "ffn_up", "mlp.up_proj"},
+    {FT_ROLE_FFN_DOWN, "ffn_down", "mlp.down_proj"},
+};
+
+static const ft_role_names_t ft_global_roles[] = {
+    {FT_ROLE_TOKEN_EMBD, "token_embd", "model.embed_tokens"},
+    {FT_ROLE_OUTPUT_NORM, "output_norm", "model.norm"},
+    {FT_ROLE_OUTPUT, "output", "lm_head"},
+};
+
+/* An open-addressing index over source tensor names: real checkpoints have
+ * tens of thousands of tensors, too many for linear lookups per name. */
+typedef struct ft_name_index {
+    uint32_t cap; /* power of two */
+    int64_t *slots; /* tensor index, or -1 */
+    uint8_t *used;  /* per source tensor: claimed by the model */
+    const ft_src_model_t *src;
+} ft_name_index_t;
+
+static uint64_t ft_name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static ft_status_t ft_name_index_build(ft_name_index_t *ix, const ft_src_model_t *src)
+{
+    memset(ix, 0, sizeof(*ix));
+    ix->src = src;
+    uint32_t cap = 16;
+    while (cap < 2ull * src->n_tensors && cap < (1u << 30))
+        cap <<= 1;
+    ix->cap = cap;
+    ix->slots = malloc((size_t)cap * sizeof(*ix->slots));
+    ix->used = calloc(src->n_tensors ? src->n_tensors : 1, 1);
+    if (!ix->slots || !ix->used)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory indexing tensors", src->path);
+    for (uint32_t i = 0; i < cap; i++)
+        ix->slots[i] = -1;
+    for (uint32_t t = 0; t < src->n_tensors; t++) {
+        uint32_t h = (uint32_t)ft_name_hash(src->tensors[t].name) & (cap - 1);
+        while (ix->slots[h] >= 0) {
+            if (strcmp(src->tensors[ix->slots[h]].name, src->tensors[t].name) == 0)
+                return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' appears twice", src->path,
+                                      src->tensors[t].name);
+            h = (h + 1) & (cap - 1);
+        }
+        ix->slots[h] = t;
+    }
+    return FT_OK;
+}
+
+static void ft_name_index_free(ft_name_index_t *ix)
+{
+    free(ix->slots);
+    free(ix->used);
+}
+
+/* Finds and claims a tensor; NULL when absent. */
+static const ft_src_tensor_t *ft_name_take(ft_name_index_t *ix, const char *name)
+{
+    uint32_t h = (uint32_t)ft_name_hash(name) & (ix->cap - 1);
+    while (ix->slots[h] >= 0) {
+        int64_t t = ix->slots[h];
+        if (strcmp(ix->src->tensors[t].name, name) == 0) {
+            ix->used[t] = 1;
+            return &ix->src->tensors[t];
+        }
+        h = (h + 1) & (ix->cap - 1);
+    }
+    return NULL;
+}
+
+static int ft_role_is_expert(ft_tensor_role_t r)
+{
+    return r == FT_ROLE_FFN_GATE_EXPS || r == FT_ROLE_FFN_UP_EXPS || r == FT_ROLE_FFN_DOWN_EXPS;
+}
+
+/* Does block b use this role? */
+static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
+{
+    switch (r) {
+    case FT_ROLE_ATTN_Q_NORM:
+    case FT_ROLE_ATTN_K_NORM: return b->attn.qk_norm;
+    case FT_ROLE_FFN_ROUTER:
+    case FT_ROLE_FFN_GATE_EXPS:
+    case FT_ROLE_FFN_UP_EXPS:
+    case FT_ROLE_FFN_DOWN_EXPS: return b->is_moe;
+    case FT_ROLE_FFN_GATE:
+    case FT_ROLE_FFN_UP:
+    case FT_ROLE_FFN_DOWN: return !b->is_moe;
+    default: return 1;
+    }
+}
+
+static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tensor_role_t role,
+                                    int32_t layer, ft_ir_tensor_t **out)
+{
+    ft_ir_tensor_t *t = &m->tensors[m->n_tensors++];
+    t->name = ft_arena_strdup(m->arena, name);
+    t->role = role;
+    t->layer = layer;
+    *out = t;
+    return t->name ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+}
+
+/* A single source tensor -> IR tensor with one piece. */
+static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
+                                 const char *ir_name, ft_tensor_role_t role, int32_t layer, int *found)
+{
+    const ft_src_tensor_t *s = ft_name_take(ix, src_name);
+    *found = s != NULL;
+    if (!s)
+        return FT_OK;
+    ft_ir_tensor_t *t;
+    ft_status_t st = ft_ir_add_tensor(m, ir_name, role, layer, &t);
+    if (st)
+        return st;
+    t->dtype = s->dtype;
+    t->n_dims = s->n_dims;
+    memcpy(t->shape, s->shape, sizeof(t->shape));
+    t->n_pieces = 1;
+    t->pieces = ft_arena_alloc(m->arena, sizeof(ft_ir_piece_t));
+    if (!t->pieces)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    t->pieces[0] = (ft_ir_piece_t){s->file, s->offset, s->n_bytes};
+    return FT_OK;
+}
+
+/* HF's per-expert 2-D matrices -> one [n_experts, rows, cols] stack. */
+static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, const char *fmt,
+                                        uint32_t layer, uint32_t n_experts, const char *ir_name,
+                                        ft_tensor_role_t role, int *found)
+{
+    const ft_src_model_t *src = ix->src;
+    char name[256];
+    *found = 0;
+    ft_ir_piece_t *pieces = ft_arena_array(m->arena, n_experts, sizeof(ft_ir_piece_t));
+    if (!pieces)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    const ft_src_tensor_t *first = NULL;
+    for (uint32_t e = 0; e < n_experts; e++) {
+        char suffix[128];
+        snprintf(suffix, sizeof(suffix), fmt, e);
+        snprintf(name, sizeof(name), "model.layers.%u.%s.weight", layer, suffix);
+        const ft_src_tensor_t *s = ft_name_take(ix, name);
+        if (!s) {
+            if (e == 0)
+                return FT_OK; /* the whole stack is absent: the caller reports it */
+            return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s' (expert %u of %u)",
+                                  src->path, name, e, n_experts);
+        }
+        if (!first) {
+            first = s;
+            if (s->n_dims != 2)
+                return ft_status_make(FT_STATUS_FORMAT, "%s: expert tensor '%s' has %u dimensions, not 2",
+                                      src->path, name, s->n_dims);
+        } else if (s->dtype != first->dtype || s->n_dims != 2 || s->shape[0] != first->shape[0] ||
+                   s->shape[1] != first->shape[1]) {
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: expert tensor '%s' differs in format or shape from expert 0",
+                                  src->path, name);
+        }
+        pieces[e] = (ft_ir_piece_t){s->file, s->offset, s->n_bytes};
+    }
+    ft_ir_tensor_t *t;
+    ft_status_t st = ft_ir_add_tensor(m, ir_name, role, (int32_t)layer, &t);
+    if (st)
+        return st;
+    t->dtype = first->dtype;
+    t->n_dims = 3;
+    t->shape[0] = n_experts;
+    t->shape[1] = first->shape[0];
+    t->shape[2] = first->shape[1];
+    t->n_pieces = n_experts;
+    t->pieces = pieces;
+    *found = 1;
+    return FT_OK;
+}
+
+static ft_status_t ft_copy_tokenizer(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    const ft_ir_tokenizer_t *s = &src->tok;
+    ft_ir_tokenizer_t *d = &m->tok;
+    *d = *s;
+    d->model = s->model ? ft_arena_strdup(m->arena, s->model) : NULL;
+    d->pre = s->pre ? ft_arena_strdup(m->arena, s->pre) : NULL;
+    d->chat_template = s->chat_template ? ft_arena_strdup(m->arena, s->chat_template) : NULL;
+    const char **tokens = ft_arena_array(m->arena, s->n_tokens, sizeof(char *));
+    uint32_t *lens = ft_arena_array(m->arena, s->n_tokens, sizeof(uint32_t));
+    uint8_t *types = ft_arena_array(m->arena, s->n_tokens, 1);
+    const char **merges = ft_arena_array(m->arena, s->n_merges, sizeof(char *));
+    if (!tokens || !lens || !types || !merges)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory copying the tokenizer", src->path);
+    for (uint32_t i = 0; i < s->n_tokens; i++) {
+        tokens[i] = ft_arena_strndup(m->arena, s->tokens[i], s->token_lens[i]);
+        if (!tokens[i])
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    }
+    if (s->n_tokens) {
+        memcpy(lens, s->token_lens, (size_t)s->n_tokens * sizeof(uint32_t));
+        memcpy(types, s->token_types, s->n_tokens);
+    }
+    for (uint32_t i = 0; i < s->n_merges; i++)
+        if (!(merges[i] = ft_arena_strdup(m->arena, s->merges[i])))
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    d->tokens = tokens;
+    d->token_lens = lens;
+    d->token_types = types;
+    d->merges = merges;
+    return FT_OK;
+}
+
+static ft_status_t ft_copy_files(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    m->source_format = src->kind == FT_SRC_GGUF ? "gguf" : "safetensors";
+    const char *base = strrchr(src->path, '/');
+    size_t len = strlen(src->path);
+    while (base && base[1] == '\0' && base > src->path) { /* "dir/" */
+        len = (size_t)(base - src->path);
+        const char *prev = base - 1;
+        while (prev > src->path && *prev != '/')
+            prev--;
+        base = *prev == '/' ? prev : NULL;
+    }
+    const char *start = base ? base + 1 : src->path;
+    m->source_name = ft_arena_strndup(m->arena, start, len - (size_t)(start - src->path));
+    m->files = ft_arena_array(m->arena, src->n_files, sizeof(ft_src_file_t));
+    if (!m->files || !m->source_name)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    m->n_files = src->n_files;
+    for (uint32_t i = 0; i < src->n_files; i++) {
+        m->files[i].size = src->files[i].size;
+        if (!(m->files[i].path = ft_arena_strdup(m->arena, src->files[i].path)))
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    }
+    return FT_OK;
+}
+
+static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    const int hf = src->kind == FT_SRC_HF;
+    const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * n_layer_roles;
+    m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
+    if (!m->tensors)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    char sname[256], iname[256];
+    ft_status_t st;
+    int found;
+    for (size_t r = 0; r < 3; r++) {
+        const ft_role_names_t *rn = &ft_global_roles[r];
+        snprintf(sname, sizeof(sname), "%s.weight", hf ? rn->hf : rn->gguf);
+        snprintf(iname, sizeof(iname), "%s.weight", rn->gguf);
+        if (rn->role == FT_ROLE_OUTPUT && m->hp.tie_embeddings) {
+            ft_name_take(ix, sname); /* a tied copy some checkpoints still carry */
+            continue;
+        }
+        if ((st = ft_take_plain(ix, m, sname, iname, rn->role, -1, &found)))
+            return st;
+        if (!found)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, sname);
+    }
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        const ft_ir_block_t *b = &m->blocks[l];
+        for (size_t r = 0; r < n_layer_roles; r++) {
+            const ft_role_names_t *rn = &ft_layer_roles[r];
+            if (!ft_role_wanted(b, rn->role))
+                continue;
+            snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, rn->gguf);
+            if (hf && ft_role_is_expert(rn->role)) {
+                st = ft_take_expert_stack(ix, m, rn->hf, l, b->moe.n_experts, iname, rn->role, &found);
+                snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, rn->hf);
+            } else {
+                if (hf)
+                    snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, rn->hf);
+                else
+                    snprintf(sname, sizeof(sname), "%s", iname);
+                st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found);
+            }
+            if (st)
+                return st;
+            if (!found) {
+                if (hf && ft_role_is_expert(rn->role)) {
+                    char e0[256];
+                    snprintf(e0, sizeof(e0), sname, 0u);
+                    return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, e0);
+                }
+                return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, sname);
+            }
+        }
+    }
+    for (uint32_t t = 0; t < src->n_tensors; t++)
+        if (!ix->used[t])
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "%s: tensor '%s' is not part of a %s model as freetoken knows it",
+                                  src->path, src->tensors[t].name, m->hp.arch_name);
+    return FT_OK;
+}
+
+ft_status_t ft_model_names_collect(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    ft_status_t st;
+    if ((st = ft_copy_files(src, m)) || (st = ft_copy_tokenizer(src, m)))
+        return st;
+    ft_name_index_t ix;
+    st = ft_name_index_build(&ix, src);
+    if (!st)
+        st = ft_collect_tensors(&ix, src, m);
+    ft_name_index_free(&ix);
+    return st;
+}

@@ -1,0 +1,29 @@
+/* A compiled bundle on disk: a directory holding plan.ftp and the FTW
+ * weight files the plan names. Opening maps the plan and every weight file
+ * and checks each file's size and header hash against the plan (cheap);
+ * ft_bundle_verify re-hashes all weight bytes (expensive). */
+#ifndef FT_FORMAT_BUNDLE_H
+#define FT_FORMAT_BUNDLE_H
+
+#include "freetoken.h"
+#include "../base/mapped_file.h"
+#include "ftw.h"
+#include "plan.pb-c.h"
+
+typedef struct ft_bundle {
+    char *dir;
+    ft_mapped_file_t *plan_file; /* plan.ftp bytes */
+    Ftplan__Plan *plan;          /* validated */
+    uint32_t n_weight_files;
+    ft_ftw_t **weight_files;     /* [n_weight_files], parallel to plan->weight_files */
+} ft_bundle_t;
+
+/* 1 when path is a bundle directory (holds plan.ftp) or a plan.ftp file. */
+int ft_bundle_is_bundle(const char *path);
+
+/* path: the bundle directory, or its plan.ftp. */
+ft_status_t ft_bundle_open(const char *path, ft_bundle_t **out_bundle);
+ft_status_t ft_bundle_verify(const ft_bundle_t *bundle);
+void ft_bundle_close(ft_bundle_t *bundle);
+
+#endif
