@@ -170,6 +170,8 @@ ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         m->blocks[l] = proto;
         m->blocks[l].is_moe = ft_q3_layer_is_moe(src, l);
+        if (m->blocks[l].is_moe)
+            m->blocks[l].dense_ffn = 0; /* meaningful for dense layers only */
         if (!m->blocks[l].is_moe && proto.dense_ffn == 0)
             return ft_status_make(FT_STATUS_FORMAT, "%s: layer %u is dense but the FFN size is missing",
                                   src->path, l);
