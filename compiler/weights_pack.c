@@ -31,6 +31,11 @@ ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_option
 {
     if (t->n_dims == 1)
         return FT_DTYPE_F32; /* norms: tiny, read every token, keep them exact */
+    /* Routers are small and decide which experts run: like llama.cpp's
+     * quantizer, never make a float router lossier. */
+    if (t->role == FT_ROLE_FFN_ROUTER && (t->dtype == FT_DTYPE_F32 || t->dtype == FT_DTYPE_F16 ||
+                                          t->dtype == FT_DTYPE_BF16))
+        return FT_DTYPE_F32;
     if (opts->format != FT_DTYPE_INVALID)
         return opts->format;
     return t->dtype;

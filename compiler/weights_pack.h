@@ -32,8 +32,9 @@ typedef struct ft_packed_weights {
     uint8_t hash[16];
 } ft_packed_weights_t;
 
-/* The format a tensor is written in: 1-D tensors (norms) are always F32,
- * matrices take opts->format when set, else keep the source format. */
+/* The format a tensor is written in: 1-D tensors (norms) and float routers
+ * are always F32, other matrices take opts->format when set, else keep the
+ * source format. */
 ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts);
 
 /* Writes path; fills *out (free with ft_packed_weights_release). */
