@@ -2,6 +2,8 @@
 
 #include "compile.h"
 
+#include "../runtime/format/plan_validate.h"
+
 #include <string.h>
 
 /* A protobuf-c message in the arena, initialized from its _INIT value. */

@@ -7,8 +7,6 @@
 #include "plan.pb-c.h"
 #include "weights_pack.h"
 
-#define FT_PLAN_SCHEMA_VERSION 1u
-
 /* Builds the plan message; every allocation comes from `arena`, which must
  * outlive the message. */
 ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
