@@ -13,34 +13,65 @@ void ft_meta_init(ft_meta_t *meta, ft_arena_t *arena)
 void ft_meta_release(ft_meta_t *meta)
 {
     free(meta->entries);
+    free(meta->index);
     meta->entries = NULL;
-    meta->n_entries = meta->cap_entries = 0;
+    meta->index = NULL;
+    meta->n_entries = meta->cap_entries = meta->index_cap = 0;
+}
+
+static uint32_t ft_meta_hash(const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 16777619u;
+    return h;
+}
+
+/* The index slot holding `key`, or the empty slot where it would go. */
+static uint32_t ft_meta_probe(const ft_meta_t *meta, const char *key)
+{
+    uint32_t mask = meta->index_cap - 1, h = ft_meta_hash(key) & mask;
+    while (meta->index[h] && strcmp(meta->entries[meta->index[h] - 1].key, key) != 0)
+        h = (h + 1) & mask;
+    return h;
+}
+
+static ft_status_t ft_meta_grow(ft_meta_t *meta)
+{
+    if (meta->cap_entries >= (1u << 28))
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "too many metadata keys");
+    uint32_t cap = meta->cap_entries ? meta->cap_entries * 2 : 32;
+    ft_meta_entry_t *e = realloc(meta->entries, (size_t)cap * sizeof(*e));
+    if (!e)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "metadata: out of memory");
+    meta->entries = e;
+    meta->cap_entries = cap;
+    uint32_t *index = calloc((size_t)cap * 2, sizeof(*index));
+    if (!index)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "metadata: out of memory");
+    free(meta->index);
+    meta->index = index;
+    meta->index_cap = cap * 2;
+    for (uint32_t i = 0; i < meta->n_entries; i++)
+        meta->index[ft_meta_probe(meta, meta->entries[i].key)] = i + 1;
+    return FT_OK;
 }
 
 static ft_meta_entry_t *ft_meta_slot(ft_meta_t *meta, const char *key, ft_status_t *out_status)
 {
     *out_status = FT_OK;
-    for (uint32_t i = 0; i < meta->n_entries; i++)
-        if (strcmp(meta->entries[i].key, key) == 0) {
-            const char *k = meta->entries[i].key;
-            memset(&meta->entries[i], 0, sizeof(meta->entries[i]));
-            meta->entries[i].key = k;
-            return &meta->entries[i];
+    if (meta->index_cap) {
+        uint32_t h = ft_meta_probe(meta, key);
+        if (meta->index[h]) { /* replace the earlier value */
+            ft_meta_entry_t *e = &meta->entries[meta->index[h] - 1];
+            const char *k = e->key;
+            memset(e, 0, sizeof(*e));
+            e->key = k;
+            return e;
         }
-    if (meta->n_entries == meta->cap_entries) {
-        uint32_t cap = meta->cap_entries ? meta->cap_entries * 2 : 32;
-        if (cap < meta->cap_entries) {
-            *out_status = ft_status_make(FT_STATUS_OUT_OF_RANGE, "too many metadata keys");
-            return NULL;
-        }
-        ft_meta_entry_t *e = realloc(meta->entries, (size_t)cap * sizeof(*e));
-        if (!e) {
-            *out_status = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "metadata: out of memory");
-            return NULL;
-        }
-        meta->entries = e;
-        meta->cap_entries = cap;
     }
+    if (meta->n_entries == meta->cap_entries && (*out_status = ft_meta_grow(meta)))
+        return NULL;
     ft_meta_entry_t *e = &meta->entries[meta->n_entries];
     memset(e, 0, sizeof(*e));
     e->key = ft_arena_strdup(meta->arena, key);
@@ -49,6 +80,7 @@ static ft_meta_entry_t *ft_meta_slot(ft_meta_t *meta, const char *key, ft_status
         return NULL;
     }
     meta->n_entries++;
+    meta->index[ft_meta_probe(meta, key)] = meta->n_entries;
     return e;
 }
 
@@ -117,10 +149,10 @@ ft_status_t ft_meta_add_array(ft_meta_t *meta, const char *key, const double *v,
 
 const ft_meta_entry_t *ft_meta_find(const ft_meta_t *meta, const char *key)
 {
-    for (uint32_t i = 0; i < meta->n_entries; i++)
-        if (strcmp(meta->entries[i].key, key) == 0)
-            return &meta->entries[i];
-    return NULL;
+    if (!meta->index_cap)
+        return NULL;
+    uint32_t h = ft_meta_probe(meta, key);
+    return meta->index[h] ? &meta->entries[meta->index[h] - 1] : NULL;
 }
 
 int ft_meta_get_i64(const ft_meta_t *meta, const char *key, int64_t *out)

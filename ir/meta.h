@@ -36,6 +36,10 @@ typedef struct ft_meta {
     uint32_t n_entries;
     uint32_t cap_entries;
     ft_meta_entry_t *entries;
+    /* Open-addressing index over the keys (entry index + 1, 0 = empty), so
+     * that files with tens of thousands of keys load in linear time. */
+    uint32_t index_cap; /* a power of two, >= 2 * cap_entries */
+    uint32_t *index;
 } ft_meta_t;
 
 /* Initializes an empty list whose strings live in `arena`. */

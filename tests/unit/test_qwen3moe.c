@@ -238,6 +238,25 @@ static void expect_error(fake_t *f, ft_status_code_t code, const char *needle)
     ft_src_model_destroy(f->src);
 }
 
+/* Rebuilds the metadata without `key`. */
+static void meta_without(fake_t *f, const char *key)
+{
+    ft_meta_t old = f->src->meta;
+    ft_meta_init(&f->src->meta, f->src->arena);
+    for (uint32_t i = 0; i < old.n_entries; i++) {
+        const ft_meta_entry_t *e = &old.entries[i];
+        if (strcmp(e->key, key) == 0)
+            continue;
+        switch (e->type) {
+        case FT_META_INT: assert_null(ft_meta_add_int(&f->src->meta, e->key, e->i)); break;
+        case FT_META_FLOAT: assert_null(ft_meta_add_float(&f->src->meta, e->key, e->f)); break;
+        case FT_META_STRING: assert_null(ft_meta_add_string(&f->src->meta, e->key, e->s, e->len)); break;
+        default: fail_msg("meta_without: unexpected type for %s", e->key);
+        }
+    }
+    ft_meta_release(&old);
+}
+
 static ft_src_tensor_t *find_mut(fake_t *f, const char *name)
 {
     return (ft_src_tensor_t *)ft_src_find_tensor(f->src, name);
@@ -260,8 +279,12 @@ static void test_bad_models(void **state)
     expect_error(&f, FT_STATUS_UNSUPPORTED, "blk.0.mystery.weight");
 
     f = make_gguf();
-    f.src->meta.entries[1].key = "qwen3moe.block_countx";
+    meta_without(&f, "qwen3moe.block_count");
     expect_error(&f, FT_STATUS_FORMAT, "qwen3moe.block_count");
+
+    f = make_gguf();
+    assert_null(ft_meta_add_string(&f.src->meta, "qwen3moe.embedding_length", "64", 2));
+    expect_error(&f, FT_STATUS_FORMAT, "qwen3moe.embedding_length");
 
     f = make_gguf();
     assert_null(ft_meta_add_int(&f.src->meta, "qwen3moe.attention.head_count_kv", 3));
