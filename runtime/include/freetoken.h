@@ -68,6 +68,132 @@ typedef struct ft_allocator {
     void *user;
 } ft_allocator_t;
 
+
+/* ------------------------------------------------------------------ */
+/* Engines: a compiled bundle, opened for running.                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct ft_engine ft_engine_t;
+typedef struct ft_session ft_session_t;
+
+typedef struct ft_engine_options {
+    uint32_t n_threads;              /* 0: one per online CPU */
+    const ft_allocator_t *allocator; /* NULL: libc */
+} ft_engine_options_t;
+
+void ft_engine_options_init(ft_engine_options_t *opts);
+
+/* Opens a bundle directory (or its plan.ftp): reads and validates the plan,
+ * maps the weights (never copies them), checks their size and recorded hash
+ * against the plan, and prepares the tokenizer and the thread pool. */
+ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
+                           ft_engine_t **out_engine);
+/* Every session of the engine must be destroyed first. */
+void ft_engine_close(ft_engine_t *engine);
+
+typedef struct ft_model_info {
+    const char *arch;        /* "qwen3moe" */
+    uint32_t n_layers, d_model, vocab_size, context_length;
+    uint32_t n_experts, n_experts_used;
+    uint64_t total_params, active_params;
+    uint64_t weight_bytes;           /* all weights in the bundle */
+    uint64_t weight_bytes_per_token; /* weights one decoded token reads */
+    uint32_t n_threads;
+} ft_model_info_t;
+
+/* Valid while the engine is open. */
+const ft_model_info_t *ft_engine_info(const ft_engine_t *engine);
+
+#define FT_TOKENIZE_SPECIAL 1u /* recognize special tokens written in the text */
+#define FT_TOKENIZE_ADD_BOS 2u /* prepend BOS when the model wants one */
+
+/* Tokenizer: flags are FT_TOKENIZE_*. *out_ids is released with
+ * ft_engine_free. */
+ft_status_t ft_engine_tokenize(const ft_engine_t *engine, const char *text, size_t len,
+                               unsigned flags, int32_t **out_ids, uint32_t *out_n);
+/* The bytes of one token (may be part of a UTF-8 sequence). */
+ft_status_t ft_engine_token_bytes(const ft_engine_t *engine, int32_t id, const char **out_bytes,
+                                  uint32_t *out_len);
+/* 1 when id ends generation (EOS, <|im_end|>, ...). */
+int ft_engine_is_eog(const ft_engine_t *engine, int32_t id);
+
+typedef struct ft_chat_message {
+    const char *role; /* "system", "user", "assistant", "tool" */
+    const char *content;
+} ft_chat_message_t;
+
+/* Renders messages in the model's chat format; *out_text is released with
+ * ft_engine_free. */
+ft_status_t ft_engine_chat_format(const ft_engine_t *engine, const ft_chat_message_t *msgs,
+                                  size_t n_msgs, int add_generation_prompt, char **out_text);
+
+void ft_engine_free(const ft_engine_t *engine, void *p);
+
+/* ------------------------------------------------------------------ */
+/* Sessions: one sequence with its own KV cache.                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct ft_session_options {
+    uint32_t n_ctx;   /* tokens of context; 0: the model's context length */
+    uint32_t n_batch; /* most tokens one forward pass takes (prefill chunk); 0: 256 */
+} ft_session_options_t;
+
+void ft_session_options_init(ft_session_options_t *opts);
+
+/* Allocates the KV cache and every buffer the forward pass needs, so
+ * evaluating tokens allocates nothing. */
+ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
+                              ft_session_t **out_session);
+void ft_session_destroy(ft_session_t *session);
+
+/* Appends n tokens to the sequence and runs them through the model in
+ * batches of up to n_batch tokens (prefill; n = 1 is a decode step).
+ * out_all_logits, when not NULL, receives n x vocab_size float32 logits,
+ * row per position; either way ft_session_logits then holds the last
+ * position's. Errors: an empty batch, an unknown token id, or a sequence
+ * longer than the session's context. */
+ft_status_t ft_session_eval(ft_session_t *session, const int32_t *tokens, uint32_t n,
+                            float *out_all_logits);
+
+/* The logits of the last evaluated position (vocab_size floats), or NULL
+ * before any evaluation. Valid until the next eval. */
+const float *ft_session_logits(const ft_session_t *session);
+uint32_t ft_session_n_past(const ft_session_t *session);
+uint32_t ft_session_n_ctx(const ft_session_t *session);
+/* Forgets every position from n_past on (n_past <= current). */
+ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
+
+/* ------------------------------------------------------------------ */
+/* Sampling.                                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct ft_sampler ft_sampler_t;
+
+typedef struct ft_sampler_options {
+    float temperature;      /* <= 0: greedy (argmax) */
+    uint32_t top_k;         /* 0: off */
+    float top_p;            /* 1: off */
+    float min_p;            /* 0: off */
+    float repeat_penalty;   /* 1: off */
+    uint32_t repeat_last_n; /* history tokens the penalty looks at */
+    uint64_t seed;
+} ft_sampler_options_t;
+
+/* greedy off: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
+ * repeat_penalty 1.0, repeat_last_n 64, seed 0. */
+void ft_sampler_options_init(ft_sampler_options_t *opts);
+
+/* Allocates everything sampling needs for a vocabulary of n_vocab. */
+ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab,
+                              ft_sampler_t **out_sampler);
+void ft_sampler_destroy(ft_sampler_t *sampler);
+
+/* Picks a token from logits (n_vocab floats, not modified), applying the
+ * repetition penalty over the last repeat_last_n ids of history. The same
+ * seed, logits and history always give the same token. */
+int32_t ft_sampler_sample(ft_sampler_t *sampler, const float *logits, const int32_t *history,
+                          uint32_t n_history);
+
 #ifdef __cplusplus
 }
 #endif
