@@ -1,0 +1,25 @@
+/* The ft command line: shared helpers of its subcommands. */
+#ifndef FT_CLI_CLI_H
+#define FT_CLI_CLI_H
+
+#include "freetoken.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+int ft_cli_run(int argc, char **argv);
+int ft_cli_logits(int argc, char **argv);
+int ft_cli_bench(int argc, char **argv);
+
+/* Prints "ft: error: <message>", frees st, returns 1. */
+int ft_cli_fail(ft_status_t st);
+double ft_cli_now(void);
+/* Parses "1,2,3" into a malloc'ed array; NULL status on success. */
+ft_status_t ft_cli_parse_tokens(const char *s, int32_t **out_ids, uint32_t *out_n);
+/* Parses a non-negative integer option value, or fails with its name. */
+ft_status_t ft_cli_parse_u32(const char *name, const char *s, uint32_t *out);
+ft_status_t ft_cli_parse_float(const char *name, const char *s, float *out);
+/* Writes s (n bytes) as a JSON string literal, escaping as needed. */
+void ft_cli_json_string(FILE *out, const char *s, size_t n);
+
+#endif

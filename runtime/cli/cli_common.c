@@ -1,0 +1,97 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int ft_cli_fail(ft_status_t st)
+{
+    fprintf(stderr, "ft: error: %s\n", ft_status_message(st));
+    ft_status_free(st);
+    return 1;
+}
+
+double ft_cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+ft_status_t ft_cli_parse_tokens(const char *s, int32_t **out_ids, uint32_t *out_n)
+{
+    *out_ids = NULL;
+    *out_n = 0;
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    int32_t *ids = malloc(cap * sizeof(int32_t));
+    if (!ids)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    uint32_t n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < INT32_MIN || v > INT32_MAX || (*end && *end != ',')) {
+            free(ids);
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "token list: '%s' is not a comma-separated list of integers (at character %ld)",
+                                  s, (long)(p - s));
+        }
+        ids[n++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (n == 0) {
+        free(ids);
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "token list is empty");
+    }
+    *out_ids = ids;
+    *out_n = n;
+    return FT_OK;
+}
+
+ft_status_t ft_cli_parse_u32(const char *name, const char *s, uint32_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s || *end || errno || v > UINT32_MAX || s[0] == '-')
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: '%s' is not a non-negative integer", name, s);
+    *out = (uint32_t)v;
+    return FT_OK;
+}
+
+ft_status_t ft_cli_parse_float(const char *name, const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (end == s || *end || errno)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: '%s' is not a number", name, s);
+    *out = v;
+    return FT_OK;
+}
+
+void ft_cli_json_string(FILE *out, const char *s, size_t n)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\t': fputs("\\t", out); break;
+        default:
+            if (c < 0x20)
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}

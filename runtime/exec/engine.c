@@ -1,0 +1,133 @@
+/* Engines: a bundle opened for running (plan, mapped weights, model view,
+ * tokenizer, thread pool). */
+#include "engine_internal.h"
+
+#include "../base/alloc.h"
+#include "../text/chat.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ft_engine_options_init(ft_engine_options_t *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+}
+
+static ft_status_t ft_engine_rope(ft_engine_t *e)
+{
+    const ft_model_t *m = e->model;
+    e->rope_inv_freq = ft_mem_calloc(e->a, m->rope_dim / 2 ? m->rope_dim / 2 : 1, sizeof(float));
+    if (!e->rope_inv_freq)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
+    for (uint32_t i = 0; i < m->rope_dim / 2; i++)
+        e->rope_inv_freq[i] = (float)pow((double)m->rope_theta, -2.0 * i / m->rope_dim);
+    return FT_OK;
+}
+
+static void ft_engine_fill_info(ft_engine_t *e)
+{
+    const ft_model_t *m = e->model;
+    const Ftplan__Hparams *hp = e->bundle->plan->hparams;
+    ft_model_info_t *i = &e->info;
+    i->arch = hp->arch_name;
+    i->n_layers = m->n_layers;
+    i->d_model = m->d_model;
+    i->vocab_size = m->vocab_size;
+    i->context_length = m->context_length;
+    i->n_experts = m->n_layers ? m->layers[0].n_experts : 0;
+    i->n_experts_used = m->n_layers ? m->layers[0].n_used : 0;
+    i->total_params = hp->total_params;
+    i->active_params = hp->active_params;
+    i->weight_bytes = m->weight_bytes;
+    i->weight_bytes_per_token = m->weight_bytes_per_token;
+    i->n_threads = ft_threadpool_size(e->pool);
+}
+
+ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
+                           ft_engine_t **out_engine)
+{
+    *out_engine = NULL;
+    ft_engine_options_t defaults;
+    if (!opts) {
+        ft_engine_options_init(&defaults);
+        opts = &defaults;
+    }
+    ft_engine_t *e = ft_mem_calloc(opts->allocator, 1, sizeof(*e));
+    if (!e)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
+    if (opts->allocator) {
+        e->alloc = *opts->allocator;
+        e->a = &e->alloc;
+    }
+    ft_status_t st;
+    if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
+        (st = ft_model_create(e->bundle, e->a, &e->model)) ||
+        (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
+        (st = ft_threadpool_create(opts->n_threads, &e->pool)) || (st = ft_engine_rope(e)))
+        goto fail;
+    if (ft_tokenizer_n_vocab(e->tok) > e->model->vocab_size) {
+        st = ft_status_make(FT_STATUS_MISMATCH, "%s: the tokenizer has %u tokens, the model %u",
+                            e->bundle->plan_file->path, ft_tokenizer_n_vocab(e->tok), e->model->vocab_size);
+        goto fail;
+    }
+    ft_engine_fill_info(e);
+    *out_engine = e;
+    return FT_OK;
+fail:
+    ft_engine_close(e);
+    return st;
+}
+
+void ft_engine_close(ft_engine_t *e)
+{
+    if (!e)
+        return;
+    const ft_allocator_t *a = e->a ? &e->alloc : NULL;
+    ft_mem_free(a, e->rope_inv_freq);
+    ft_threadpool_destroy(e->pool);
+    ft_tokenizer_destroy(e->tok);
+    ft_model_destroy(e->model, a);
+    ft_bundle_close(e->bundle);
+    ft_allocator_t keep = e->alloc;
+    ft_mem_free(e->a ? &keep : NULL, e);
+}
+
+const ft_model_info_t *ft_engine_info(const ft_engine_t *e)
+{
+    return &e->info;
+}
+
+ft_status_t ft_engine_tokenize(const ft_engine_t *e, const char *text, size_t len, unsigned flags,
+                               int32_t **out_ids, uint32_t *out_n)
+{
+    return ft_tokenizer_encode(e->tok, text, len, flags, out_ids, out_n);
+}
+
+ft_status_t ft_engine_token_bytes(const ft_engine_t *e, int32_t id, const char **out_bytes,
+                                  uint32_t *out_len)
+{
+    return ft_tokenizer_token_bytes(e->tok, id, out_bytes, out_len);
+}
+
+int ft_engine_is_eog(const ft_engine_t *e, int32_t id)
+{
+    return ft_tokenizer_is_eog(e->tok, id);
+}
+
+ft_status_t ft_engine_chat_format(const ft_engine_t *e, const ft_chat_message_t *msgs, size_t n_msgs,
+                                  int add_generation_prompt, char **out_text)
+{
+    ft_chat_format_t fmt = ft_chat_detect(e->tok);
+    if (fmt == FT_CHAT_NONE)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: the model's chat template is not a format freetoken knows (ChatML)",
+                              e->bundle->plan_file->path);
+    return ft_chat_render(fmt, msgs, n_msgs, add_generation_prompt, out_text);
+}
+
+void ft_engine_free(const ft_engine_t *e, void *p)
+{
+    (void)e;
+    free(p); /* tokenizer and chat results come from malloc */
+}

@@ -1,0 +1,58 @@
+/* The engine and session objects behind the opaque public handles. */
+#ifndef FT_EXEC_ENGINE_INTERNAL_H
+#define FT_EXEC_ENGINE_INTERNAL_H
+
+#include "freetoken.h"
+#include "../base/threadpool.h"
+#include "../format/bundle.h"
+#include "../text/tokenizer.h"
+#include "model.h"
+
+#include <stdint.h>
+
+struct ft_engine {
+    ft_allocator_t alloc; /* copy of the caller's, or all-NULL for libc */
+    const ft_allocator_t *a;
+    ft_bundle_t *bundle;
+    ft_model_t *model;
+    ft_tokenizer_t *tok;
+    ft_threadpool_t *pool;
+    ft_model_info_t info;
+    float *rope_inv_freq; /* [rope_dim / 2] */
+    uint32_t n_sessions;
+};
+
+/* Per-thread scratch for one MoE expert job. */
+typedef struct ft_expert_scratch {
+    void *xp;       /* gathered + prepared input rows */
+    float *g, *u;   /* [n_batch, ffn] gate and up outputs */
+    void *ap;       /* prepared SwiGLU rows for down */
+    float *dn;      /* [n_batch, d] down outputs */
+    float *xrows;   /* [n_batch, d] gathered float rows */
+} ft_expert_scratch_t;
+
+struct ft_session {
+    ft_engine_t *engine;
+    const ft_model_t *m;
+    uint32_t n_ctx, n_batch, n_past;
+    int has_logits;
+    void *block;      /* every buffer below lives in this one allocation */
+    float *k_cache;   /* [n_layers][n_ctx][max_kv_dim] */
+    float *v_cache;
+    float *x, *h;     /* [n_batch, d] residual stream and normed copy */
+    float *q, *k, *v; /* [n_batch, q_dim / kv_dim] */
+    float *att;       /* [n_batch, q_dim] attention output */
+    void *xp;         /* prepared activations, [n_batch] rows of the widest format */
+    float *scores;    /* [n_threads][n_ctx] */
+    float *router;    /* [n_batch, max_experts] */
+    int32_t *sel;     /* [n_batch, max_used] chosen experts */
+    float *sel_w;     /* [n_batch, max_used] their weights */
+    float *eo;        /* [n_batch, max_used, d] each chosen expert's output */
+    uint32_t *e_count;  /* [max_experts] tokens routed to each expert */
+    uint32_t *e_list;   /* [max_experts][n_batch] t * max_used + slot */
+    int32_t *e_active;  /* [max_experts] experts with tokens this layer */
+    ft_expert_scratch_t *es; /* [n_threads] */
+    float *logits;    /* [vocab] last position */
+};
+
+#endif

@@ -1,0 +1,251 @@
+#include "forward.h"
+
+#include "../backends/cpu/kernels.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* ---- matrix products on the pool ------------------------------------ */
+
+#define FT_MM_MAX_JOBS 3
+#define FT_MM_GRAIN 4 /* rows per split unit */
+
+typedef struct ft_mm_job {
+    const ft_mat_t *mat;
+    float *y;
+    size_t ldy;
+} ft_mm_job_t;
+
+typedef struct ft_mm_run {
+    ft_mm_job_t jobs[FT_MM_MAX_JOBS];
+    uint32_t n_jobs;
+    const void *xp;
+    uint32_t n_tok;
+} ft_mm_run_t;
+
+static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_mm_run_t *r = ctx;
+    for (uint32_t j = 0; j < r->n_jobs; j++) {
+        const ft_mat_t *m = r->jobs[j].mat;
+        uint64_t b, e;
+        ft_split_range(m->rows, FT_MM_GRAIN, ti, nt, &b, &e);
+        if (b < e)
+            ft_cpu_matmul(m->dtype, m->data, m->row_bytes, r->xp, r->n_tok, m->cols, (uint32_t)b,
+                          (uint32_t)e, r->jobs[j].y, r->jobs[j].ldy);
+    }
+}
+
+/* y_j = x W_j^T for up to three matrices that read the same input rows
+ * x [n, cols]. Matrices of one format share one activation preparation. */
+static void ft_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
+                      const float *x, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n_mats) {
+        ft_mm_run_t r = {.xp = s->xp, .n_tok = n};
+        const ft_dtype_t dt = mats[i]->dtype;
+        ft_cpu_act_prepare(dt, x, mats[i]->cols, n, mats[i]->cols, s->xp);
+        while (i < n_mats && mats[i]->dtype == dt) {
+            r.jobs[r.n_jobs++] = (ft_mm_job_t){mats[i], ys[i], mats[i]->rows};
+            i++;
+        }
+        ft_threadpool_run(s->engine->pool, ft_mm_worker, &r);
+    }
+}
+
+/* ---- attention -------------------------------------------------------- */
+
+typedef struct ft_attn_run {
+    ft_session_t *s;
+    const ft_layer_t *L;
+    uint32_t layer, n;
+} ft_attn_run_t;
+
+static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_attn_run_t *r = ctx;
+    ft_session_t *s = r->s;
+    const ft_layer_t *L = r->L;
+    const uint32_t hd = L->head_dim, H = L->n_heads, group = H / L->n_kv_heads;
+    const uint32_t qd = H * hd, kvd = s->m->max_kv_dim;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *kc = s->k_cache + (size_t)r->layer * s->n_ctx * kvd;
+    const float *vc = s->v_cache + (size_t)r->layer * s->n_ctx * kvd;
+    float *scores = s->scores + (size_t)ti * s->n_ctx;
+    uint64_t b, e;
+    ft_split_range((uint64_t)r->n * H, 1, ti, nt, &b, &e);
+    for (uint64_t item = b; item < e; item++) {
+        const uint32_t t = (uint32_t)(item / H), h = (uint32_t)(item % H), kvh = h / group;
+        const uint32_t n_keys = s->n_past + t + 1; /* causal: up to and including t */
+        const float *q = s->q + (size_t)t * qd + (size_t)h * hd;
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
+            float dot = 0.0f;
+            for (uint32_t i = 0; i < hd; i++)
+                dot += q[i] * k[i];
+            scores[p] = dot * scale;
+        }
+        ft_op_softmax(scores, n_keys);
+        float *out = s->att + (size_t)t * qd + (size_t)h * hd;
+        memset(out, 0, hd * sizeof(float));
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
+            const float w = scores[p];
+            for (uint32_t i = 0; i < hd; i++)
+                out[i] += w * v[i];
+        }
+    }
+}
+
+static void ft_attention(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
+{
+    const ft_model_t *m = s->m;
+    const uint32_t d = m->d_model, hd = L->head_dim;
+    const uint32_t qd = L->n_heads * hd, kvd = L->n_kv_heads * hd, kv_stride = m->max_kv_dim;
+    for (uint32_t t = 0; t < n; t++)
+        ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->attn_norm, d, m->norm_eps);
+    const ft_mat_t *mats[3] = {&L->wq, &L->wk, &L->wv};
+    float *ys[3] = {s->q, s->k, s->v};
+    ft_linear(s, mats, ys, 3, s->h, n);
+    /* Per-head q/k norm and RoPE, then K and V into the cache. */
+    for (uint32_t t = 0; t < n; t++) {
+        const uint32_t pos = s->n_past + t;
+        for (uint32_t h = 0; h < L->n_heads; h++) {
+            float *q = s->q + (size_t)t * qd + (size_t)h * hd;
+            ft_op_rmsnorm(q, q, L->q_norm, hd, m->norm_eps);
+            ft_op_rope_neox(q, m->rope_dim, s->engine->rope_inv_freq, pos);
+        }
+        float *kc = s->k_cache + ((size_t)layer * s->n_ctx + pos) * kv_stride;
+        float *vc = s->v_cache + ((size_t)layer * s->n_ctx + pos) * kv_stride;
+        for (uint32_t h = 0; h < L->n_kv_heads; h++) {
+            float *k = s->k + (size_t)t * kvd + (size_t)h * hd;
+            ft_op_rmsnorm(k, k, L->k_norm, hd, m->norm_eps);
+            ft_op_rope_neox(k, m->rope_dim, s->engine->rope_inv_freq, pos);
+        }
+        memcpy(kc, s->k + (size_t)t * kvd, kvd * sizeof(float));
+        memcpy(vc, s->v + (size_t)t * kvd, kvd * sizeof(float));
+    }
+    ft_attn_run_t r = {s, L, layer, n};
+    ft_threadpool_run(s->engine->pool, ft_attn_worker, &r);
+    const ft_mat_t *wo = &L->wo;
+    float *o = s->h; /* h is free again: reuse it for the projection */
+    ft_linear(s, &wo, &o, 1, s->att, n);
+    for (size_t i = 0; i < (size_t)n * d; i++)
+        s->x[i] += o[i];
+}
+
+/* ---- mixture of experts ---------------------------------------------- */
+
+typedef struct ft_moe_run {
+    ft_session_t *s;
+    const ft_layer_t *L;
+    uint32_t n_active;
+    atomic_uint next; /* next entry of e_active to take */
+} ft_moe_run_t;
+
+/* One expert over the tokens routed to it: down(silu(gate x) * up x). */
+static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e)
+{
+    const uint32_t d = s->m->d_model, ffn = L->expert_ffn, U = s->m->max_used;
+    const uint32_t n_e = s->e_count[e];
+    const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
+    for (uint32_t i = 0; i < n_e; i++)
+        memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
+    ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
+    ft_cpu_matmul(L->gate.dtype, ft_mat_expert(&L->gate, e), L->gate.row_bytes, es->xp, n_e, d, 0, ffn,
+                  es->g, ffn);
+    if (L->up.dtype != L->gate.dtype)
+        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
+    ft_cpu_matmul(L->up.dtype, ft_mat_expert(&L->up, e), L->up.row_bytes, es->xp, n_e, d, 0, ffn, es->u,
+                  ffn);
+    ft_op_swiglu(es->g, es->u, n_e * ffn);
+    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
+    ft_cpu_matmul(L->down.dtype, ft_mat_expert(&L->down, e), L->down.row_bytes, es->ap, n_e, ffn, 0, d,
+                  es->dn, d);
+    for (uint32_t i = 0; i < n_e; i++)
+        memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
+}
+
+static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    ft_moe_run_t *r = ctx;
+    (void)nt;
+    for (;;) {
+        uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+        if (i >= r->n_active)
+            break;
+        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i]);
+    }
+}
+
+static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t n)
+{
+    const ft_model_t *m = s->m;
+    const uint32_t d = m->d_model, E = L->n_experts, K = L->n_used, U = m->max_used;
+    for (uint32_t t = 0; t < n; t++)
+        ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->ffn_norm, d, m->norm_eps);
+    const ft_mat_t *router = &L->router;
+    ft_linear(s, &router, &s->router, 1, s->h, n);
+    memset(s->e_count, 0, E * sizeof(uint32_t));
+    for (uint32_t t = 0; t < n; t++) {
+        float *p = s->router + (size_t)t * E;
+        ft_op_softmax(p, E);
+        int32_t *sel = s->sel + (size_t)t * U;
+        float *w = s->sel_w + (size_t)t * U;
+        ft_op_topk(p, E, K, sel);
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < K; k++)
+            sum += (w[k] = p[sel[k]]);
+        for (uint32_t k = 0; k < K && L->norm_topk_prob; k++)
+            w[k] /= sum;
+        for (uint32_t k = 0; k < K; k++) {
+            const uint32_t e = (uint32_t)sel[k];
+            s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * U + k;
+        }
+    }
+    ft_moe_run_t r = {.s = s, .L = L};
+    for (uint32_t e = 0; e < E; e++)
+        if (s->e_count[e])
+            s->e_active[r.n_active++] = (int32_t)e;
+    atomic_init(&r.next, 0);
+    ft_threadpool_run(s->engine->pool, ft_moe_worker, &r);
+    /* Combine in slot order, so the sum does not depend on scheduling. */
+    for (uint32_t t = 0; t < n; t++) {
+        float *x = s->x + (size_t)t * d;
+        for (uint32_t k = 0; k < K; k++) {
+            const float w = s->sel_w[(size_t)t * U + k];
+            const float *eo = s->eo + ((size_t)t * U + k) * d;
+            for (uint32_t i = 0; i < d; i++)
+                x[i] += w * eo[i];
+        }
+    }
+}
+
+/* ---- the whole pass -------------------------------------------------- */
+
+void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits)
+{
+    const ft_model_t *m = s->m;
+    const uint32_t d = m->d_model;
+    for (uint32_t t = 0; t < n; t++)
+        ft_cpu_dequantize_row(m->tok_embd.dtype, m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
+                              s->x + (size_t)t * d, d);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        ft_attention(s, &m->layers[l], l, n);
+        ft_moe(s, &m->layers[l], n);
+    }
+    /* Logits: every row when asked for, else only the last. */
+    const uint32_t first = all_logits ? 0 : n - 1;
+    for (uint32_t t = first; t < n; t++)
+        ft_op_rmsnorm(s->h + (size_t)(t - first) * d, s->x + (size_t)t * d, m->output_norm, d, m->norm_eps);
+    const ft_mat_t *out = &m->output;
+    float *y = all_logits ? all_logits : s->logits;
+    ft_linear(s, &out, &y, 1, s->h, n - first);
+    if (all_logits)
+        memcpy(s->logits, all_logits + (size_t)(n - 1) * m->vocab_size, m->vocab_size * sizeof(float));
+    s->n_past += n;
+    s->has_logits = 1;
+}

@@ -1,0 +1,68 @@
+/* The model as the executor sees it: hyperparameters and, per layer, views
+ * of the weights inside the mapped FTW files (nothing is copied). Built
+ * from a validated plan; every tensor the forward pass touches is checked
+ * here once (role present, shape, format computable, bytes in the file), so
+ * the forward pass itself does no checking. */
+#ifndef FT_EXEC_MODEL_H
+#define FT_EXEC_MODEL_H
+
+#include "freetoken.h"
+#include "../format/bundle.h"
+#include "../format/dtype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A weight matrix [rows, cols], or a stack of n_experts such matrices. */
+typedef struct ft_mat {
+    ft_dtype_t dtype;
+    uint32_t rows, cols;
+    size_t row_bytes;
+    const uint8_t *data;    /* the matrix, or expert 0 of a stack */
+    uint64_t expert_stride; /* bytes from one expert's matrix to the next; 0 if plain */
+    uint32_t n_experts;     /* 1 for plain matrices */
+} ft_mat_t;
+
+static inline const uint8_t *ft_mat_expert(const ft_mat_t *m, uint32_t e)
+{
+    return m->data + (uint64_t)e * m->expert_stride;
+}
+
+static inline uint64_t ft_mat_bytes(const ft_mat_t *m)
+{
+    return (uint64_t)m->rows * m->row_bytes;
+}
+
+typedef struct ft_layer {
+    uint32_t n_heads, n_kv_heads, head_dim;
+    uint32_t n_experts, n_used, expert_ffn;
+    int norm_topk_prob;
+    const float *attn_norm, *ffn_norm; /* [d_model] */
+    const float *q_norm, *k_norm;      /* [head_dim] */
+    ft_mat_t wq, wk, wv, wo;
+    ft_mat_t router;                   /* [n_experts, d_model] */
+    ft_mat_t gate, up, down;           /* stacks: [ffn, d], [ffn, d], [d, ffn] */
+} ft_layer_t;
+
+typedef struct ft_model {
+    uint32_t n_layers, d_model, vocab_size, context_length;
+    float norm_eps, rope_theta;
+    uint32_t rope_dim;
+    const float *output_norm; /* [d_model] */
+    ft_mat_t tok_embd;        /* [vocab, d_model] */
+    ft_mat_t output;          /* [vocab, d_model]; the embedding when tied */
+    ft_layer_t *layers;
+    /* Largest per-layer sizes, for sizing buffers. */
+    uint32_t max_q_dim, max_kv_dim, max_heads, max_experts, max_used, max_ffn;
+    uint64_t weight_bytes;           /* every weight in the bundle */
+    uint64_t weight_bytes_per_token; /* what one decoded token reads */
+} ft_model_t;
+
+/* Builds the model view of an open bundle; a bundle that this runtime
+ * cannot execute (an architecture, attention or format it does not have)
+ * is refused naming what is missing. */
+ft_status_t ft_model_create(const ft_bundle_t *bundle, const ft_allocator_t *alloc,
+                            ft_model_t **out_model);
+void ft_model_destroy(ft_model_t *model, const ft_allocator_t *alloc);
+
+#endif

@@ -1,0 +1,25 @@
+/* Small float32 operations of the forward pass that are not matrix
+ * products: normalization, rotary embedding, softmax, activation. */
+#ifndef FT_EXEC_OPS_H
+#define FT_EXEC_OPS_H
+
+#include <stdint.h>
+
+/* out = x / sqrt(mean(x^2) + eps) * w, n elements (out may be x). */
+void ft_op_rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps);
+
+/* NeoX rotary embedding of one head in place: pairs (i, i + rope_dim/2)
+ * for i < rope_dim/2 rotate by pos * inv_freq[i]; dims past rope_dim stay. */
+void ft_op_rope_neox(float *head, uint32_t rope_dim, const float *inv_freq, uint32_t pos);
+
+/* In-place softmax over n values; returns nothing, never divides by 0. */
+void ft_op_softmax(float *x, uint32_t n);
+
+/* g[i] = silu(g[i]) * u[i]. */
+void ft_op_swiglu(float *g, const float *u, uint32_t n);
+
+/* Indices of the k largest values of x[0..n) (ties: the lower index first),
+ * in descending order of value. */
+void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx);
+
+#endif

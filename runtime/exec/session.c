@@ -1,0 +1,177 @@
+/* Sessions: the KV cache and every buffer of the forward pass, allocated
+ * once, so that evaluating tokens allocates nothing. */
+#include "engine_internal.h"
+
+#include "../backends/cpu/kernels.h"
+#include "../base/alloc.h"
+#include "forward.h"
+
+#include <string.h>
+
+#define FT_DEFAULT_BATCH 256u
+#define FT_DEFAULT_MAX_CTX 4096u /* when the caller does not say: KV memory stays modest */
+
+void ft_session_options_init(ft_session_options_t *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+}
+
+/* The widest prepared activation row any matrix of the model needs. */
+static size_t ft_max_act_row(const ft_model_t *m)
+{
+    size_t mx = 0;
+#define FT_ACT(mat)                                                            \
+    do {                                                                       \
+        size_t b_ = ft_cpu_act_row_bytes((mat).dtype, (mat).cols);             \
+        mx = b_ > mx ? b_ : mx;                                                \
+    } while (0)
+    FT_ACT(m->output);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const ft_layer_t *L = &m->layers[l];
+        FT_ACT(L->wq); FT_ACT(L->wk); FT_ACT(L->wv); FT_ACT(L->wo); FT_ACT(L->router);
+        FT_ACT(L->gate); FT_ACT(L->up); FT_ACT(L->down);
+    }
+#undef FT_ACT
+    return mx;
+}
+
+/* Lays out (base NULL: measures) every buffer of the session. */
+static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_threads)
+{
+    const ft_model_t *m = s->m;
+    const size_t B = s->n_batch, d = m->d_model, ffn = m->max_ffn, U = m->max_used;
+    const size_t kv = (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
+    const size_t act = ft_max_act_row(m);
+    const size_t wide = d > m->max_q_dim ? d : m->max_q_dim;
+    s->k_cache = ft_carve(c, kv * sizeof(float));
+    s->v_cache = ft_carve(c, kv * sizeof(float));
+    s->x = ft_carve(c, B * d * sizeof(float));
+    s->h = ft_carve(c, B * wide * sizeof(float));
+    s->q = ft_carve(c, B * m->max_q_dim * sizeof(float));
+    s->k = ft_carve(c, B * m->max_kv_dim * sizeof(float));
+    s->v = ft_carve(c, B * m->max_kv_dim * sizeof(float));
+    s->att = ft_carve(c, B * m->max_q_dim * sizeof(float));
+    s->xp = ft_carve(c, B * act);
+    s->scores = ft_carve(c, (size_t)n_threads * s->n_ctx * sizeof(float));
+    s->router = ft_carve(c, B * m->max_experts * sizeof(float));
+    s->sel = ft_carve(c, B * U * sizeof(int32_t));
+    s->sel_w = ft_carve(c, B * U * sizeof(float));
+    s->eo = ft_carve(c, B * U * d * sizeof(float));
+    s->e_count = ft_carve(c, m->max_experts * sizeof(uint32_t));
+    s->e_list = ft_carve(c, (size_t)m->max_experts * B * sizeof(uint32_t));
+    s->e_active = ft_carve(c, m->max_experts * sizeof(int32_t));
+    s->logits = ft_carve(c, (size_t)m->vocab_size * sizeof(float));
+    ft_expert_scratch_t *es = ft_carve(c, n_threads * sizeof(ft_expert_scratch_t));
+    for (uint32_t t = 0; t < n_threads; t++) {
+        ft_expert_scratch_t tmp, *e = es ? &es[t] : &tmp;
+        e->xp = ft_carve(c, B * act);
+        e->g = ft_carve(c, B * ffn * sizeof(float));
+        e->u = ft_carve(c, B * ffn * sizeof(float));
+        e->ap = ft_carve(c, B * act);
+        e->dn = ft_carve(c, B * d * sizeof(float));
+        e->xrows = ft_carve(c, B * d * sizeof(float));
+    }
+    s->es = es;
+}
+
+ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
+                              ft_session_t **out_session)
+{
+    *out_session = NULL;
+    ft_session_options_t defaults;
+    if (!opts) {
+        ft_session_options_init(&defaults);
+        opts = &defaults;
+    }
+    const ft_model_t *m = engine->model;
+    uint32_t n_ctx = opts->n_ctx;
+    if (n_ctx == 0)
+        n_ctx = m->context_length < FT_DEFAULT_MAX_CTX ? m->context_length : FT_DEFAULT_MAX_CTX;
+    if (n_ctx > m->context_length)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "session context %u is longer than the model's %u tokens", n_ctx,
+                              m->context_length);
+    uint32_t n_batch = opts->n_batch ? opts->n_batch : FT_DEFAULT_BATCH;
+    if (n_batch > n_ctx)
+        n_batch = n_ctx;
+    ft_session_t *s = ft_mem_calloc(engine->a, 1, sizeof(*s));
+    if (!s)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "session: out of memory");
+    s->engine = engine;
+    s->m = m;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    const uint32_t n_threads = ft_threadpool_size(engine->pool);
+    ft_carver_t measure = {0};
+    ft_session_layout(s, &measure, n_threads);
+    s->block = ft_mem_alloc(engine->a, measure.used + 64);
+    if (!s->block) {
+        ft_mem_free(engine->a, s);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY,
+                              "session: cannot allocate %zu bytes (KV cache for %u tokens and buffers "
+                              "for batches of %u)",
+                              measure.used, n_ctx, n_batch);
+    }
+    ft_carver_t carve = {(unsigned char *)(((uintptr_t)s->block + 63) & ~(uintptr_t)63), 0};
+    ft_session_layout(s, &carve, n_threads);
+    engine->n_sessions++;
+    *out_session = s;
+    return FT_OK;
+}
+
+void ft_session_destroy(ft_session_t *s)
+{
+    if (!s)
+        return;
+    s->engine->n_sessions--;
+    ft_mem_free(s->engine->a, s->block);
+    ft_mem_free(s->engine->a, s);
+}
+
+ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n, float *out_all_logits)
+{
+    if (n == 0 || !tokens)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "evaluate: no tokens given");
+    if (n > s->n_ctx - s->n_past)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                              "evaluate: %u tokens after %u already in the session exceed its context of "
+                              "%u tokens",
+                              n, s->n_past, s->n_ctx);
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= s->m->vocab_size)
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "evaluate: token %u of the batch is id %d, outside the vocabulary [0, %u)",
+                                  i, tokens[i], s->m->vocab_size);
+    for (uint32_t done = 0; done < n;) {
+        uint32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
+        float *rows = out_all_logits ? out_all_logits + (size_t)done * s->m->vocab_size : NULL;
+        ft_forward_chunk(s, tokens + done, chunk, rows);
+        done += chunk;
+    }
+    return FT_OK;
+}
+
+const float *ft_session_logits(const ft_session_t *s)
+{
+    return s->has_logits ? s->logits : NULL;
+}
+
+uint32_t ft_session_n_past(const ft_session_t *s)
+{
+    return s->n_past;
+}
+
+uint32_t ft_session_n_ctx(const ft_session_t *s)
+{
+    return s->n_ctx;
+}
+
+ft_status_t ft_session_rewind(ft_session_t *s, uint32_t n_past)
+{
+    if (n_past > s->n_past)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "rewind to %u: the session holds only %u tokens", n_past, s->n_past);
+    s->n_past = n_past;
+    s->has_logits = 0; /* the logits belonged to a position now forgotten */
+    return FT_OK;
+}
