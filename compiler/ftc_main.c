@@ -24,7 +24,7 @@ static const char ftc_usage[] =
     "commands:\n"
     "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]\n"
     "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
-    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0] [--json] [--quiet]\n"
+    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--json] [--quiet]\n"
     "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
     "  verify BUNDLE\n"
     "        re-hash the bundle's weights and check them against its plan\n"
@@ -131,8 +131,12 @@ static int ftc_compile(int argc, char **argv)
         case 'f':
             opts.format = ft_dtype_from_name(optarg);
             if (opts.format != FT_DTYPE_F32 && opts.format != FT_DTYPE_F16 &&
-                opts.format != FT_DTYPE_BF16 && opts.format != FT_DTYPE_Q8_0) {
-                fprintf(stderr, "ftc compile: --format %s: expected f32, f16, bf16 or q8_0\n", optarg);
+                opts.format != FT_DTYPE_BF16 && opts.format != FT_DTYPE_Q8_0 &&
+                opts.format != FT_DTYPE_Q4_0 && opts.format != FT_DTYPE_Q4_K &&
+                opts.format != FT_DTYPE_Q6_K) {
+                fprintf(stderr,
+                        "ftc compile: --format %s: expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k\n",
+                        optarg);
                 return 2;
             }
             break;

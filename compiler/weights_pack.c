@@ -24,7 +24,8 @@ typedef struct ft_pack_ctx {
 
 static int ft_is_convertible(ft_dtype_t d)
 {
-    return d == FT_DTYPE_F32 || d == FT_DTYPE_F16 || d == FT_DTYPE_BF16 || d == FT_DTYPE_Q8_0;
+    return d == FT_DTYPE_F32 || d == FT_DTYPE_F16 || d == FT_DTYPE_BF16 || d == FT_DTYPE_Q8_0 ||
+           d == FT_DTYPE_Q4_0 || d == FT_DTYPE_Q4_K || d == FT_DTYPE_Q6_K;
 }
 
 ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts)
@@ -62,7 +63,8 @@ static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t
     if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible(t->dtype)))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: tensor '%s': cannot convert %s to %s (conversions exist between "
-                              "f32, f16, bf16 and q8_0; other formats are copied as they are)",
+                              "f32, f16, bf16, q8_0, q4_0, q4_k and q6_k; other formats are "
+                              "copied as they are)",
                               m->source_name, t->name, ft_dtype_name(t->dtype), ft_dtype_name(dst));
     if (!ft_dtype_row_bytes(dst, ft_row_elems(t), &rb))
         return ft_status_make(FT_STATUS_UNSUPPORTED,

@@ -1,7 +1,9 @@
 /* Scalar conversions, written to match ggml bit for bit: the fp16 pair is
  * the branch-free FP16 library code ggml uses without F16C (which agrees
  * with F16C hardware rounding), bf16 is ggml_compute_fp32_to_bf16, and Q8_0
- * is quantize_row_q8_0_ref / dequantize_row_q8_0. */
+ * is quantize_row_q8_0_ref / dequantize_row_q8_0. Also the per-format
+ * dispatch (Q4_0 lives in quant_q4_0.c, the K-quants in quant_k.c) and
+ * ft_convert_row. */
 #include "convert.h"
 
 #include <math.h>
@@ -121,59 +123,85 @@ void ft_dequantize_row_q8_0(const void *x, float *y, uint64_t n)
     }
 }
 
-static int ft_convert_supported(ft_dtype_t t)
+int ft_quant_supported(ft_dtype_t t)
 {
-    return t == FT_DTYPE_F32 || t == FT_DTYPE_F16 || t == FT_DTYPE_BF16 || t == FT_DTYPE_Q8_0;
-}
-
-/* Decodes n elements (a multiple of the block size) into f32. */
-static void ft_convert_decode(ft_dtype_t src, const uint8_t *in, float *out, uint64_t n)
-{
-    uint16_t h;
-    switch (src) {
+    switch (t) {
     case FT_DTYPE_F32:
-        memcpy(out, in, n * sizeof(float));
-        break;
     case FT_DTYPE_F16:
-        for (uint64_t i = 0; i < n; i++) {
-            memcpy(&h, in + 2 * i, 2);
-            out[i] = ft_fp16_to_fp32(h);
-        }
-        break;
     case FT_DTYPE_BF16:
-        for (uint64_t i = 0; i < n; i++) {
-            memcpy(&h, in + 2 * i, 2);
-            out[i] = ft_bf16_to_fp32(h);
-        }
-        break;
-    default: /* Q8_0; ft_convert_row checked the set */
-        ft_dequantize_row_q8_0(in, out, n);
-        break;
+    case FT_DTYPE_Q8_0:
+    case FT_DTYPE_Q4_0:
+    case FT_DTYPE_Q4_K:
+    case FT_DTYPE_Q6_K:
+    case FT_DTYPE_Q8_K:
+        return 1;
+    default:
+        return 0;
     }
 }
 
-static void ft_convert_encode(ft_dtype_t dst, const float *in, uint8_t *out, uint64_t n)
+/* The storage formats a row may be converted between (Q8_K is an
+ * activation format only). */
+static int ft_convert_supported(ft_dtype_t t)
 {
+    return ft_quant_supported(t) && t != FT_DTYPE_Q8_K;
+}
+
+void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n)
+{
+    const uint8_t *in = x;
     uint16_t h;
-    switch (dst) {
+    switch (src) {
     case FT_DTYPE_F32:
-        memcpy(out, in, n * sizeof(float));
+        memcpy(y, in, n * sizeof(float));
         break;
     case FT_DTYPE_F16:
         for (uint64_t i = 0; i < n; i++) {
-            h = ft_fp32_to_fp16(in[i]);
+            memcpy(&h, in + 2 * i, 2);
+            y[i] = ft_fp16_to_fp32(h);
+        }
+        break;
+    case FT_DTYPE_BF16:
+        for (uint64_t i = 0; i < n; i++) {
+            memcpy(&h, in + 2 * i, 2);
+            y[i] = ft_bf16_to_fp32(h);
+        }
+        break;
+    case FT_DTYPE_Q8_0: ft_dequantize_row_q8_0(x, y, n); break;
+    case FT_DTYPE_Q4_0: ft_dequantize_row_q4_0(x, y, n); break;
+    case FT_DTYPE_Q4_K: ft_dequantize_row_q4_k(x, y, n); break;
+    case FT_DTYPE_Q6_K: ft_dequantize_row_q6_k(x, y, n); break;
+    case FT_DTYPE_Q8_K: ft_dequantize_row_q8_k(x, y, n); break;
+    default: break;
+    }
+}
+
+void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n)
+{
+    uint8_t *out = y;
+    uint16_t h;
+    switch (dst) {
+    case FT_DTYPE_F32:
+        memcpy(out, x, n * sizeof(float));
+        break;
+    case FT_DTYPE_F16:
+        for (uint64_t i = 0; i < n; i++) {
+            h = ft_fp32_to_fp16(x[i]);
             memcpy(out + 2 * i, &h, 2);
         }
         break;
     case FT_DTYPE_BF16:
         for (uint64_t i = 0; i < n; i++) {
-            h = ft_fp32_to_bf16(in[i]);
+            h = ft_fp32_to_bf16(x[i]);
             memcpy(out + 2 * i, &h, 2);
         }
         break;
-    default:
-        ft_quantize_row_q8_0(in, out, n);
-        break;
+    case FT_DTYPE_Q8_0: ft_quantize_row_q8_0(x, y, n); break;
+    case FT_DTYPE_Q4_0: ft_quantize_row_q4_0(x, y, n); break;
+    case FT_DTYPE_Q4_K: ft_quantize_row_q4_k(x, y, n); break;
+    case FT_DTYPE_Q6_K: ft_quantize_row_q6_k(x, y, n); break;
+    case FT_DTYPE_Q8_K: ft_quantize_row_q8_k(x, y, n); break;
+    default: break;
     }
 }
 
@@ -182,22 +210,24 @@ ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const 
 {
     if (!ft_convert_supported(dst) || !ft_convert_supported(src))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "cannot convert a row from %s to %s: only f32, f16, bf16 and q8_0 "
-                              "are supported",
+                              "cannot convert a row from %s to %s: only f32, f16, bf16, q8_0, "
+                              "q4_0, q4_k and q6_k are supported",
                               ft_dtype_name(src), ft_dtype_name(dst));
     uint64_t src_bytes, dst_bytes;
     if (!ft_dtype_row_bytes(src, n_elems, &src_bytes) ||
         !ft_dtype_row_bytes(dst, n_elems, &dst_bytes))
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                              "cannot convert a row of %llu elements from %s to %s: q8_0 rows "
-                              "hold a multiple of %u elements",
+                              "cannot convert a row of %llu elements from %s to %s: rows of %s "
+                              "hold a multiple of %u elements and rows of %s a multiple of %u",
                               (unsigned long long)n_elems, ft_dtype_name(src), ft_dtype_name(dst),
-                              FT_Q8_0_BLOCK_ELEMS);
+                              ft_dtype_name(src), ft_dtype_info(src)->block_elems,
+                              ft_dtype_name(dst), ft_dtype_info(dst)->block_elems);
     if (dst == src) {
         memcpy(dst_row, src_row, src_bytes);
         return FT_OK;
     }
-    /* 256 elements = 8 Q8_0 blocks: a chunk never splits a block. */
+    /* 256 elements = 8 Q8_0/Q4_0 blocks or one K-quant super-block: a chunk
+     * never splits a block. */
     enum { CHUNK = 256 };
     float buf[CHUNK];
     const ft_dtype_info_t *si = ft_dtype_info(src), *di = ft_dtype_info(dst);
@@ -205,8 +235,8 @@ ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const 
     uint8_t *out = dst_row;
     for (uint64_t done = 0; done < n_elems; done += CHUNK) {
         const uint64_t n = n_elems - done < CHUNK ? n_elems - done : CHUNK;
-        ft_convert_decode(src, in + done / si->block_elems * si->block_bytes, buf, n);
-        ft_convert_encode(dst, buf, out + done / di->block_elems * di->block_bytes, n);
+        ft_dequantize_row(src, in + done / si->block_elems * si->block_bytes, buf, n);
+        ft_quantize_row(dst, buf, out + done / di->block_elems * di->block_bytes, n);
     }
     return FT_OK;
 }

@@ -1,0 +1,75 @@
+/* ft_cpu_matmul: y = W x for a range of weight rows and n_tok prepared
+ * activation rows.
+ *
+ * Decode (n_tok = 1) streams each weight row once from memory: the job is
+ * purely bandwidth, so the loop is just row after row through the fastest
+ * dot product. Prefill tiles both ways so that every weight byte still
+ * comes from DRAM once: a block of weight rows small enough to stay in L2
+ * (FT_MM_W_BLOCK bytes) is dotted with a tile of activation rows that also
+ * stays in L2 (FT_MM_X_TILE bytes), tile after tile. */
+#include "cpu_dot.h"
+
+enum {
+    FT_MM_W_BLOCK = 64 * 1024,  /* bytes of weight rows kept hot */
+    FT_MM_X_TILE = 256 * 1024,  /* bytes of prepared activations kept hot */
+};
+
+ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
+{
+#if FT_CPU_HAVE_AVX2
+    if (!portable) {
+        switch (wtype) {
+        case FT_DTYPE_F32: return ft_cpu_dot_f32_avx2;
+        case FT_DTYPE_F16: return ft_cpu_dot_f16_avx2;
+        case FT_DTYPE_BF16: return ft_cpu_dot_bf16_avx2;
+        case FT_DTYPE_Q8_0: return ft_cpu_dot_q8_0_avx2;
+        case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_avx2;
+        case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_avx2;
+        case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_avx2;
+        default: return NULL;
+        }
+    }
+#endif
+    (void)portable;
+    switch (wtype) {
+    case FT_DTYPE_F32: return ft_cpu_dot_f32_c;
+    case FT_DTYPE_F16: return ft_cpu_dot_f16_c;
+    case FT_DTYPE_BF16: return ft_cpu_dot_bf16_c;
+    case FT_DTYPE_Q8_0: return ft_cpu_dot_q8_0_c;
+    case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_c;
+    case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_c;
+    case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_c;
+    default: return NULL;
+    }
+}
+
+void ft_cpu_matmul(ft_dtype_t wtype, const void *w, size_t w_row_bytes, const void *xp,
+                   uint32_t n_tok, uint32_t cols, uint32_t r0, uint32_t r1, float *y, size_t ldy)
+{
+    const ft_cpu_dot_fn dot = ft_cpu_dot_for(wtype, 0);
+    if (!dot || r0 >= r1 || n_tok == 0)
+        return;
+    const uint8_t *wb = w;
+    const uint8_t *xb = xp;
+    if (n_tok == 1) {
+        for (uint32_t r = r0; r < r1; r++)
+            y[r] = dot(cols, wb + (size_t)r * w_row_bytes, xb);
+        return;
+    }
+    const size_t x_row_bytes = ft_cpu_act_row_bytes(wtype, cols);
+    const uint32_t rows_per_block =
+        w_row_bytes == 0 || w_row_bytes >= FT_MM_W_BLOCK ? 1 : (uint32_t)(FT_MM_W_BLOCK / w_row_bytes);
+    const uint32_t toks_per_tile =
+        x_row_bytes == 0 || x_row_bytes >= FT_MM_X_TILE ? 1 : (uint32_t)(FT_MM_X_TILE / x_row_bytes);
+    for (uint32_t rb = r0; rb < r1; rb += rows_per_block) {
+        const uint32_t re = r1 - rb < rows_per_block ? r1 : rb + rows_per_block;
+        for (uint32_t t0 = 0; t0 < n_tok; t0 += toks_per_tile) {
+            const uint32_t t1 = n_tok - t0 < toks_per_tile ? n_tok : t0 + toks_per_tile;
+            for (uint32_t r = rb; r < re; r++) {
+                const uint8_t *wr = wb + (size_t)r * w_row_bytes;
+                for (uint32_t t = t0; t < t1; t++)
+                    y[(size_t)t * ldy + r] = dot(cols, wr, xb + (size_t)t * x_row_bytes);
+            }
+        }
+    }
+}

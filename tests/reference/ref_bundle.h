@@ -1,0 +1,28 @@
+/* Test helpers around the reference: compile a fixture model into a bundle
+ * in-process (fixture writer -> import -> compile), and load the reference
+ * of a bundle. Used by the forward-pass tests (tests/unit/test_forward*.c,
+ * slow_forward*.c). */
+#ifndef FT_REF_BUNDLE_H
+#define FT_REF_BUNDLE_H
+
+#include "freetoken.h"
+#include "model_gen.h"
+
+#include <stddef.h>
+
+typedef enum ft_ref_source { FT_REF_FROM_GGUF = 0, FT_REF_FROM_HF = 1 } ft_ref_source_t;
+
+/* Writes the fixture o (as a GGUF file or an HF directory) under work_dir,
+ * imports it and compiles it with weight format `format` (FT_DTYPE_INVALID
+ * keeps the source's) into the bundle directory
+ * "<work_dir>/bundle-<format>-<gguf|hf>", whose path goes to out_bundle
+ * (cap bytes). */
+ft_status_t ft_ref_build_bundle(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
+                                const char *work_dir, char *out_bundle, size_t cap);
+
+/* The "wide" fixture: the tiny preset's layout with every row length a
+ * multiple of 256 (d_model 256, 4 heads of 64 / 2 kv heads, 4 experts of
+ * ffn 256, 2 used), so that the K-quant formats (Q4_K, Q6_K) apply. */
+void ft_ref_wide_opts(ft_fixture_opts_t *o);
+
+#endif

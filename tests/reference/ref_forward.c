@@ -1,0 +1,306 @@
+/* The reference forward pass: one token position at a time, in double, as
+ * ref_forward.h spells it out. Speed does not matter here, only that a
+ * reader can check every line. */
+#include "ref_forward.h"
+
+#include "ref_ops.h"
+
+#include "../../runtime/format/convert.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ft_ref_session {
+    const ft_ref_model_t *m;
+    uint32_t n_ctx, n_past;
+    double **k_cache;     /* [n_layers][n_ctx * n_kv_heads * head_dim] */
+    double **v_cache;     /* [n_layers][n_ctx * n_kv_heads * value_head_dim] */
+    double *route_margin; /* [n_ctx]: the closest routing decision per position */
+    uint32_t max_used;    /* the most experts a layer uses */
+    uint32_t *routes;     /* [n_ctx][n_layers][max_used]: chosen experts, ascending */
+    /* Scratch for one token, sized for the widest layer. */
+    double *x, *h, *q, *att, *scores, *o, *probs, *g, *u, *y;
+    uint32_t *chosen;
+    /* emulate_act_quant: an input vector rounded as the runtime rounds it */
+    size_t n_round;   /* elements the buffers below hold */
+    float *round_f;   /* [n_round] */
+    uint8_t *round_q; /* Q8_0 or Q8_K blocks of n_round elements */
+    double *round_d;  /* [n_round] */
+};
+
+/* Allocates the per-token scratch; 0 when out of memory. */
+static int ref_scratch_alloc(ft_ref_session_t *s)
+{
+    const ft_ref_model_t *m = s->m;
+    size_t q = 1, att = 1, e = 1, f = 1;
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const ft_ref_layer_t *L = &m->layers[l];
+        if ((size_t)L->n_heads * L->head_dim > q) q = (size_t)L->n_heads * L->head_dim;
+        if ((size_t)L->n_heads * L->value_head_dim > att)
+            att = (size_t)L->n_heads * L->value_head_dim;
+        if (L->n_experts > e) e = L->n_experts;
+        if (L->expert_ffn > f) f = L->expert_ffn;
+    }
+    const size_t d = m->d_model;
+    s->n_round = d > att ? d : att;
+    s->n_round = s->n_round > f ? s->n_round : f;
+    s->round_f = malloc(s->n_round * sizeof(float));
+    s->round_q = malloc(s->n_round * 2 + FT_Q8_K_BLOCK_BYTES); /* > 292/256 bytes each */
+    s->round_d = malloc(s->n_round * sizeof(double));
+    if (!s->round_f || !s->round_q || !s->round_d) return 0;
+    s->x = malloc(d * sizeof(double));
+    s->h = malloc(d * sizeof(double));
+    s->o = malloc(d * sizeof(double));
+    s->y = malloc(d * sizeof(double));
+    s->q = malloc(q * sizeof(double));
+    s->att = malloc(att * sizeof(double));
+    s->scores = malloc(((size_t)s->n_ctx + 1) * sizeof(double));
+    s->probs = malloc(e * sizeof(double));
+    s->chosen = malloc(e * sizeof(uint32_t));
+    s->g = malloc(f * sizeof(double));
+    s->u = malloc(f * sizeof(double));
+    s->route_margin = malloc(((size_t)s->n_ctx + 1) * sizeof(double));
+    s->max_used = 1;
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].n_experts_used > s->max_used) s->max_used = m->layers[l].n_experts_used;
+    s->routes = calloc(((size_t)s->n_ctx + 1) * m->n_layers * s->max_used, sizeof(uint32_t));
+    return s->routes && s->route_margin && s->x && s->h && s->o && s->y && s->q && s->att &&
+           s->scores && s->probs && s->chosen && s->g && s->u;
+}
+
+ft_status_t ft_ref_session_create(const ft_ref_model_t *m, uint32_t n_ctx,
+                                  ft_ref_session_t **out_session)
+{
+    *out_session = NULL;
+    ft_ref_session_t *s = calloc(1, sizeof(*s));
+    if (!s) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    s->m = m;
+    s->n_ctx = n_ctx;
+    s->k_cache = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
+    s->v_cache = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
+    int ok = s->k_cache && s->v_cache && ref_scratch_alloc(s);
+    for (uint32_t l = 0; ok && l < m->n_layers; l++) {
+        const ft_ref_layer_t *L = &m->layers[l];
+        s->k_cache[l] = malloc((size_t)n_ctx * L->n_kv_heads * L->head_dim * sizeof(double) + 1);
+        s->v_cache[l] =
+            malloc((size_t)n_ctx * L->n_kv_heads * L->value_head_dim * sizeof(double) + 1);
+        ok = s->k_cache[l] && s->v_cache[l];
+    }
+    if (!ok) {
+        ft_ref_session_free(s);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    *out_session = s;
+    return FT_OK;
+}
+
+void ft_ref_session_free(ft_ref_session_t *s)
+{
+    if (!s) return;
+    for (uint32_t l = 0; l < s->m->n_layers; l++) {
+        if (s->k_cache) free(s->k_cache[l]);
+        if (s->v_cache) free(s->v_cache[l]);
+    }
+    free(s->k_cache);
+    free(s->v_cache);
+    double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y};
+    for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
+        free(scratch[i]);
+    free(s->chosen);
+    free(s->route_margin);
+    free(s->routes);
+    free(s->round_f);
+    free(s->round_q);
+    free(s->round_d);
+    free(s);
+}
+
+uint32_t ft_ref_session_n_past(const ft_ref_session_t *s)
+{
+    return s->n_past;
+}
+
+int ft_ref_session_same_routes(const ft_ref_session_t *a, const ft_ref_session_t *b, uint32_t pos)
+{
+    if (a->m->n_layers != b->m->n_layers || a->max_used != b->max_used || pos >= a->n_past ||
+        pos >= b->n_past)
+        return 0;
+    const size_t n = (size_t)a->m->n_layers * a->max_used;
+    return memcmp(a->routes + pos * n, b->routes + pos * n, n * sizeof(uint32_t)) == 0;
+}
+
+double ft_ref_session_route_margin(const ft_ref_session_t *s, uint32_t pos)
+{
+    return pos < s->n_past ? s->route_margin[pos] : INFINITY;
+}
+
+/* y = W x for a matrix stored in format fmt; with emulate_act_quant, x is
+ * first rounded the way the runtime's kernels round activations. */
+static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_t rows,
+                   uint32_t cols, const double *x, double *y)
+{
+    const int q8_0 = fmt == FT_DTYPE_Q8_0 || fmt == FT_DTYPE_Q4_0;
+    const int q8_k = fmt == FT_DTYPE_Q4_K || fmt == FT_DTYPE_Q6_K;
+    if (!s->m->emulate_act_quant || !(q8_0 || q8_k)) {
+        ft_ref_matvec(w, rows, cols, x, y);
+        return;
+    }
+    for (uint32_t i = 0; i < cols; i++)
+        s->round_f[i] = (float)x[i];
+    if (q8_0) {
+        ft_quantize_row_q8_0(s->round_f, s->round_q, cols);
+        ft_dequantize_row_q8_0(s->round_q, s->round_f, cols);
+    } else {
+        ft_quantize_row_q8_k(s->round_f, s->round_q, cols);
+        ft_dequantize_row_q8_k(s->round_q, s->round_f, cols);
+    }
+    for (uint32_t i = 0; i < cols; i++)
+        s->round_d[i] = s->round_f[i];
+    ft_ref_matvec(w, rows, cols, s->round_d, y);
+}
+
+/* x += attention(RMSNorm(x)) for the token at position pos of layer l. */
+static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double *x)
+{
+    const ft_ref_model_t *m = s->m;
+    const ft_ref_layer_t *L = &m->layers[l];
+    const uint32_t d = m->d_model, hd = L->head_dim, vd = L->value_head_dim;
+    const uint32_t group = L->n_heads / L->n_kv_heads;
+    double *h = s->h, *q = s->q, *att = s->att, *scores = s->scores, *o = s->o;
+    double *k = s->k_cache[l] + (size_t)pos * L->n_kv_heads * hd; /* this position's rows */
+    double *v = s->v_cache[l] + (size_t)pos * L->n_kv_heads * vd;
+
+    ft_ref_rmsnorm(x, L->attn_norm, d, m->norm_eps, h);
+    ref_mv(s, L->wq, L->fmt_wq, L->n_heads * hd, d, h, q);
+    ref_mv(s, L->wk, L->fmt_wk, L->n_kv_heads * hd, d, h, k);
+    ref_mv(s, L->wv, L->fmt_wv, L->n_kv_heads * vd, d, h, v);
+    for (uint32_t hq = 0; hq < L->n_heads; hq++) {
+        ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
+        ft_ref_rope_neox(q + hq * hd, m->rope_dim, pos, m->rope_theta);
+    }
+    for (uint32_t hk = 0; hk < L->n_kv_heads; hk++) {
+        ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
+        ft_ref_rope_neox(k + hk * hd, m->rope_dim, pos, m->rope_theta);
+    }
+    for (uint32_t hq = 0; hq < L->n_heads; hq++) {
+        const uint32_t hk = hq / group;
+        const double *qh = q + (size_t)hq * hd;
+        for (uint32_t t = 0; t <= pos; t++) {
+            const double *kt = s->k_cache[l] + ((size_t)t * L->n_kv_heads + hk) * hd;
+            double dot = 0.0;
+            for (uint32_t i = 0; i < hd; i++)
+                dot += qh[i] * kt[i];
+            scores[t] = dot / sqrt((double)hd);
+        }
+        ft_ref_softmax(scores, pos + 1);
+        double *out = att + (size_t)hq * vd;
+        for (uint32_t i = 0; i < vd; i++)
+            out[i] = 0.0;
+        for (uint32_t t = 0; t <= pos; t++) {
+            const double *vt = s->v_cache[l] + ((size_t)t * L->n_kv_heads + hk) * vd;
+            for (uint32_t i = 0; i < vd; i++)
+                out[i] += scores[t] * vt[i];
+        }
+    }
+    ref_mv(s, L->wo, L->fmt_wo, d, L->n_heads * vd, att, o);
+    for (uint32_t i = 0; i < d; i++)
+        x[i] += o[i];
+}
+
+/* x += MoE(RMSNorm(x)) for one token in layer l. */
+static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
+{
+    const ft_ref_model_t *m = s->m;
+    const ft_ref_layer_t *L = &m->layers[l];
+    const uint32_t d = m->d_model, F = L->expert_ffn, E = L->n_experts, K = L->n_experts_used;
+    double *h = s->h, *probs = s->probs, *g = s->g, *u = s->u, *y = s->y;
+    uint32_t *chosen = s->chosen;
+
+    ft_ref_rmsnorm(x, L->ffn_norm, d, m->norm_eps, h);
+    ref_mv(s, L->router, L->fmt_router, E, d, h, probs);
+    ft_ref_softmax(probs, E);
+    ft_ref_topk(probs, E, K, chosen);
+    /* How near this choice was to a different one: the last chosen
+     * probability minus the best one left out. */
+    if (K < E) {
+        double best_out = -1.0;
+        for (uint32_t e = 0; e < E; e++) {
+            int taken = 0;
+            for (uint32_t j = 0; j < K; j++)
+                taken |= chosen[j] == e;
+            if (!taken && probs[e] > best_out) best_out = probs[e];
+        }
+        const double margin = probs[chosen[K - 1]] - best_out;
+        if (margin < s->route_margin[s->n_past]) s->route_margin[s->n_past] = margin;
+    }
+    /* The chosen set, ascending, for ft_ref_session_same_routes. */
+    uint32_t *set = s->routes + ((size_t)s->n_past * m->n_layers + l) * s->max_used;
+    for (uint32_t e = 0, j = 0; e < E; e++)
+        for (uint32_t t = 0; t < K; t++)
+            if (chosen[t] == e) set[j++] = e;
+    double sum = 0.0;
+    for (uint32_t j = 0; j < K; j++)
+        sum += probs[chosen[j]];
+    for (uint32_t j = 0; j < K; j++) {
+        const uint32_t e = chosen[j];
+        const double weight = L->norm_topk_prob ? probs[e] / sum : probs[e];
+        ref_mv(s, L->gate + (size_t)e * F * d, L->fmt_gate, F, d, h, g);
+        ref_mv(s, L->up + (size_t)e * F * d, L->fmt_up, F, d, h, u);
+        for (uint32_t i = 0; i < F; i++)
+            g[i] = ft_ref_silu(g[i]) * u[i];
+        ref_mv(s, L->down + (size_t)e * d * F, L->fmt_down, d, F, g, y);
+        for (uint32_t i = 0; i < d; i++)
+            x[i] += weight * y[i];
+    }
+}
+
+/* The logits of one token at position n_past; appends its K and V. */
+static void ref_token(ft_ref_session_t *s, int32_t token, double *logits)
+{
+    const ft_ref_model_t *m = s->m;
+    const uint32_t d = m->d_model;
+    double *x = s->x;
+    s->route_margin[s->n_past] = INFINITY;
+    memcpy(x, m->tok_embd + (size_t)token * d, d * sizeof(double));
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        ref_attention(s, l, s->n_past, x);
+        ref_moe(s, l, x);
+    }
+    ft_ref_rmsnorm(x, m->output_norm, d, m->norm_eps, x);
+    ref_mv(s, m->output, m->fmt_output, m->vocab_size, d, x, logits);
+    s->n_past++;
+}
+
+ft_status_t ft_ref_session_eval(ft_ref_session_t *s, const int32_t *tokens, uint32_t n,
+                                double *logits_out)
+{
+    const ft_ref_model_t *m = s->m;
+    if (n == 0) return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "reference: empty batch");
+    if (n > s->n_ctx - s->n_past)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                              "reference: %u tokens after %u do not fit a context of %u", n,
+                              s->n_past, s->n_ctx);
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->vocab_size)
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "reference: token %d at batch index %u is not below %u",
+                                  tokens[i], i, m->vocab_size);
+    double *scratch = logits_out ? NULL : malloc(m->vocab_size * sizeof(double));
+    if (!logits_out && !scratch) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        ref_token(s, tokens[i], logits_out ? logits_out + (size_t)i * m->vocab_size : scratch);
+    free(scratch);
+    return FT_OK;
+}
+
+ft_status_t ft_ref_eval(const ft_ref_model_t *m, const int32_t *tokens, uint32_t n,
+                        double *logits_out)
+{
+    ft_ref_session_t *s;
+    ft_status_t st = ft_ref_session_create(m, n, &s);
+    if (st) return st;
+    st = ft_ref_session_eval(s, tokens, n, logits_out);
+    ft_ref_session_free(s);
+    return st;
+}

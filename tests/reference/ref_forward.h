@@ -1,0 +1,109 @@
+/* A float64 forward pass of Qwen3-MoE read straight from a compiled bundle:
+ * the oracle the runtime's logits are tested against.
+ *
+ * Loading dequantizes every weight of the bundle to double through
+ * runtime/format/convert.h (so a quantized bundle is computed with exactly
+ * the weights the runtime reads, widened), and everything after that is
+ * plain double arithmetic, one token position at a time, with a growing
+ * KV cache of doubles:
+ *
+ *   x = embedding row of the token
+ *   per layer:
+ *     h = RMSNorm(x) * attn_norm
+ *     q, k, v = Wq h, Wk h, Wv h; per-head RMSNorm of q, k (q_norm, k_norm)
+ *     NeoX RoPE on q, k at the token's position
+ *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
+ *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
+ *     x += Wo attn
+ *     h = RMSNorm(x) * ffn_norm
+ *     p = softmax(Wr h) over all experts; the n_experts_used largest (ties:
+ *       lower index), renormalized to sum 1 when norm_topk_prob
+ *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
+ *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
+ *
+ * Test code only: errors are ft_status_t, and memory is plain malloc. */
+#ifndef FT_REF_FORWARD_H
+#define FT_REF_FORWARD_H
+
+#include "freetoken.h"
+#include "../../runtime/format/dtype.h"
+
+#include <stdint.h>
+
+typedef struct ft_ref_layer {
+    uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
+    uint32_t n_experts, n_experts_used, expert_ffn;
+    int norm_topk_prob;
+    double *attn_norm;       /* [d_model] */
+    double *wq;              /* [n_heads * head_dim, d_model] */
+    double *wk;              /* [n_kv_heads * head_dim, d_model] */
+    double *wv;              /* [n_kv_heads * value_head_dim, d_model] */
+    double *wo;              /* [d_model, n_heads * value_head_dim] */
+    double *q_norm, *k_norm; /* [head_dim] */
+    double *ffn_norm;        /* [d_model] */
+    double *router;          /* [n_experts, d_model] */
+    double *gate, *up;       /* [n_experts, expert_ffn, d_model] */
+    double *down;            /* [n_experts, d_model, expert_ffn] */
+    /* The bundle's storage format of each matrix (see emulate_act_quant). */
+    ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_router, fmt_gate, fmt_up, fmt_down;
+} ft_ref_layer_t;
+
+typedef struct ft_ref_model {
+    uint32_t n_layers, d_model, vocab_size, context_length;
+    double norm_eps, rope_theta;
+    uint32_t rope_dim;
+    int tie_embeddings;
+    double *tok_embd;       /* [vocab_size, d_model] */
+    double *output_norm;    /* [d_model] */
+    double *output;         /* [vocab_size, d_model]; == tok_embd when tied */
+    ft_ref_layer_t *layers; /* [n_layers] */
+    ft_dtype_t fmt_output;
+    /* 0 after loading. When set, the input vector of every product with a
+     * block-quantized matrix is first rounded the way the runtime's CPU
+     * kernels round activations (kernels.h): to float32, then through
+     * Q8_0 blocks for Q8_0 and Q4_0 weights, Q8_K blocks for Q4_K and Q6_K
+     * (exactly, with convert.h's ggml-identical quantizers). The product
+     * itself stays in double. This removes the runtime's one deliberate
+     * approximation, leaving float32 arithmetic as the only difference. */
+    int emulate_act_quant;
+} ft_ref_model_t;
+
+/* Opens the bundle (a directory or its plan.ftp), checks that it is a
+ * Qwen3-MoE model this reference computes (RMS norms, NeoX RoPE, GQA with
+ * q/k norms and no biases, softmax-routed MoE in every layer, SiLU), and
+ * dequantizes every weight to double. The bundle is closed again before
+ * returning. Free with ft_ref_model_free. */
+ft_status_t ft_ref_model_load(const char *bundle_path, ft_ref_model_t **out_model);
+void ft_ref_model_free(ft_ref_model_t *model);
+
+/* One sequence: its KV cache (doubles) for up to n_ctx positions. */
+typedef struct ft_ref_session ft_ref_session_t;
+
+ft_status_t ft_ref_session_create(const ft_ref_model_t *model, uint32_t n_ctx,
+                                  ft_ref_session_t **out_session);
+void ft_ref_session_free(ft_ref_session_t *session);
+uint32_t ft_ref_session_n_past(const ft_ref_session_t *session);
+
+/* How close the routing of position pos came to choosing other experts:
+ * over all layers, the smallest gap between the last chosen expert's
+ * probability and the best unchosen one's (INFINITY when every expert is
+ * used, or pos has not been evaluated). A runtime whose router inputs
+ * differ by more than this may legitimately route differently there. */
+double ft_ref_session_route_margin(const ft_ref_session_t *session, uint32_t pos);
+
+/* 1 when two sessions (of models with the same layer shapes) chose the same
+ * experts for position pos in every layer. */
+int ft_ref_session_same_routes(const ft_ref_session_t *a, const ft_ref_session_t *b, uint32_t pos);
+
+/* Appends n tokens and writes their logits (n x vocab_size doubles, row per
+ * position) to logits_out when it is not NULL. Errors: n == 0, a token id
+ * outside [0, vocab_size), more positions than n_ctx; nothing is appended
+ * then. */
+ft_status_t ft_ref_session_eval(ft_ref_session_t *session, const int32_t *tokens, uint32_t n,
+                                double *logits_out);
+
+/* A fresh sequence of n tokens: logits_out receives n x vocab_size. */
+ft_status_t ft_ref_eval(const ft_ref_model_t *model, const int32_t *tokens, uint32_t n,
+                        double *logits_out);
+
+#endif

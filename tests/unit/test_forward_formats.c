@@ -1,0 +1,188 @@
+/* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K
+ * bundles against the float64 reference computed with the same bundle's
+ * weights (dequantized exactly, then widened). Weight rounding is thus
+ * common to both sides; what remains is the runtime's own arithmetic.
+ * The error of a position is ft_ref_rel_err: max_i |a_i - r_i| / max_i |r_i|.
+ *
+ * F16, BF16: activations stay float32 (runtime/backends/cpu/kernels.h), so
+ * the float32 bound of test_forward_f32.c applies: FT_FLOAT_TOL = 1e-4 at
+ * every position (measured ~1e-6).
+ *
+ * Q8_0, Q4_0, Q4_K, Q6_K: the runtime rounds every activation row to 8-bit
+ * blocks before a product (Q8_0 blocks of 32 for Q8_0/Q4_0 weights, Q8_K
+ * blocks of 256 for Q4_K/Q6_K), with scale d = amax / 127 and rounding
+ * error uniform in +-d/2: rms d / sqrt(12) = amax / 440. Activations are
+ * roughly normal, amax ~2.3 sigma over 32 (~3 over 256), so every element
+ * and hence every product's output is off by ~5e-3 (~7e-3) relative. A
+ * token passes ~15 such products (q, k, v, o, gate, up, down in 2 layers
+ * and the output head); independent errors add to ~2e-2 of a typical
+ * logit, and the largest of 563 normalized by the largest logit is again
+ * ~2e-2 (measured 1.3e-2 .. 3.2e-2). FT_Q8_TOL = 6e-2 is ~3x that.
+ * One thing breaks such a bound: when the reference's top-k routing is
+ * nearly tied (probability gap below ~5e-3), the rounded activations may
+ * pick another expert, and that position (and through attention the later
+ * ones) then legitimately differs by O(1). So the runtime is compared
+ * twice:
+ *
+ *  1. with the reference that rounds activations exactly as the runtime
+ *     does (ft_ref_model_t.emulate_act_quant). Its routing is the
+ *     runtime's, the products agree to float32 roundoff (~1e-7 measured),
+ *     so >= 90% of positions must be within FT_FLOAT_TOL. The rest may
+ *     differ by single rounding events: an activation within float32
+ *     roundoff of a rounding boundary rounds the other way on one side,
+ *     moving that element by one quantum d. At worst it is an input of the
+ *     output head: each logit moves by W[v,i] d ~ (3 / sqrt(d_model)) *
+ *     (3 / 127) ~ 1e-2 of the largest logit (measured 9e-3 once, Q6_K), so
+ *     every position must be within FT_ONE_QUANTUM_TOL = 3e-2.
+ *  2. with the plain reference: within FT_Q8_TOL at every position up to
+ *     the first one where the two references route differently (it must
+ *     cover at least half of the prompt), and the same argmax on >= 90%
+ *     of all positions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ref_bundle.h"
+#include "ref_check.h"
+#include "ref_forward.h"
+#include "ref_ops.h"
+#include "ref_runtime.h"
+#include "test_tmp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define FT_FLOAT_TOL 1e-4
+#define FT_Q8_TOL 6e-2
+#define FT_ONE_QUANTUM_TOL 3e-2
+#define FT_MIN_FRACTION 0.9
+
+enum { N_PROMPT = 20, N_CTX = 32 };
+static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
+                                           256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
+
+typedef struct run {
+    ft_ref_model_t *m;
+    ft_ref_session_t *plain, *emul; /* the reference without and with act rounding */
+    double *ref_plain, *ref_emul;   /* N_PROMPT x V each */
+    float *rt;                      /* the runtime's, N_PROMPT x V */
+} run_t;
+
+/* Compiles the tiny (or wide) fixture to `format`; evaluates the prompt
+ * with both references and the runtime. */
+static void run_format(ft_dtype_t format, int wide, run_t *r)
+{
+    ft_fixture_opts_t o;
+    if (wide)
+        ft_ref_wide_opts(&o);
+    else
+        ft_fixture_opts_init(&o);
+    char work[4096], bundle[4096];
+    snprintf(work, sizeof(work), "%s/%s", ft_test_tmpdir("formats"), ft_dtype_name(format));
+    FT_REF_OK(ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, format, work, bundle, sizeof(bundle)));
+    FT_REF_OK(ft_ref_model_load(bundle, &r->m));
+    const uint32_t V = r->m->vocab_size;
+    r->ref_plain = malloc(sizeof(double) * N_PROMPT * V);
+    r->ref_emul = malloc(sizeof(double) * N_PROMPT * V);
+    r->rt = malloc(sizeof(float) * N_PROMPT * V);
+    assert_true(r->ref_plain && r->ref_emul && r->rt);
+    FT_REF_OK(ft_ref_session_create(r->m, N_PROMPT, &r->plain));
+    FT_REF_OK(ft_ref_session_create(r->m, N_PROMPT, &r->emul));
+    FT_REF_OK(ft_ref_session_eval(r->plain, k_prompt, N_PROMPT, r->ref_plain));
+    r->m->emulate_act_quant = 1;
+    FT_REF_OK(ft_ref_session_eval(r->emul, k_prompt, N_PROMPT, r->ref_emul));
+    FT_REF_OK(ft_ref_runtime_logits(bundle, N_CTX, 0, 0, k_prompt, N_PROMPT, r->rt));
+}
+
+static void run_free(run_t *r)
+{
+    ft_ref_session_free(r->plain);
+    ft_ref_session_free(r->emul);
+    ft_ref_model_free(r->m);
+    free(r->ref_plain);
+    free(r->ref_emul);
+    free(r->rt);
+}
+
+static void check_float_format(ft_dtype_t format)
+{
+    run_t r;
+    run_format(format, 0, &r);
+    const ft_ref_cmp_t c = ft_ref_compare(r.rt, r.ref_plain, N_PROMPT, r.m->vocab_size);
+    print_message("%s: max error %.3g at position %u; top-1 agrees on %u/%u\n",
+                  ft_dtype_name(format), c.max_err, c.worst_pos, c.n_top1_agree, N_PROMPT);
+    assert_true(c.max_err <= FT_FLOAT_TOL);
+    assert_int_equal(c.n_top1_agree, N_PROMPT);
+    run_free(&r);
+}
+
+static void check_quant_format(ft_dtype_t format, int wide)
+{
+    run_t r;
+    run_format(format, wide, &r);
+    const uint32_t V = r.m->vocab_size;
+    /* 1. against the reference that rounds activations as the runtime does */
+    const ft_ref_cmp_t ce = ft_ref_compare(r.rt, r.ref_emul, N_PROMPT, V);
+    uint32_t n_float_close = 0;
+    for (uint32_t p = 0; p < N_PROMPT; p++)
+        n_float_close +=
+            ft_ref_rel_err(r.rt + (size_t)p * V, r.ref_emul + (size_t)p * V, V) <= FT_FLOAT_TOL;
+    /* 2. against the plain reference, up to the first routing difference */
+    uint32_t n_same_routes = 0;
+    while (n_same_routes < N_PROMPT && ft_ref_session_same_routes(r.plain, r.emul, n_same_routes))
+        n_same_routes++;
+    const ft_ref_cmp_t cp = ft_ref_compare(r.rt, r.ref_plain, N_PROMPT, V);
+    const ft_ref_cmp_t cp_routed = ft_ref_compare(r.rt, r.ref_plain, n_same_routes, V);
+    print_message("%s%s: vs act-rounding reference: max error %.3g at position %u, %u/%u "
+                  "positions within %.0e\n",
+                  ft_dtype_name(format), wide ? " (wide)" : "", ce.max_err, ce.worst_pos,
+                  n_float_close, N_PROMPT, FT_FLOAT_TOL);
+    print_message("%s%s: vs plain reference: max error %.3g at position %u over the %u "
+                  "positions routed alike (%.3g at %u over all, routing margin there %.2g); "
+                  "top-1 agrees on %u/%u\n",
+                  ft_dtype_name(format), wide ? " (wide)" : "", cp_routed.max_err,
+                  cp_routed.worst_pos, n_same_routes, cp.max_err, cp.worst_pos,
+                  ft_ref_session_route_margin(r.plain, cp.worst_pos), cp.n_top1_agree, N_PROMPT);
+    assert_true(ce.max_err <= FT_ONE_QUANTUM_TOL);
+    assert_true(n_float_close >= FT_MIN_FRACTION * N_PROMPT);
+    assert_true(n_same_routes >= N_PROMPT / 2);
+    assert_true(cp_routed.max_err <= FT_Q8_TOL);
+    assert_true(cp.n_top1_agree >= FT_MIN_FRACTION * N_PROMPT);
+    run_free(&r);
+}
+
+static void test_f16(void **state)
+{
+    check_float_format(FT_DTYPE_F16);
+}
+static void test_bf16(void **state)
+{
+    check_float_format(FT_DTYPE_BF16);
+}
+static void test_q8_0(void **state)
+{
+    check_quant_format(FT_DTYPE_Q8_0, 0);
+}
+static void test_q4_0(void **state)
+{
+    check_quant_format(FT_DTYPE_Q4_0, 0);
+}
+static void test_q4_k(void **state)
+{
+    check_quant_format(FT_DTYPE_Q4_K, 1);
+}
+static void test_q6_k(void **state)
+{
+    check_quant_format(FT_DTYPE_Q6_K, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16),  cmocka_unit_test(test_bf16), cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_k), cmocka_unit_test(test_q6_k),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
