@@ -64,6 +64,22 @@ typedef struct ft_attn_run {
     uint32_t layer, n;
 } ft_attn_run_t;
 
+/* Dot product with eight partial sums: the compiler keeps them in one
+ * vector register (a single running sum is a dependency chain it may not
+ * reorder). head_dim is even; a tail of fewer than 8 is summed last. */
+static inline float ft_dot8(const float *a, const float *b, uint32_t n)
+{
+    float acc[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
 static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     const ft_attn_run_t *r = ctx;
@@ -81,13 +97,8 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint32_t t = (uint32_t)(item / H), h = (uint32_t)(item % H), kvh = h / group;
         const uint32_t n_keys = s->n_past + t + 1; /* causal: up to and including t */
         const float *q = s->q + (size_t)t * qd + (size_t)h * hd;
-        for (uint32_t p = 0; p < n_keys; p++) {
-            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
-            float dot = 0.0f;
-            for (uint32_t i = 0; i < hd; i++)
-                dot += q[i] * k[i];
-            scores[p] = dot * scale;
-        }
+        for (uint32_t p = 0; p < n_keys; p++)
+            scores[p] = ft_dot8(q, kc + (size_t)p * kvd + (size_t)kvh * hd, hd) * scale;
         ft_op_softmax(scores, n_keys);
         float *out = s->att + (size_t)t * qd + (size_t)h * hd;
         memset(out, 0, hd * sizeof(float));
