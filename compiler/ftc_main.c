@@ -3,10 +3,13 @@
  *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]
  *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
  *   ftc verify BUNDLE
+ *   ftc plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]
  *
  * Human output by default, --json for machines; progress on stderr when
  * stderr is a terminal. Exit codes: 0 ok, 1 failure, 2 usage. */
 #include "../runtime/format/bundle.h"
+#include "cmd_profile.h"
+#include "cmd_plan.h"
 #include "compile.h"
 #include "import.h"
 #include "summary.h"
@@ -28,6 +31,11 @@ static const char ftc_usage[] =
     "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
     "  verify BUNDLE\n"
     "        re-hash the bundle's weights and check them against its plan\n"
+    "  profile [-o FILE] [--quick] [--json] [--threads N] [--no-gpu]\n"
+    "        measure this machine (CPU, DRAM, GEMV, GPUs) into a hardware profile\n"
+    "  plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]\n"
+    "        will MODEL (GGUF, HF directory or config.json alone) fit this machine, and how\n"
+    "        fast will it run (predicted)? Sizes like 512M, 8G, 24GiB\n"
     "  version\n";
 
 static int ftc_fail(ft_status_t st)
@@ -215,6 +223,10 @@ int main(int argc, char **argv)
         return ftc_compile(argc - 1, argv + 1);
     if (strcmp(cmd, "verify") == 0)
         return ftc_verify(argc - 1, argv + 1);
+    if (strcmp(cmd, "profile") == 0)
+        return ftc_cmd_profile(argc - 1, argv + 1);
+    if (strcmp(cmd, "plan") == 0)
+        return ftc_cmd_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ftc %s\n", FT_PRODUCER_VERSION);
         return 0;

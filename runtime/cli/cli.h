@@ -19,6 +19,14 @@ ft_status_t ft_cli_parse_tokens(const char *s, int32_t **out_ids, uint32_t *out_
 /* Parses a non-negative integer option value, or fails with its name. */
 ft_status_t ft_cli_parse_u32(const char *name, const char *s, uint32_t *out);
 ft_status_t ft_cli_parse_float(const char *name, const char *s, float *out);
+/* Sizes: "512", "3M", "8G", "24GiB", "1.5G" (binary units: K = 1024). */
+ft_status_t ft_cli_parse_size(const char *name, const char *s, uint64_t *out);
+/* "cpu", "sim" or "cuda". */
+ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out);
+/* Opens the engine; for the cuda backend without a GPU, says so in one line
+ * and falls back to the cpu backend. */
+ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_engine_t **out);
+int ft_cli_chat(int argc, char **argv);
 /* Writes s (n bytes) as a JSON string literal, escaping as needed. */
 void ft_cli_json_string(FILE *out, const char *s, size_t n);
 

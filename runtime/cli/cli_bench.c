@@ -15,7 +15,20 @@ typedef struct ft_bench_opts {
     const char *bundle;
     uint32_t n_prompt, n_gen, reps, n_threads;
     int json;
+    ft_backend_kind_t backend;
+    const char *hw;
+    uint64_t vram;
+    uint32_t replan_at;   /* decode token after which the budget changes; 0: never */
+    uint64_t replan_vram;
 } ft_bench_opts_t;
+
+/* What the sim backend modelled, over all reps. */
+typedef struct ft_bench_sim {
+    double prefill_s, decode_s;       /* modelled device seconds */
+    uint64_t prefill_tok, decode_tok;
+    ft_engine_stats_t decode;         /* decode-phase counters, summed */
+    uint32_t replans;
+} ft_bench_sim_t;
 
 static int ft_cmp_double(const void *a, const void *b)
 {
@@ -35,7 +48,23 @@ static void ft_bench_tokens(int32_t *ids, uint32_t n, uint32_t vocab)
     }
 }
 
-static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode)
+static void ft_bench_add(ft_engine_stats_t *sum, const ft_engine_stats_t *x)
+{
+    sum->expert_hits += x->expert_hits;
+    sum->expert_misses += x->expert_misses;
+    sum->misses_to_gpu += x->misses_to_gpu;
+    sum->misses_to_cpu += x->misses_to_cpu;
+    sum->experts_streamed += x->experts_streamed;
+    sum->bytes_copied += x->bytes_copied;
+    sum->order_violations += x->order_violations;
+    sum->n_slots = x->n_slots;
+    sum->vram_bytes = x->vram_bytes;
+    sum->predicted_decode_tok_s = x->predicted_decode_tok_s;
+    sum->predicted_prefill_tok_s = x->predicted_prefill_tok_s;
+}
+
+static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode,
+                                ft_bench_sim_t *sim)
 {
     const uint32_t vocab = ft_engine_info(e)->vocab_size;
     ft_session_options_t so;
@@ -50,14 +79,31 @@ static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double
     ft_status_t st = ft_session_create(e, &so, &s);
     for (uint32_t r = 0; r < o->reps && !st; r++) {
         st = ft_session_rewind(s, 0);
+        ft_engine_stats_t es;
+        ft_engine_reset_stats(e);
         double t0 = ft_cli_now();
         if (!st)
             st = ft_session_eval(s, ids, o->n_prompt, NULL);
         double t1 = ft_cli_now();
+        ft_engine_stats(e, &es);
+        sim->prefill_s += es.device_seconds;
+        sim->prefill_tok += o->n_prompt;
+        ft_engine_reset_stats(e);
         /* Decode feeds fixed ids: sampling is not what is measured. */
-        for (uint32_t i = 0; i < o->n_gen && !st; i++)
+        for (uint32_t i = 0; i < o->n_gen && !st; i++) {
+            if (r == 0 && o->replan_at && i == o->replan_at) {
+                st = ft_engine_replan(e, o->replan_vram);
+                sim->replans += !st;
+                if (st)
+                    break;
+            }
             st = ft_session_eval(s, &ids[o->n_prompt + i], 1, NULL);
+        }
         double t2 = ft_cli_now();
+        ft_engine_stats(e, &es);
+        sim->decode_s += es.device_seconds;
+        sim->decode_tok += o->n_gen;
+        ft_bench_add(&sim->decode, &es);
         prefill[r] = o->n_prompt / (t1 - t0);
         decode[r] = o->n_gen / (t2 - t1);
         if (!o->json && isatty(2))
@@ -71,13 +117,59 @@ static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double
     return st;
 }
 
+/* The sim backend's report: modelled (predicted) speeds on the profiled
+ * machine, with the cache's behaviour. */
+static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, const ft_bench_sim_t *sim)
+{
+    const ft_model_info_t *mi = ft_engine_info(e);
+    const ft_engine_stats_t *d = &sim->decode;
+    const double lookups = (double)(d->expert_hits + d->expert_misses);
+    const double hit_rate = lookups > 0 ? (double)d->expert_hits / lookups : 0.0;
+    const double pre = sim->prefill_s > 0 ? sim->prefill_tok / sim->prefill_s : 0.0;
+    const double dec = sim->decode_s > 0 ? sim->decode_tok / sim->decode_s : 0.0;
+    const double copied = sim->decode_tok ? (double)d->bytes_copied / sim->decode_tok : 0.0;
+    const double per_tok_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
+    if (o->json) {
+        printf("{\"backend\": \"sim\", \"predicted\": true, \"hw\": ");
+        ft_cli_json_string(stdout, o->hw, strlen(o->hw));
+        printf(", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
+               "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"modelled_ms_per_token\": %.4f, "
+               "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
+               "\"bytes_copied_per_token\": %.1f, \"order_violations\": %llu, \"replans\": %u, "
+               "\"planner_decode_tok_s\": %.3f, \"planner_prefill_tok_s\": %.3f, "
+               "\"weight_bytes_per_token\": %llu}\n",
+               (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
+               per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
+               (unsigned long long)d->misses_to_cpu, copied, (unsigned long long)d->order_violations,
+               sim->replans, d->predicted_decode_tok_s, d->predicted_prefill_tok_s,
+               (unsigned long long)mi->weight_bytes_per_token);
+        return;
+    }
+    printf("PREDICTED on %s (sim backend: a model of that machine, not a measurement)\n"
+           "vram       %.1f MiB budget, %u expert slots\n"
+           "prefill    %.1f tok/s predicted (%u-token prompt)\n"
+           "decode     %.2f tok/s predicted (%.3f ms per token; planner alone: %.2f)\n"
+           "cache      %.1f%% hit rate; misses: %llu copied to the GPU, %llu computed on the CPU\n"
+           "pcie       %.2f MB copied per decoded token\n"
+           "ordering   %llu kernels read a slot before its copy completed (must be 0)\n",
+           o->hw, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
+           d->predicted_decode_tok_s, 100.0 * hit_rate, (unsigned long long)d->misses_to_gpu,
+           (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations);
+    if (sim->replans)
+        printf("re-plan    the budget changed to %.1f MiB after %u decoded tokens\n",
+               o->replan_vram / 1048576.0, o->replan_at);
+}
+
 static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
 {
     static const struct option longopts[] = {
         {"prompt", required_argument, 0, 'p'}, {"gen", required_argument, 0, 'g'},
         {"reps", required_argument, 0, 'r'},   {"threads", required_argument, 0, 't'},
-        {"json", no_argument, 0, 'j'},         {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'j'},         {"backend", required_argument, 0, 'B'},
+        {"hw", required_argument, 0, 'H'},     {"vram", required_argument, 0, 'V'},
+        {"replan-at", required_argument, 0, 'R'}, {0, 0, 0, 0}};
     *o = (ft_bench_opts_t){.n_prompt = 512, .n_gen = 128, .reps = 3};
+    char *colon;
     ft_status_t st = FT_OK;
     int c;
     while (!st && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -87,6 +179,21 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
         case 't': st = ft_cli_parse_u32("--threads", optarg, &o->n_threads); break;
         case 'j': o->json = 1; break;
+        case 'B': st = ft_cli_parse_backend(optarg, &o->backend); break;
+        case 'H': o->hw = optarg; break;
+        case 'V': st = ft_cli_parse_size("--vram", optarg, &o->vram); break;
+        case 'R':
+            colon = strchr(optarg, ':');
+            if (!colon) {
+                st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--replan-at: expected N:SIZE, e.g. 64:2G");
+                break;
+            }
+            *colon = 0;
+            if (!(st = ft_cli_parse_u32("--replan-at", optarg, &o->replan_at)))
+                st = ft_cli_parse_size("--replan-at", colon + 1, &o->replan_vram);
+            if (!st && o->replan_at == 0)
+                st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--replan-at: N must be positive");
+            break;
         default: return 2;
         }
     }
@@ -113,19 +220,28 @@ int ft_cli_bench(int argc, char **argv)
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.n_threads = o.n_threads;
+    eo.backend = o.backend;
+    eo.hw_profile = o.hw;
+    eo.vram_bytes = o.vram;
+    eo.plan_ctx = o.n_prompt + o.n_gen + 1;
     ft_engine_t *e = NULL;
     ft_threadpool_t *pool = NULL;
+    ft_bench_sim_t sim = {0};
     ft_membw_result_t bw;
     double *pre = calloc(o.reps, sizeof(double)), *dec = calloc(o.reps, sizeof(double));
     ft_status_t st = pre && dec ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st)
-        st = ft_engine_open(o.bundle, &eo, &e);
+        st = ft_cli_open_engine(o.bundle, &eo, &e);
     if (!st)
         st = ft_threadpool_create(ft_engine_info(e)->n_threads, &pool);
     if (!st)
         st = ft_membw_measure(pool, 512ull << 20, 5, &bw);
     if (!st)
-        st = ft_bench_run(e, &o, pre, dec);
+        st = ft_bench_run(e, &o, pre, dec, &sim);
+    if (!st && eo.backend == FT_BACKEND_SIM) {
+        ft_bench_print_sim(&o, e, &sim);
+        goto out;
+    }
     if (!st) {
         const ft_model_info_t *mi = ft_engine_info(e);
         qsort(pre, o.reps, sizeof(double), ft_cmp_double);
@@ -156,6 +272,7 @@ int ft_cli_bench(int argc, char **argv)
                    dec[0], dec[o.reps - 1], mi->weight_bytes_per_token / 1e6, achieved, bw.median_gbs,
                    bw.n_runs, 100.0 * frac);
     }
+out:
     free(pre);
     free(dec);
     ft_threadpool_destroy(pool);

@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,4 +95,55 @@ void ft_cli_json_string(FILE *out, const char *s, size_t n)
         }
     }
     fputc('"', out);
+}
+
+ft_status_t ft_cli_parse_size(const char *name, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || s[0] == '-')
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: '%s' is not a size (e.g. 512M, 8G)", name, s);
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1024.0; end++; break;
+    case 'm': case 'M': mult = 1048576.0; end++; break;
+    case 'g': case 'G': mult = 1073741824.0; end++; break;
+    case 't': case 'T': mult = 1099511627776.0; end++; break;
+    default: break;
+    }
+    if (mult > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0 || strcmp(end, "b") == 0))
+        end += strlen(end);
+    if (*end)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: '%s' is not a size (e.g. 512M, 8G)", name, s);
+    double bytes = floor(v * mult);
+    if (bytes > 9.0e18)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: '%s' is too large", name, s);
+    *out = (uint64_t)bytes;
+    return FT_OK;
+}
+
+ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out)
+{
+    if (strcmp(s, "cpu") == 0)
+        *out = FT_BACKEND_CPU;
+    else if (strcmp(s, "sim") == 0)
+        *out = FT_BACKEND_SIM;
+    else if (strcmp(s, "cuda") == 0)
+        *out = FT_BACKEND_CUDA;
+    else
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--backend: '%s': expected cpu, sim or cuda", s);
+    return FT_OK;
+}
+
+ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_engine_t **out)
+{
+    ft_status_t st = ft_engine_open(bundle, eo, out);
+    if (st && eo->backend == FT_BACKEND_CUDA && ft_status_code(st) == FT_STATUS_UNAVAILABLE) {
+        fprintf(stderr, "ft: %s; running on the cpu backend\n", ft_status_message(st));
+        ft_status_free(st);
+        eo->backend = FT_BACKEND_CPU;
+        st = ft_engine_open(bundle, eo, out);
+    }
+    return st;
 }

@@ -16,6 +16,9 @@ typedef struct ft_run_opts {
     size_t n_stops;
     uint32_t n_predict, n_threads, n_ctx, n_batch;
     int chat, json;
+    ft_backend_kind_t backend;
+    const char *hw;
+    uint64_t vram;
     ft_sampler_options_t sampling;
 } ft_run_opts_t;
 
@@ -29,7 +32,9 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
         {"stop", required_argument, 0, 'S'},        {"chat", no_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},              {"prompt-tokens", required_argument, 0, 'T'},
         {"threads", required_argument, 0, 'h'},     {"ctx", required_argument, 0, 'C'},
-        {"batch", required_argument, 0, 'b'},       {0, 0, 0, 0}};
+        {"batch", required_argument, 0, 'b'},       {"backend", required_argument, 0, 'B'},
+        {"hw", required_argument, 0, 'H'},          {"vram", required_argument, 0, 'V'},
+        {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
     o->n_predict = 128;
     ft_sampler_options_init(&o->sampling);
@@ -62,6 +67,9 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
         case 'h': st = ft_cli_parse_u32("--threads", optarg, &o->n_threads); break;
         case 'C': st = ft_cli_parse_u32("--ctx", optarg, &o->n_ctx); break;
         case 'b': st = ft_cli_parse_u32("--batch", optarg, &o->n_batch); break;
+        case 'B': st = ft_cli_parse_backend(optarg, &o->backend); break;
+        case 'H': o->hw = optarg; break;
+        case 'V': st = ft_cli_parse_size("--vram", optarg, &o->vram); break;
         default: return 2;
         }
     }
@@ -191,13 +199,17 @@ int ft_cli_run(int argc, char **argv)
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.n_threads = o.n_threads;
+    eo.backend = o.backend;
+    eo.hw_profile = o.hw;
+    eo.vram_bytes = o.vram;
+    eo.plan_ctx = o.n_ctx; /* the VRAM plan reserves KV for the session's context */
     ft_engine_t *e = NULL;
     ft_session_t *s = NULL;
     ft_sampler_t *smp = NULL;
     ft_stop_matcher_t *stop = NULL;
     ft_gen_t g = {0};
     int32_t *prompt = NULL;
-    ft_status_t st = ft_engine_open(o.bundle, &eo, &e);
+    ft_status_t st = ft_cli_open_engine(o.bundle, &eo, &e);
     if (!st)
         st = ft_run_prompt(e, &o, &prompt, &g.n_prompt);
     ft_session_options_t so;

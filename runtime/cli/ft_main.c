@@ -15,10 +15,13 @@ static const char ft_usage[] =
     "\n"
     "  run BUNDLE (-p TEXT | --prompt-tokens 1,2,3) [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "      [--min-p P] [--repeat-penalty R] [--seed S] [--stop STR]... [--chat] [--json]\n"
-    "      [--threads N] [--ctx N] [--batch N]\n"
+    "      [--threads N] [--ctx N] [--batch N] [--backend cpu|sim|cuda] [--hw PROFILE] [--vram SIZE]\n"
+    "  chat BUNDLE [--temp T] [--seed S] [-n N] [--backend ...] [--hw PROFILE] [--vram SIZE]\n"
+    "      multi-turn chat on stdin; /vram SIZE re-plans the VRAM budget live, /stats, /reset, /quit\n"
     "  logits BUNDLE --tokens 1,2,3 -o FILE [--threads N]\n"
     "      writes n_tokens x vocab float32 logits, row-major\n"
     "  bench BUNDLE [--prompt N] [--gen N] [--reps R] [--threads N] [--json]\n"
+    "      [--backend cpu|sim|cuda] [--hw PROFILE] [--vram SIZE] [--replan-at N:SIZE]\n"
     "      prefill and decode tokens/s, weight bytes read per token, and the share of\n"
     "      this machine's DRAM read bandwidth (measured in the same run)\n"
     "  version\n";
@@ -34,6 +37,8 @@ int main(int argc, char **argv)
         return ft_cli_run(argc - 1, argv + 1);
     if (strcmp(cmd, "logits") == 0)
         return ft_cli_logits(argc - 1, argv + 1);
+    if (strcmp(cmd, "chat") == 0)
+        return ft_cli_chat(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return ft_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

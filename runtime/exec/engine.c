@@ -3,6 +3,7 @@
 #include "engine_internal.h"
 
 #include "../base/alloc.h"
+#include "../plan/hw_profile.h"
 #include "../text/chat.h"
 
 #include <math.h>
@@ -44,6 +45,31 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->n_threads = ft_threadpool_size(e->pool);
 }
 
+/* The backend: cpu needs nothing more; sim models the profile's GPU with
+ * the offload machinery; cuda is not built into this runtime yet. */
+static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *opts)
+{
+    switch (opts->backend) {
+    case FT_BACKEND_CPU: return FT_OK;
+    case FT_BACKEND_CUDA:
+        return ft_status_make(FT_STATUS_UNAVAILABLE, "the cuda backend is not part of this build");
+    case FT_BACKEND_SIM: break;
+    default: return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "unknown backend %d", (int)opts->backend);
+    }
+    if (!opts->hw_profile)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "the sim backend models a machine: give a hardware profile (--hw)");
+    ft_hw_t hw;
+    ft_status_t st = ft_hw_load(opts->hw_profile, &hw);
+    if (st)
+        return st;
+    if (hw.n_gpus == 0)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: the profile has no GPU to simulate",
+                              opts->hw_profile);
+    uint64_t vram = opts->vram_bytes ? opts->vram_bytes : hw.gpu.vram_free_bytes;
+    return ft_offload_create(e->model, &hw, vram, opts->plan_ctx ? opts->plan_ctx : 4096, e->a, &e->offload);
+}
+
 ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
                            ft_engine_t **out_engine)
 {
@@ -64,7 +90,8 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
         (st = ft_model_create(e->bundle, e->a, &e->model)) ||
         (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
-        (st = ft_threadpool_create(opts->n_threads, &e->pool)) || (st = ft_engine_rope(e)))
+        (st = ft_threadpool_create(opts->n_threads, &e->pool)) || (st = ft_engine_rope(e)) ||
+        (st = ft_engine_backend(e, opts)))
         goto fail;
     if (ft_tokenizer_n_vocab(e->tok) > e->model->vocab_size) {
         st = ft_status_make(FT_STATUS_MISMATCH, "%s: the tokenizer has %u tokens, the model %u",
@@ -84,6 +111,7 @@ void ft_engine_close(ft_engine_t *e)
     if (!e)
         return;
     const ft_allocator_t *a = e->a ? &e->alloc : NULL;
+    ft_offload_destroy(e->offload);
     ft_mem_free(a, e->rope_inv_freq);
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);
@@ -130,4 +158,43 @@ void ft_engine_free(const ft_engine_t *e, void *p)
 {
     (void)e;
     free(p); /* tokenizer and chat results come from malloc */
+}
+
+void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!e->offload)
+        return;
+    ft_offload_stats_t st;
+    ft_offload_stats(e->offload, &st);
+    const ft_plan_result_t *plan = ft_offload_plan(e->offload);
+    out->predicted = 1;
+    out->expert_hits = st.hits;
+    out->expert_misses = st.misses;
+    out->misses_to_gpu = st.misses_to_gpu;
+    out->misses_to_cpu = st.misses_to_cpu;
+    out->experts_streamed = st.streamed;
+    out->bytes_copied = st.bytes_copied;
+    out->n_tokens = st.n_tokens;
+    out->n_steps = st.n_steps;
+    out->device_seconds = st.modelled_seconds;
+    out->order_violations = st.order_violations;
+    out->n_slots = st.n_slots;
+    out->vram_bytes = st.vram_bytes;
+    out->predicted_decode_tok_s = plan->predicted_decode_tok_s;
+    out->predicted_prefill_tok_s = plan->predicted_prefill_tok_s;
+}
+
+void ft_engine_reset_stats(ft_engine_t *e)
+{
+    if (e->offload)
+        ft_offload_reset_stats(e->offload);
+}
+
+ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
+{
+    if (!e->offload)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "re-plan: the cpu backend keeps everything in host memory; nothing to move");
+    return ft_offload_replan(e->offload, vram_bytes);
 }

@@ -5,6 +5,7 @@
 #include "freetoken.h"
 #include "../base/threadpool.h"
 #include "../format/bundle.h"
+#include "../moe/offload.h"
 #include "../text/tokenizer.h"
 #include "model.h"
 
@@ -20,6 +21,7 @@ struct ft_engine {
     ft_model_info_t info;
     float *rope_inv_freq; /* [rope_dim / 2] */
     uint32_t n_sessions;
+    ft_offload_t *offload; /* sim backend: expert cache, q* dispatch, streaming; else NULL */
 };
 
 /* Per-thread scratch for one MoE expert job. */
@@ -51,6 +53,8 @@ struct ft_session {
     uint32_t *e_count;  /* [max_experts] tokens routed to each expert */
     uint32_t *e_list;   /* [max_experts][n_batch] t * max_used + slot */
     int32_t *e_active;  /* [max_experts] experts with tokens this layer */
+    uint32_t *e_active_count; /* [max_experts] tokens of each active expert */
+    const uint8_t **e_blob;   /* [max_experts] offloaded expert blob, or NULL: mapped weights */
     ft_expert_scratch_t *es; /* [n_threads] */
     float *logits;    /* [vocab] last position */
 };

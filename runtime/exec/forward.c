@@ -158,24 +158,27 @@ typedef struct ft_moe_run {
 } ft_moe_run_t;
 
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
-static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e)
+static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
+                      const uint8_t *blob)
 {
+    /* Weights from an offload slot or stream buffer when the dispatcher put
+     * the expert there, else from the mapped FTW stacks. */
+    const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
+    const uint8_t *wu = blob ? blob + L->off_up : ft_mat_expert(&L->up, e);
+    const uint8_t *wd = blob ? blob + L->off_down : ft_mat_expert(&L->down, e);
     const uint32_t d = s->m->d_model, ffn = L->expert_ffn, U = s->m->max_used;
     const uint32_t n_e = s->e_count[e];
     const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
     ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_cpu_matmul(L->gate.dtype, ft_mat_expert(&L->gate, e), L->gate.row_bytes, es->xp, n_e, d, 0, ffn,
-                  es->g, ffn);
+    ft_cpu_matmul(L->gate.dtype, wg, L->gate.row_bytes, es->xp, n_e, d, 0, ffn, es->g, ffn);
     if (L->up.dtype != L->gate.dtype)
         ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_cpu_matmul(L->up.dtype, ft_mat_expert(&L->up, e), L->up.row_bytes, es->xp, n_e, d, 0, ffn, es->u,
-                  ffn);
+    ft_cpu_matmul(L->up.dtype, wu, L->up.row_bytes, es->xp, n_e, d, 0, ffn, es->u, ffn);
     ft_op_swiglu(es->g, es->u, n_e * ffn);
     ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
-    ft_cpu_matmul(L->down.dtype, ft_mat_expert(&L->down, e), L->down.row_bytes, es->ap, n_e, ffn, 0, d,
-                  es->dn, d);
+    ft_cpu_matmul(L->down.dtype, wd, L->down.row_bytes, es->ap, n_e, ffn, 0, d, es->dn, d);
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
 }
@@ -188,11 +191,11 @@ static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
         uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
         if (i >= r->n_active)
             break;
-        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i]);
+        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i]);
     }
 }
 
-static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t n)
+static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
 {
     const ft_model_t *m = s->m;
     const uint32_t d = m->d_model, E = L->n_experts, K = L->n_used, U = m->max_used;
@@ -219,8 +222,13 @@ static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t n)
     }
     ft_moe_run_t r = {.s = s, .L = L};
     for (uint32_t e = 0; e < E; e++)
-        if (s->e_count[e])
+        if (s->e_count[e]) {
+            s->e_active_count[r.n_active] = s->e_count[e];
+            s->e_blob[r.n_active] = NULL;
             s->e_active[r.n_active++] = (int32_t)e;
+        }
+    if (s->engine->offload)
+        ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
     atomic_init(&r.next, 0);
     ft_threadpool_run(s->engine->pool, ft_moe_worker, &r);
     /* Combine in slot order, so the sum does not depend on scheduling. */
@@ -244,10 +252,17 @@ void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float 
     for (uint32_t t = 0; t < n; t++)
         ft_cpu_dequantize_row(m->tok_embd.dtype, m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                               s->x + (size_t)t * d, d);
+    ft_offload_t *off = s->engine->offload;
+    if (off)
+        ft_offload_step_begin(off);
     for (uint32_t l = 0; l < m->n_layers; l++) {
         ft_attention(s, &m->layers[l], l, n);
-        ft_moe(s, &m->layers[l], n);
+        if (off)
+            ft_offload_attention(off, l, n);
+        ft_moe(s, &m->layers[l], l, n);
     }
+    if (off)
+        ft_offload_step_end(off, n);
     /* Logits: every row when asked for, else only the last. */
     const uint32_t first = all_logits ? 0 : n - 1;
     for (uint32_t t = first; t < n; t++)

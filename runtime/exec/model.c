@@ -93,6 +93,35 @@ static ft_status_t ft_matrix(const ft_model_ctx_t *c, int role, int32_t layer, u
     return ft_bytes(c, t, span, &out->data);
 }
 
+/* The layer's FTW expert block, and where gate, up and down sit in a blob. */
+static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t *L)
+{
+    const Ftplan__ExpertBlock *eb = NULL;
+    for (size_t i = 0; i < c->b->plan->n_expert_blocks; i++)
+        if (c->b->plan->expert_blocks[i]->layer == l)
+            eb = c->b->plan->expert_blocks[i];
+    if (!eb)
+        return FT_OK; /* runs on the CPU from the stacks; offloading needs a block */
+    const uint8_t *base;
+    ft_status_t st = ft_ftw_range(c->b->weight_files[eb->file], eb->offset,
+                                  (uint64_t)eb->n_experts * eb->stride, &base);
+    if (st)
+        return st;
+    const ft_mat_t *parts[3] = {&L->gate, &L->up, &L->down};
+    uint64_t *offs[3] = {&L->off_gate, &L->off_up, &L->off_down};
+    for (int k = 0; k < 3; k++) {
+        if (parts[k]->data < base || parts[k]->expert_stride != eb->stride ||
+            (uint64_t)(parts[k]->data - base) + ft_mat_bytes(parts[k]) > eb->stride)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: layer %u: the expert matrices do not lie inside the expert block",
+                                  c->where, l);
+        *offs[k] = (uint64_t)(parts[k]->data - base);
+    }
+    L->blob0 = base;
+    L->blob_stride = eb->stride;
+    return FT_OK;
+}
+
 static ft_status_t ft_layer_load(const ft_model_ctx_t *c, const Ftplan__Block *blk, uint32_t l,
                                  uint32_t d, ft_layer_t *L)
 {
@@ -131,7 +160,7 @@ static ft_status_t ft_layer_load(const ft_model_ctx_t *c, const Ftplan__Block *b
         (st = ft_matrix(c, R_UP_EXPS, li, L->n_experts, L->expert_ffn, d, &L->up)) ||
         (st = ft_matrix(c, R_DOWN_EXPS, li, L->n_experts, d, L->expert_ffn, &L->down)))
         return st;
-    return FT_OK;
+    return ft_layer_blob(c, l, L);
 }
 
 #define FT_MAX(a, b) ((a) > (b) ? (a) : (b))

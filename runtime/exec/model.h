@@ -42,6 +42,12 @@ typedef struct ft_layer {
     ft_mat_t wq, wk, wv, wo;
     ft_mat_t router;                   /* [n_experts, d_model] */
     ft_mat_t gate, up, down;           /* stacks: [ffn, d], [ffn, d], [d, ffn] */
+    /* The FTW expert block: expert e's gate, up and down together are the
+     * blob [blob0 + e * blob_stride, + blob_stride), the unit one copy moves;
+     * the matrices sit at these offsets inside it. */
+    const uint8_t *blob0;
+    uint64_t blob_stride;
+    uint64_t off_gate, off_up, off_down;
 } ft_layer_t;
 
 typedef struct ft_model {

@@ -60,6 +60,8 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     s->e_count = ft_carve(c, m->max_experts * sizeof(uint32_t));
     s->e_list = ft_carve(c, (size_t)m->max_experts * B * sizeof(uint32_t));
     s->e_active = ft_carve(c, m->max_experts * sizeof(int32_t));
+    s->e_active_count = ft_carve(c, m->max_experts * sizeof(uint32_t));
+    s->e_blob = ft_carve(c, m->max_experts * sizeof(uint8_t *));
     s->logits = ft_carve(c, (size_t)m->vocab_size * sizeof(float));
     ft_expert_scratch_t *es = ft_carve(c, n_threads * sizeof(ft_expert_scratch_t));
     for (uint32_t t = 0; t < n_threads; t++) {

@@ -76,9 +76,21 @@ typedef struct ft_allocator {
 typedef struct ft_engine ft_engine_t;
 typedef struct ft_session ft_session_t;
 
+typedef enum ft_backend_kind {
+    FT_BACKEND_CPU = 0,  /* everything on this machine's CPU */
+    FT_BACKEND_SIM = 1,  /* a modelled GPU (from a hardware profile) with a VRAM budget:
+                            real expert cache, q* split and streaming, numerics on the CPU,
+                            time on a virtual clock (predictions, labelled as such) */
+    FT_BACKEND_CUDA = 2, /* an NVIDIA GPU through the CUDA driver */
+} ft_backend_kind_t;
+
 typedef struct ft_engine_options {
     uint32_t n_threads;              /* 0: one per online CPU */
     const ft_allocator_t *allocator; /* NULL: libc */
+    ft_backend_kind_t backend;
+    const char *hw_profile;          /* sim: the machine to model (profile or preset file) */
+    uint64_t vram_bytes;             /* sim/cuda: VRAM budget; 0: the profile's free VRAM */
+    uint32_t plan_ctx;               /* tokens of KV the VRAM plan reserves; 0: 4096 */
 } ft_engine_options_t;
 
 void ft_engine_options_init(ft_engine_options_t *opts);
@@ -103,6 +115,30 @@ typedef struct ft_model_info {
 
 /* Valid while the engine is open. */
 const ft_model_info_t *ft_engine_info(const ft_engine_t *engine);
+
+/* Offloading statistics (sim and cuda backends; zeros on the cpu backend). */
+typedef struct ft_engine_stats {
+    int predicted;            /* 1: times are modelled (sim backend), not measured */
+    uint64_t expert_hits, expert_misses;
+    uint64_t misses_to_gpu, misses_to_cpu, experts_streamed;
+    uint64_t bytes_copied;
+    uint64_t n_tokens, n_steps;
+    double device_seconds;    /* modelled (sim) or measured device time of all steps */
+    uint64_t order_violations; /* sim: kernels that read a slot before its copy completed */
+    uint32_t n_slots;         /* expert cache slots */
+    uint64_t vram_bytes;      /* the budget in force */
+    double predicted_decode_tok_s, predicted_prefill_tok_s; /* the planner's */
+} ft_engine_stats_t;
+
+void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);
+void ft_engine_reset_stats(ft_engine_t *engine);
+
+/* Moves the boundary between KV memory and expert slots for a new VRAM
+ * budget while sessions are live: the new partition is solved and checked
+ * before anything is freed, the coldest expert slots are evicted when
+ * shrinking, no session state is dropped, no weight is re-read, and on any
+ * failure nothing changes. Not for the cpu backend (nothing to move). */
+ft_status_t ft_engine_replan(ft_engine_t *engine, uint64_t vram_bytes);
 
 #define FT_TOKENIZE_SPECIAL 1u /* recognize special tokens written in the text */
 #define FT_TOKENIZE_ADD_BOS 2u /* prepend BOS when the model wants one */

@@ -72,7 +72,33 @@ typedef struct ft_plan_result {
     uint32_t prefill_stream_tokens; /* above this many tokens, stream whole layers */
     double predicted_decode_tok_s, predicted_prefill_tok_s;
     ft_bottleneck_t bottleneck;
+
+    /* Added with the solver (docs/planner.md). */
+    uint64_t vram_budget, ram_budget; /* the budgets solved for, bytes (resolved from 0) */
+    uint64_t vram_used;        /* sum of the VRAM regions above, <= vram_budget */
+    uint64_t ram_weights;      /* of ram_needed: the mapped weights */
+    uint32_t n_gpu_layers;     /* layers [0, n) run on the GPU; the rest run on the CPU */
+    int output_on_gpu;         /* the output head is resident */
+    int cpu_only;              /* no GPU (or no VRAM for even the scratch) */
+    int unified;               /* the GPU reads host memory in place: no copies, no slots */
+    int stream_buffers;        /* 1: the two streaming buffers are reserved */
+    char note[256];            /* what the plan gave up and why; "" when nothing */
+    /* Pinned experts as flat ids layer * expert_id_stride + expert,
+     * ascending; malloc'ed, [n_pinned]. */
+    uint32_t *pinned;
+    uint32_t expert_id_stride; /* the largest n_experts of any layer */
+    /* Decode breakdown: seconds per token by resource (index
+     * ft_bottleneck_t), and the expected bytes copied per token. */
+    double decode_s[4];
+    double copy_bytes_per_token;
 } ft_plan_result_t;
+
+/* The token-count buckets the q* table is solved for: tokens routed to one
+ * expert in one step, each entry the upper bound of its bucket. */
+#define FT_PLAN_BUCKET_TOKENS {1, 2, 4, 8, 16, 64, 256, 1024}
+/* The prompt length the prefill prediction is for, and the context
+ * position the decode prediction is for (min with ctx). */
+#define FT_PLAN_PREFILL_TOKENS 512
 
 const char *ft_bottleneck_name(ft_bottleneck_t b);
 
@@ -81,6 +107,7 @@ const char *ft_bottleneck_name(ft_bottleneck_t b);
  * invalid inputs. */
 ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
                              const ft_plan_budget_t *budget, ft_plan_result_t *out);
+/* Frees qstar, hit_rate and pinned and sets them to NULL. */
 void ft_plan_result_release(ft_plan_result_t *res);
 
 #endif

@@ -1,0 +1,145 @@
+/* Model shape for `ftc plan`: config.json or GGUF header -> ft_plan_model_t. */
+#include "plan_model.h"
+
+#include "gguf.h"
+#include "hf_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The dense format a config.json implies when the user names none. */
+static ft_dtype_t ft_pm_hf_dense(const ft_meta_t *meta)
+{
+    const char *q = ft_meta_get_string(meta, "quantization_config.quant_method");
+    if (q && strcmp(q, "fp8") == 0) return FT_DTYPE_F8_E4M3;
+    static const char *const keys[] = {"torch_dtype", "dtype", "text_config.torch_dtype",
+                                       "text_config.dtype"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const char *t = ft_meta_get_string(meta, keys[i]);
+        if (!t) continue;
+        if (strcmp(t, "float16") == 0) return FT_DTYPE_F16;
+        if (strcmp(t, "float32") == 0) return FT_DTYPE_F32;
+        if (strcmp(t, "bfloat16") == 0) return FT_DTYPE_BF16;
+    }
+    return FT_DTYPE_BF16;
+}
+
+static ft_dtype_t ft_pm_hf_expert(const ft_meta_t *meta, ft_dtype_t dense)
+{
+    const char *q = ft_meta_get_string(meta, "quantization_config.quant_method");
+    const char *e = ft_meta_get_string(meta, "expert_dtype");
+    if ((q && strcmp(q, "mxfp4") == 0) || (e && strcmp(e, "fp4") == 0)) return FT_DTYPE_MXFP4;
+    return dense;
+}
+
+/* Fills unset formats from the checkpoint's defaults. */
+static void ft_pm_formats(const ft_plan_model_opts_t *opts, ft_dtype_t ckpt_expert,
+                          ft_dtype_t ckpt_dense, ft_plan_model_info_t *info)
+{
+    ft_dtype_t e = opts ? opts->expert_format : FT_DTYPE_INVALID;
+    ft_dtype_t d = opts ? opts->dense_format : FT_DTYPE_INVALID;
+    info->expert_format = e != FT_DTYPE_INVALID ? e : ckpt_expert;
+    if (d == FT_DTYPE_INVALID) d = (e != FT_DTYPE_INVALID && e != FT_DTYPE_MXFP4) ? e : ckpt_dense;
+    info->dense_format = d;
+}
+
+static ft_status_t ft_pm_from_config(const char *file, const ft_plan_model_opts_t *opts,
+                                     ft_plan_model_t **out, ft_plan_model_info_t *info)
+{
+    char *json = NULL;
+    uint64_t len = 0;
+    ft_status_t st = ft_hf_read_file(file, FT_HF_MAX_CONFIG_BYTES, &json, &len);
+    if (st) return st;
+    ft_arena_t *arena = NULL;
+    if ((st = ft_arena_create(0, &arena))) {
+        free(json);
+        return st;
+    }
+    ft_meta_t meta;
+    ft_meta_init(&meta, arena);
+    st = ft_hf_config_parse(&meta, file, json, len);
+    free(json);
+    if (!st) {
+        ft_dtype_t dense = ft_pm_hf_dense(&meta);
+        ft_pm_formats(opts, ft_pm_hf_expert(&meta, dense), dense, info);
+        st = ft_model_shape(&meta, file, 0, info->expert_format, info->dense_format, out);
+    }
+    ft_meta_release(&meta);
+    ft_arena_destroy(arena);
+    return st;
+}
+
+/* GGUF keeps the vocabulary in tokenizer arrays and says nothing about
+ * tied embeddings: both come from the tensor table. */
+static ft_status_t ft_pm_gguf_meta(ft_src_model_t *src, const char *arch)
+{
+    char key[96];
+    const ft_src_tensor_t *embd = ft_src_find_tensor(src, "token_embd.weight");
+    snprintf(key, sizeof(key), "%s.vocab_size", arch);
+    if (!ft_meta_find(&src->meta, key)) {
+        if (!embd || embd->n_dims != 2)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: no 2-D tensor 'token_embd.weight' to size the vocabulary",
+                                  src->path);
+        ft_status_t st = ft_meta_add_int(&src->meta, key, (int64_t)embd->shape[0]);
+        if (st) return st;
+    }
+    snprintf(key, sizeof(key), "%s.tie_word_embeddings", arch);
+    return ft_meta_add_bool(&src->meta, key, ft_src_find_tensor(src, "output.weight") == NULL);
+}
+
+static ft_dtype_t ft_pm_tensor_dtype(const ft_src_model_t *src, const char *name, ft_dtype_t dflt)
+{
+    const ft_src_tensor_t *t = ft_src_find_tensor(src, name);
+    return t && t->dtype != FT_DTYPE_INVALID ? t->dtype : dflt;
+}
+
+static ft_status_t ft_pm_from_gguf(const char *path, const ft_plan_model_opts_t *opts,
+                                   ft_plan_model_t **out, ft_plan_model_info_t *info)
+{
+    ft_src_model_t *src = NULL;
+    ft_status_t st = ft_gguf_import(path, &src);
+    if (st) return st;
+    const char *arch = ft_meta_get_string(&src->meta, "general.architecture");
+    if (!arch)
+        st = ft_status_make(FT_STATUS_FORMAT, "%s: required key 'general.architecture' is missing",
+                            path);
+    if (!st) st = ft_pm_gguf_meta(src, arch);
+    if (!st) {
+        ft_dtype_t dense = ft_pm_tensor_dtype(src, "blk.0.attn_q.weight", FT_DTYPE_F16);
+        ft_dtype_t expert = ft_pm_tensor_dtype(src, "blk.0.ffn_up_exps.weight", dense);
+        ft_pm_formats(opts, expert, dense, info);
+        info->from_gguf = 1;
+        st = ft_model_shape(&src->meta, path, 1, info->expert_format, info->dense_format, out);
+    }
+    ft_src_model_destroy(src);
+    return st;
+}
+
+ft_status_t ft_plan_model_load(const char *path, const ft_plan_model_opts_t *opts,
+                               ft_plan_model_t **out_shape, ft_plan_model_info_t *out_info)
+{
+    memset(out_info, 0, sizeof(*out_info));
+    *out_shape = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ft_status_make(FT_STATUS_IO, "%s: no such file or directory", path);
+    if (S_ISDIR(sb.st_mode)) {
+        char file[4096];
+        int n = snprintf(file, sizeof(file), "%s/config.json", path);
+        if (n < 0 || (size_t)n >= sizeof(file))
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%.200s...: path too long", path);
+        return ft_pm_from_config(file, opts, out_shape, out_info);
+    }
+    /* A file: GGUF by its magic, else a config.json. */
+    FILE *f = fopen(path, "rb");
+    if (!f) return ft_status_make(FT_STATUS_IO, "%s: cannot open", path);
+    char magic[4] = {0};
+    size_t got = fread(magic, 1, 4, f);
+    fclose(f);
+    if (got == 4 && memcmp(magic, "GGUF", 4) == 0)
+        return ft_pm_from_gguf(path, opts, out_shape, out_info);
+    return ft_pm_from_config(path, opts, out_shape, out_info);
+}
