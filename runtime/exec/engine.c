@@ -112,6 +112,7 @@ void ft_engine_close(ft_engine_t *e)
         return;
     const ft_allocator_t *a = e->a ? &e->alloc : NULL;
     ft_offload_destroy(e->offload);
+    ft_mem_free(a, e->routing);
     ft_mem_free(a, e->rope_inv_freq);
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);
@@ -197,4 +198,32 @@ ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "re-plan: the cpu backend keeps everything in host memory; nothing to move");
     return ft_offload_replan(e->offload, vram_bytes);
+}
+
+ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
+{
+    if (!on) {
+        ft_mem_free(e->a, e->routing);
+        e->routing = NULL;
+        e->routing_tokens = 0;
+        return FT_OK;
+    }
+    if (e->routing)
+        return FT_OK;
+    size_t n = (size_t)e->model->n_layers * e->model->max_experts;
+    e->routing = ft_mem_calloc(e->a, n ? n : 1, sizeof(uint64_t));
+    e->routing_tokens = 0;
+    return e->routing ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "routing counts: out of memory");
+}
+
+uint64_t ft_engine_routing_counts(const ft_engine_t *e, uint64_t *out, size_t n_counts)
+{
+    const ft_model_t *m = e->model;
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        for (uint32_t x = 0; x < m->layers[l].n_experts; x++) {
+            size_t i = (size_t)l * m->layers[l].n_experts + x;
+            if (i < n_counts)
+                out[i] = e->routing ? e->routing[(size_t)l * m->max_experts + x] : 0;
+        }
+    return e->routing_tokens;
 }

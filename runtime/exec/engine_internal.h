@@ -22,6 +22,8 @@ struct ft_engine {
     float *rope_inv_freq; /* [rope_dim / 2] */
     uint32_t n_sessions;
     ft_offload_t *offload; /* sim backend: expert cache, q* dispatch, streaming; else NULL */
+    uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
+    uint64_t routing_tokens;
 };
 
 /* Per-thread scratch for one MoE expert job. */

@@ -227,6 +227,9 @@ static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_
             s->e_blob[r.n_active] = NULL;
             s->e_active[r.n_active++] = (int32_t)e;
         }
+    if (s->engine->routing) /* calibration: how often each expert is chosen */
+        for (uint32_t e = 0; e < E; e++)
+            s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
     if (s->engine->offload)
         ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
     atomic_init(&r.next, 0);
@@ -263,6 +266,8 @@ void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float 
     }
     if (off)
         ft_offload_step_end(off, n);
+    if (s->engine->routing)
+        s->engine->routing_tokens += n;
     /* Logits: every row when asked for, else only the last. */
     const uint32_t first = all_logits ? 0 : n - 1;
     for (uint32_t t = first; t < n; t++)

@@ -133,6 +133,14 @@ typedef struct ft_engine_stats {
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);
 void ft_engine_reset_stats(ft_engine_t *engine);
 
+/* Routing counts for calibration: after ft_engine_count_routing(e, 1),
+ * every evaluated token adds 1 to counts[layer * n_experts + expert] for
+ * each expert it is routed to (n_experts: ft_model_info_t.n_experts).
+ * ft_engine_routing_counts copies them out (n_layers * n_experts values)
+ * and returns the number of tokens counted. */
+ft_status_t ft_engine_count_routing(ft_engine_t *engine, int on);
+uint64_t ft_engine_routing_counts(const ft_engine_t *engine, uint64_t *out_counts, size_t n_counts);
+
 /* Moves the boundary between KV memory and expert slots for a new VRAM
  * budget while sessions are live: the new partition is solved and checked
  * before anything is freed, the coldest expert slots are evicted when
