@@ -25,6 +25,7 @@ typedef struct ft_bench_opts {
 /* What the sim backend modelled, over all reps. */
 typedef struct ft_bench_sim {
     double prefill_s, decode_s;       /* modelled device seconds */
+    uint64_t streamed;                /* experts served by whole-layer streaming in prefill */
     uint64_t prefill_tok, decode_tok;
     ft_engine_stats_t decode;         /* decode-phase counters, summed */
     uint32_t replans;
@@ -61,6 +62,7 @@ static void ft_bench_add(ft_engine_stats_t *sum, const ft_engine_stats_t *x)
     sum->vram_bytes = x->vram_bytes;
     sum->predicted_decode_tok_s = x->predicted_decode_tok_s;
     sum->predicted_prefill_tok_s = x->predicted_prefill_tok_s;
+    sum->prefill_stream_tokens = x->prefill_stream_tokens;
 }
 
 static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode,
@@ -87,6 +89,7 @@ static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double
         double t1 = ft_cli_now();
         ft_engine_stats(e, &es);
         sim->prefill_s += es.device_seconds;
+        sim->streamed += es.experts_streamed;
         sim->prefill_tok += o->n_prompt;
         ft_engine_reset_stats(e);
         /* Decode feeds fixed ids: sampling is not what is measured. */
@@ -137,24 +140,31 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
                "\"bytes_copied_per_token\": %.1f, \"order_violations\": %llu, \"replans\": %u, "
                "\"planner_decode_tok_s\": %.3f, \"planner_prefill_tok_s\": %.3f, "
-               "\"weight_bytes_per_token\": %llu}\n",
+               "\"weight_bytes_per_token\": %llu, \"prefill_stream_tokens\": %u, "
+               "\"prefill_experts_streamed\": %llu}\n",
                (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
                per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
                (unsigned long long)d->misses_to_cpu, copied, (unsigned long long)d->order_violations,
                sim->replans, d->predicted_decode_tok_s, d->predicted_prefill_tok_s,
-               (unsigned long long)mi->weight_bytes_per_token);
+               (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
+               (unsigned long long)sim->streamed);
         return;
     }
+    char stream_at[32] = "no";
+    if (d->prefill_stream_tokens != UINT32_MAX)
+        snprintf(stream_at, sizeof(stream_at), "%u+", d->prefill_stream_tokens > 2 ? d->prefill_stream_tokens : 2);
     printf("PREDICTED on %s (sim backend: a model of that machine, not a measurement)\n"
            "vram       %.1f MiB budget, %u expert slots\n"
            "prefill    %.1f tok/s predicted (%u-token prompt)\n"
            "decode     %.2f tok/s predicted (%.3f ms per token; planner alone: %.2f)\n"
            "cache      %.1f%% hit rate; misses: %llu copied to the GPU, %llu computed on the CPU\n"
            "pcie       %.2f MB copied per decoded token\n"
-           "ordering   %llu kernels read a slot before its copy completed (must be 0)\n",
+           "ordering   %llu kernels read a slot before its copy completed (must be 0)\n"
+           "streaming  prefill batches of %s tokens stream whole layers (%llu experts streamed)\n",
            o->hw, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
            d->predicted_decode_tok_s, 100.0 * hit_rate, (unsigned long long)d->misses_to_gpu,
-           (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations);
+           (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations,
+           stream_at, (unsigned long long)sim->streamed);
     if (sim->replans)
         printf("re-plan    the budget changed to %.1f MiB after %u decoded tokens\n",
                o->replan_vram / 1048576.0, o->replan_at);

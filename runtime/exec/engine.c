@@ -184,6 +184,7 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     out->vram_bytes = st.vram_bytes;
     out->predicted_decode_tok_s = plan->predicted_decode_tok_s;
     out->predicted_prefill_tok_s = plan->predicted_prefill_tok_s;
+    out->prefill_stream_tokens = plan->stream_buffers ? plan->prefill_stream_tokens : UINT32_MAX;
 }
 
 void ft_engine_reset_stats(ft_engine_t *e)

@@ -128,6 +128,8 @@ typedef struct ft_engine_stats {
     uint32_t n_slots;         /* expert cache slots */
     uint64_t vram_bytes;      /* the budget in force */
     double predicted_decode_tok_s, predicted_prefill_tok_s; /* the planner's */
+    uint32_t prefill_stream_tokens; /* prefill batches of at least this many tokens stream
+                                       whole layers; UINT32_MAX: never */
 } ft_engine_stats_t;
 
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);

@@ -246,7 +246,9 @@ void ft_offload_moe(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32
     const ft_plan_layer_t *p = &o->layers[layer];
     const ft_plan_result_t *plan = &o->plan;
     ft_expert_cache_unlock_all(o->cache); /* the previous layer's kernels are done */
-    if (o->stream[0] && n_tok >= plan->prefill_stream_tokens && plan->prefill_stream_tokens > 0) {
+    /* Prefill batches at or above the planner's threshold stream whole
+     * layers; a single token (decode) always goes through the cache and q*. */
+    if (o->stream[0] && n_tok > 1 && n_tok >= plan->prefill_stream_tokens) {
         ft_offload_stream_layer(o, layer, n_tok, active, counts, n_active, blobs);
         return;
     }
