@@ -13,11 +13,9 @@
 
 typedef struct ft_bench_opts {
     const char *bundle;
-    uint32_t n_prompt, n_gen, reps, n_threads;
+    uint32_t n_prompt, n_gen, reps;
     int json;
-    ft_backend_kind_t backend;
-    const char *hw;
-    uint64_t vram;
+    ft_engine_options_t eo;
     uint32_t replan_at;   /* decode token after which the budget changes; 0: never */
     uint64_t replan_vram;
 } ft_bench_opts_t;
@@ -134,7 +132,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
     const double per_tok_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
     if (o->json) {
         printf("{\"backend\": \"sim\", \"predicted\": true, \"hw\": ");
-        ft_cli_json_string(stdout, o->hw, strlen(o->hw));
+        ft_cli_json_string(stdout, o->eo.hw_profile, strlen(o->eo.hw_profile));
         printf(", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
                "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"modelled_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
@@ -161,7 +159,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
            "pcie       %.2f MB copied per decoded token\n"
            "ordering   %llu kernels read a slot before its copy completed (must be 0)\n"
            "streaming  prefill batches of %s tokens stream whole layers (%llu experts streamed)\n",
-           o->hw, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
+           o->eo.hw_profile, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
            d->predicted_decode_tok_s, 100.0 * hit_rate, (unsigned long long)d->misses_to_gpu,
            (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations,
            stream_at, (unsigned long long)sim->streamed);
@@ -174,11 +172,10 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
 {
     static const struct option longopts[] = {
         {"prompt", required_argument, 0, 'p'}, {"gen", required_argument, 0, 'g'},
-        {"reps", required_argument, 0, 'r'},   {"threads", required_argument, 0, 't'},
-        {"json", no_argument, 0, 'j'},         {"backend", required_argument, 0, 'B'},
-        {"hw", required_argument, 0, 'H'},     {"vram", required_argument, 0, 'V'},
-        {"replan-at", required_argument, 0, 'R'}, {0, 0, 0, 0}};
+        {"reps", required_argument, 0, 'r'},   {"json", no_argument, 0, 'j'},
+        {"replan-at", required_argument, 0, 'R'}, FT_CLI_ENGINE_LONGOPTS, {0, 0, 0, 0}};
     *o = (ft_bench_opts_t){.n_prompt = 512, .n_gen = 128, .reps = 3};
+    ft_engine_options_init(&o->eo);
     char *colon;
     ft_status_t st = FT_OK;
     int c;
@@ -187,11 +184,7 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
         case 'p': st = ft_cli_parse_u32("--prompt", optarg, &o->n_prompt); break;
         case 'g': st = ft_cli_parse_u32("--gen", optarg, &o->n_gen); break;
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
-        case 't': st = ft_cli_parse_u32("--threads", optarg, &o->n_threads); break;
         case 'j': o->json = 1; break;
-        case 'B': st = ft_cli_parse_backend(optarg, &o->backend); break;
-        case 'H': o->hw = optarg; break;
-        case 'V': st = ft_cli_parse_size("--vram", optarg, &o->vram); break;
         case 'R':
             colon = strchr(optarg, ':');
             if (!colon) {
@@ -204,7 +197,9 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
             if (!st && o->replan_at == 0)
                 st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--replan-at: N must be positive");
             break;
-        default: return 2;
+        default:
+            if (!ft_cli_engine_option(c, optarg, &o->eo, &st))
+                return 2;
         }
     }
     if (!st && (o->n_prompt == 0 || o->n_gen == 0 || o->reps == 0 || o->reps > 100))
@@ -227,12 +222,7 @@ int ft_cli_bench(int argc, char **argv)
     int rc = ft_bench_parse(argc, argv, &o);
     if (rc)
         return rc;
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.n_threads = o.n_threads;
-    eo.backend = o.backend;
-    eo.hw_profile = o.hw;
-    eo.vram_bytes = o.vram;
+    ft_engine_options_t eo = o.eo;
     eo.plan_ctx = o.n_prompt + o.n_gen + 1;
     ft_engine_t *e = NULL;
     ft_threadpool_t *pool = NULL;

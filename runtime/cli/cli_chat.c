@@ -111,10 +111,8 @@ int ft_cli_chat(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"temp", required_argument, 0, 't'},  {"seed", required_argument, 0, 's'},
-        {"n-predict", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
-        {"hw", required_argument, 0, 'H'},    {"vram", required_argument, 0, 'V'},
-        {"ctx", required_argument, 0, 'C'},   {"threads", required_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"n-predict", required_argument, 0, 'n'}, {"ctx", required_argument, 0, 'C'},
+        FT_CLI_ENGINE_LONGOPTS,               {0, 0, 0, 0}};
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     ft_sampler_options_t so;
@@ -130,12 +128,10 @@ int ft_cli_chat(int argc, char **argv)
         case 't': st = ft_cli_parse_float("--temp", optarg, &so.temperature); break;
         case 's': st = ft_cli_parse_u32("--seed", optarg, &seed); so.seed = seed; break;
         case 'n': st = ft_cli_parse_u32("-n", optarg, &c.n_predict); break;
-        case 'B': st = ft_cli_parse_backend(optarg, &eo.backend); break;
-        case 'H': eo.hw_profile = optarg; break;
-        case 'V': st = ft_cli_parse_size("--vram", optarg, &eo.vram_bytes); break;
         case 'C': st = ft_cli_parse_u32("--ctx", optarg, &sesso.n_ctx); break;
-        case 'h': st = ft_cli_parse_u32("--threads", optarg, &eo.n_threads); break;
-        default: return 2;
+        default:
+            if (!ft_cli_engine_option(opt, optarg, &eo, &st))
+                return 2;
         }
     }
     if (st) {

@@ -147,3 +147,14 @@ ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_e
     }
     return st;
 }
+
+int ft_cli_engine_option(int c, const char *arg, ft_engine_options_t *eo, ft_status_t *st)
+{
+    switch (c) {
+    case 0x100: *st = ft_cli_parse_u32("--threads", arg, &eo->n_threads); return 1;
+    case 0x101: *st = ft_cli_parse_backend(arg, &eo->backend); return 1;
+    case 0x102: eo->hw_profile = arg; *st = FT_OK; return 1;
+    case 0x103: *st = ft_cli_parse_size("--vram", arg, &eo->vram_bytes); return 1;
+    default: return 0;
+    }
+}

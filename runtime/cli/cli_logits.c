@@ -10,18 +10,20 @@ int ft_cli_logits(int argc, char **argv)
 {
     static const struct option longopts[] = {{"tokens", required_argument, 0, 't'},
                                              {"output", required_argument, 0, 'o'},
-                                             {"threads", required_argument, 0, 'h'},
+                                             FT_CLI_ENGINE_LONGOPTS,
                                              {0, 0, 0, 0}};
     const char *tokens = NULL, *out_path = NULL;
-    uint32_t n_threads = 0;
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
     ft_status_t st = FT_OK;
     int c;
     while (!st && (c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
         switch (c) {
         case 't': tokens = optarg; break;
         case 'o': out_path = optarg; break;
-        case 'h': st = ft_cli_parse_u32("--threads", optarg, &n_threads); break;
-        default: return 2;
+        default:
+            if (!ft_cli_engine_option(c, optarg, &eo, &st))
+                return 2;
         }
     }
     if (st) {
@@ -36,15 +38,12 @@ int ft_cli_logits(int argc, char **argv)
     uint32_t n = 0;
     if ((st = ft_cli_parse_tokens(tokens, &ids, &n)))
         return ft_cli_fail(st);
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.n_threads = n_threads;
     ft_engine_t *e = NULL;
     ft_session_t *s = NULL;
     float *logits = NULL;
     ft_session_options_t so;
     ft_session_options_init(&so);
-    if (!(st = ft_engine_open(argv[optind], &eo, &e))) {
+    if (!(st = ft_cli_open_engine(argv[optind], &eo, &e))) {
         const uint32_t vocab = ft_engine_info(e)->vocab_size;
         so.n_ctx = n < ft_engine_info(e)->context_length ? n : ft_engine_info(e)->context_length;
         logits = malloc((size_t)n * vocab * sizeof(float));

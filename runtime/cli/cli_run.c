@@ -14,11 +14,9 @@ typedef struct ft_run_opts {
     const char *bundle, *prompt, *prompt_tokens;
     const char *stops[FT_RUN_MAX_STOPS];
     size_t n_stops;
-    uint32_t n_predict, n_threads, n_ctx, n_batch;
+    uint32_t n_predict, n_ctx, n_batch;
     int chat, json;
-    ft_backend_kind_t backend;
-    const char *hw;
-    uint64_t vram;
+    ft_engine_options_t eo;
     ft_sampler_options_t sampling;
 } ft_run_opts_t;
 
@@ -31,11 +29,10 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
         {"min-p", required_argument, 0, 'm'},       {"repeat-penalty", required_argument, 0, 'r'},
         {"stop", required_argument, 0, 'S'},        {"chat", no_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},              {"prompt-tokens", required_argument, 0, 'T'},
-        {"threads", required_argument, 0, 'h'},     {"ctx", required_argument, 0, 'C'},
-        {"batch", required_argument, 0, 'b'},       {"backend", required_argument, 0, 'B'},
-        {"hw", required_argument, 0, 'H'},          {"vram", required_argument, 0, 'V'},
-        {0, 0, 0, 0}};
+        {"ctx", required_argument, 0, 'C'},         {"batch", required_argument, 0, 'b'},
+        FT_CLI_ENGINE_LONGOPTS,                     {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
+    ft_engine_options_init(&o->eo);
     o->n_predict = 128;
     ft_sampler_options_init(&o->sampling);
     o->sampling.temperature = 0.0f; /* greedy unless asked: reproducible by default */
@@ -64,13 +61,11 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
             break;
         case 'c': o->chat = 1; break;
         case 'j': o->json = 1; break;
-        case 'h': st = ft_cli_parse_u32("--threads", optarg, &o->n_threads); break;
         case 'C': st = ft_cli_parse_u32("--ctx", optarg, &o->n_ctx); break;
         case 'b': st = ft_cli_parse_u32("--batch", optarg, &o->n_batch); break;
-        case 'B': st = ft_cli_parse_backend(optarg, &o->backend); break;
-        case 'H': o->hw = optarg; break;
-        case 'V': st = ft_cli_parse_size("--vram", optarg, &o->vram); break;
-        default: return 2;
+        default:
+            if (!ft_cli_engine_option(c, optarg, &o->eo, &st))
+                return 2;
         }
     }
     if (st) {
@@ -196,12 +191,7 @@ int ft_cli_run(int argc, char **argv)
     int rc = ft_run_parse(argc, argv, &o);
     if (rc)
         return rc;
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.n_threads = o.n_threads;
-    eo.backend = o.backend;
-    eo.hw_profile = o.hw;
-    eo.vram_bytes = o.vram;
+    ft_engine_options_t eo = o.eo;
     eo.plan_ctx = o.n_ctx; /* the VRAM plan reserves KV for the session's context */
     ft_engine_t *e = NULL;
     ft_session_t *s = NULL;
