@@ -205,7 +205,10 @@ static void ftc_plan_print(const ftc_plan_args_t *a, const ft_plan_model_t *m,
                         : "");
     printf("\nexpected expert hit rate (mean over MoE layers): %.1f%%\n",
            100.0 * ftc_mean_hit(m, r));
-    printf("prefill streams whole layers above %u tokens\n", r->prefill_stream_tokens);
+    if (r->prefill_stream_tokens == UINT32_MAX)
+        printf("prefill never streams whole layers (no streaming buffers, or streaming never wins)\n");
+    else
+        printf("prefill streams whole layers from %u tokens per batch\n", r->prefill_stream_tokens);
     printf("predicted decode:  %.1f tok/s (predicted from the profile, not measured)\n",
            r->predicted_decode_tok_s);
     printf("predicted prefill: %.1f tok/s (predicted)\n", r->predicted_prefill_tok_s);

@@ -105,7 +105,7 @@ static uint64_t ft_part_stream(const ft_plan_model_t *m, uint64_t left, ft_plan_
 
 ft_status_t ft_planner_partition(const ft_plan_model_t *m, const ft_hw_t *hw,
                               const ft_plan_budget_t *b, const ft_planner_totals_t *tot,
-                              ft_plan_result_t *res)
+                              ft_plan_result_t *res, int allow_stream)
 {
     res->ram_budget = b->ram_bytes ? b->ram_bytes : hw->ram_bytes;
     res->ram_weights = tot->weights;
@@ -130,7 +130,8 @@ ft_status_t ft_planner_partition(const ft_plan_model_t *m, const ft_hw_t *hw,
     }
     res->vram_scratch = scratch;
     uint64_t left = ft_part_layers(m, b, vram - scratch, res);
-    left = ft_part_stream(m, left, res);
+    if (allow_stream)
+        left = ft_part_stream(m, left, res);
     ft_status_t st = ft_planner_experts(m, left, res);
     if (st)
         return st;

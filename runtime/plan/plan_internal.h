@@ -46,7 +46,7 @@ void ft_planner_note(ft_plan_result_t *res, const char *fmt, ...)
  * calls ft_planner_experts for the expert region. */
 ft_status_t ft_planner_partition(const ft_plan_model_t *m, const ft_hw_t *hw,
                               const ft_plan_budget_t *b, const ft_planner_totals_t *tot,
-                              ft_plan_result_t *res);
+                              ft_plan_result_t *res, int allow_stream);
 
 /* Splits `region` bytes between pinned experts and LRU slots of the GPU
  * layers' MoE experts and sets hit_rate (allocated [n_layers]), pinned,

@@ -214,18 +214,14 @@ static void ft_plan_check_fit(ft_plan_result_t *res)
     }
 }
 
-ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
-                             const ft_plan_budget_t *budget, ft_plan_result_t *out)
+static ft_status_t ft_plan_solve_once(const ft_plan_model_t *model, const ft_hw_t *hw,
+                                      const ft_plan_budget_t *budget, const ft_planner_totals_t *tot,
+                                      int allow_stream, ft_plan_result_t *out)
 {
-    if (!model || !hw || !budget || !out)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "planner: NULL argument");
     memset(out, 0, sizeof *out);
-    ft_planner_totals_t tot;
-    ft_status_t st = ft_planner_validate(model, hw, budget, &tot);
-    if (st)
-        return st;
-    out->expert_id_stride = tot.max_experts;
-    if ((st = ft_planner_partition(model, hw, budget, &tot, out)) ||
+    out->expert_id_stride = tot->max_experts;
+    ft_status_t st;
+    if ((st = ft_planner_partition(model, hw, budget, tot, out, allow_stream)) ||
         (st = ft_planner_qstar_table(model, hw, out))) {
         ft_plan_result_release(out);
         return st;
@@ -235,6 +231,33 @@ ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
     if (!out->fits) {
         out->predicted_decode_tok_s = 0.0;
         out->predicted_prefill_tok_s = 0.0;
+    }
+    return FT_OK;
+}
+
+ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
+                             const ft_plan_budget_t *budget, ft_plan_result_t *out)
+{
+    if (!model || !hw || !budget || !out)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "planner: NULL argument");
+    memset(out, 0, sizeof *out);
+    ft_planner_totals_t tot;
+    ft_status_t st = ft_planner_validate(model, hw, budget, &tot);
+    if (st || (st = ft_plan_solve_once(model, hw, budget, &tot, 1, out)))
+        return st;
+    /* Streaming buffers cost expert slots for good. When streaming only wins
+     * for batches larger than a prefill chunk, they would never be used:
+     * give their memory to the cache instead. */
+    if (out->stream_buffers && out->prefill_stream_tokens > FT_PLAN_PREFILL_TOKENS) {
+        ft_plan_result_t alt;
+        if ((st = ft_plan_solve_once(model, hw, budget, &tot, 0, &alt)))
+            return st;
+        ft_planner_note(&alt, "streaming buffers dropped: streaming would only win from %u tokens "
+                        "per batch (prefill chunks are %u)",
+                        out->prefill_stream_tokens, FT_PLAN_PREFILL_TOKENS);
+        alt.prefill_stream_tokens = UINT32_MAX;
+        ft_plan_result_release(out);
+        *out = alt;
     }
     return FT_OK;
 }
