@@ -3,7 +3,9 @@
 #define FT_COMPILER_COMPILE_H
 
 #include "freetoken.h"
+#include "hwprofile.pb-c.h"
 #include "ir.h"
+#include "../runtime/plan/planner.h"
 
 #include <stdint.h>
 
@@ -17,12 +19,25 @@ typedef struct ft_compile_options {
     ft_dtype_t format;      /* weight format for matrices; FT_DTYPE_INVALID keeps the source's */
     ft_progress_fn progress; /* may be NULL */
     void *progress_user;
+    /* Planning (DESIGN.md sections 5 and 6): with a profile the planner is
+     * solved for the model's shape in the bundle's weight formats and the
+     * result, budgets and profile are stored in the plan. Borrowed. */
+    const Fthw__Profile *hw_profile; /* NULL: no partition */
+    ft_plan_budget_t budget; /* 0 fields: the profile's; ctx 0: min(4096, context length) */
+    /* Calibration: the text file is run through the compiled bundle on the
+     * CPU, its routing counts stored in the plan and, with a profile, given
+     * to the planner as expert popularity. NULL: none. */
+    const char *calibrate_path;
+    ft_progress_fn calibrate_progress; /* done / total are tokens; may be NULL */
+    void *calibrate_user;
 } ft_compile_options_t;
 
 void ft_compile_options_init(ft_compile_options_t *opts);
 
 /* Writes out_dir/plan.ftp and out_dir/weights.ftw (creating out_dir).
- * The same model and options always give byte-identical files. */
+ * The same model and options always give byte-identical files. A model
+ * that cannot fit the RAM budget is refused (FT_STATUS_OUT_OF_RANGE, the
+ * planner's message with the shortfall) before anything is written. */
 ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_options_t *opts,
                               const char *out_dir);
 

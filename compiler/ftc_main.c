@@ -1,17 +1,20 @@
 /* ftc: the freetoken compiler driver.
  *
- *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]
+ *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--svg FILE]
  *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
+ *               [--hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]] [--calibrate FILE]
  *   ftc verify BUNDLE
  *   ftc plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]
  *
  * Human output by default, --json for machines; progress on stderr when
  * stderr is a terminal. Exit codes: 0 ok, 1 failure, 2 usage. */
 #include "../runtime/format/bundle.h"
+#include "../runtime/plan/hw_profile.h"
 #include "cmd_profile.h"
 #include "cmd_plan.h"
 #include "compile.h"
 #include "import.h"
+#include "plan_report.h"
 #include "summary.h"
 
 #include <getopt.h>
@@ -72,15 +75,17 @@ static void ftc_progress(void *user, const char *stage, uint64_t done, uint64_t 
 static int ftc_inspect(int argc, char **argv)
 {
     int json = 0, tensors = 0, ir = 0;
+    const char *svg = NULL;
     static const struct option longopts[] = {
         {"json", no_argument, 0, 'j'}, {"tensors", no_argument, 0, 't'}, {"ir", no_argument, 0, 'i'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"svg", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 't': tensors = 1; break;
         case 'i': ir = 1; break;
+        case 's': svg = optarg; break;
         case 'h': fputs(ftc_usage, stdout); return 0;
         default: fputs(ftc_usage, stderr); return 2;
         }
@@ -90,6 +95,10 @@ static int ftc_inspect(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (svg && !ft_bundle_is_bundle(path)) {
+        fputs("ftc inspect: --svg draws a compiled bundle's partition\n", stderr);
+        return 2;
+    }
     ft_summary_t s;
     ft_status_t st;
     if (ft_bundle_is_bundle(path)) {
@@ -100,6 +109,10 @@ static int ftc_inspect(int argc, char **argv)
         ft_bundle_t *b = NULL;
         if ((st = ft_bundle_open(path, &b)))
             return ftc_fail(st);
+        if (svg && (st = ft_plan_svg_write(b->plan, svg))) {
+            ft_bundle_close(b);
+            return ftc_fail(st);
+        }
         st = ft_summary_from_plan(b->plan, b->plan_file->data, b->plan_file->size, &s);
         if (!st)
             st = json ? ft_summary_print_json(&s, tensors, stdout) : (ft_summary_print(&s, tensors, stdout), FT_OK);
@@ -122,52 +135,117 @@ static int ftc_inspect(int argc, char **argv)
     return st ? ftc_fail(st) : 0;
 }
 
-static int ftc_compile(int argc, char **argv)
+/* Calibration progress on a terminal: tokens evaluated of the total. */
+static void ftc_calib_progress(void *user, const char *stage, uint64_t done, uint64_t total)
 {
-    const char *out_dir = NULL;
-    int json = 0, quiet = 0;
-    ft_compile_options_t opts;
-    ft_compile_options_init(&opts);
+    static double last;
+    double now = ftc_now();
+    if (done < total && now - last < 0.1)
+        return;
+    last = now;
+    double t0 = *(const double *)user;
+    fprintf(stderr, "\r%s: %llu / %llu tokens (%3.0f%%), %.0f tok/s   ", stage,
+            (unsigned long long)done, (unsigned long long)total,
+            total ? 100.0 * (double)done / (double)total : 100.0,
+            now > t0 ? (double)done / (now - t0) : 0.0);
+    if (done >= total)
+        fputc('\n', stderr);
+}
+
+static int ftc_compile_bad(const char *what, const char *arg)
+{
+    fprintf(stderr, "ftc compile: %s '%s'\n", what, arg);
+    return 2;
+}
+
+/* Parses compile's options into opts; 0 when parsed, else the exit code. */
+static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
+                            const char **out_dir, const char **hw, int *json, int *quiet)
+{
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
         {"json", no_argument, 0, 'j'},          {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"hw", required_argument, 0, 'w'},      {"vram", required_argument, 0, 'v'},
+        {"ram", required_argument, 0, 'r'},     {"ctx", required_argument, 0, 'c'},
+        {"calibrate", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:qh", longopts, NULL)) != -1) {
+        char *end = NULL;
+        unsigned long long v;
         switch (c) {
-        case 'o': out_dir = optarg; break;
+        case 'o': *out_dir = optarg; break;
         case 'f':
-            opts.format = ft_dtype_from_name(optarg);
-            if (opts.format != FT_DTYPE_F32 && opts.format != FT_DTYPE_F16 &&
-                opts.format != FT_DTYPE_BF16 && opts.format != FT_DTYPE_Q8_0 &&
-                opts.format != FT_DTYPE_Q4_0 && opts.format != FT_DTYPE_Q4_K &&
-                opts.format != FT_DTYPE_Q6_K) {
-                fprintf(stderr,
-                        "ftc compile: --format %s: expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k\n",
-                        optarg);
-                return 2;
-            }
+            opts->format = ft_dtype_from_name(optarg);
+            if (opts->format != FT_DTYPE_F32 && opts->format != FT_DTYPE_F16 &&
+                opts->format != FT_DTYPE_BF16 && opts->format != FT_DTYPE_Q8_0 &&
+                opts->format != FT_DTYPE_Q4_0 && opts->format != FT_DTYPE_Q4_K &&
+                opts->format != FT_DTYPE_Q6_K)
+                return ftc_compile_bad(
+                    "--format: expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k, not", optarg);
             break;
-        case 'j': json = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(ftc_usage, stdout); return 0;
+        case 'j': *json = 1; break;
+        case 'q': *quiet = 1; break;
+        case 'w': *hw = optarg; break;
+        case 'v':
+            if (!ftc_parse_size(optarg, &opts->budget.vram_bytes))
+                return ftc_compile_bad("--vram: not a size:", optarg);
+            break;
+        case 'r':
+            if (!ftc_parse_size(optarg, &opts->budget.ram_bytes))
+                return ftc_compile_bad("--ram: not a size:", optarg);
+            break;
+        case 'c':
+            v = strtoull(optarg, &end, 10);
+            if (optarg[0] < '0' || optarg[0] > '9' || *end || v == 0 || v > (1u << 26))
+                return ftc_compile_bad("--ctx: not a token count in [1, 2^26]:", optarg);
+            opts->budget.ctx = (uint32_t)v;
+            break;
+        case 'k': opts->calibrate_path = optarg; break;
+        case 'h': fputs(ftc_usage, stdout); return -1;
         default: fputs(ftc_usage, stderr); return 2;
         }
     }
-    if (optind + 1 != argc || !out_dir) {
+    if (optind + 1 != argc || !*out_dir) {
         fputs("ftc compile: MODEL and -o BUNDLE_DIR are needed\n", stderr);
         return 2;
     }
+    if (!*hw && (opts->budget.vram_bytes || opts->budget.ram_bytes || opts->budget.ctx)) {
+        fputs("ftc compile: --vram, --ram and --ctx plan for a machine: give --hw PROFILE\n",
+              stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int ftc_compile(int argc, char **argv)
+{
+    const char *out_dir = NULL, *hw = NULL;
+    int json = 0, quiet = 0;
+    ft_compile_options_t opts;
+    ft_compile_options_init(&opts);
+    int rc = ftc_compile_args(argc, argv, &opts, &out_dir, &hw, &json, &quiet);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    Fthw__Profile *profile = NULL;
+    ft_status_t st;
+    if (hw && (st = ft_hw_profile_load(hw, &profile)))
+        return ftc_fail(st);
+    opts.hw_profile = profile;
     double t0 = ftc_now();
     if (!quiet && !json && isatty(2)) {
         opts.progress = ftc_progress;
         opts.progress_user = &t0;
+        opts.calibrate_progress = ftc_calib_progress;
+        opts.calibrate_user = &t0;
     }
     ft_ir_model_t *m = NULL;
-    ft_status_t st = ft_import_model(argv[optind], &m);
+    st = ft_import_model(argv[optind], &m);
     if (!st)
         st = ft_compile_bundle(m, &opts, out_dir);
     ft_ir_model_destroy(m);
+    if (profile)
+        fthw__profile__free_unpacked(profile, NULL);
     if (st)
         return ftc_fail(st);
     double secs = ftc_now() - t0;

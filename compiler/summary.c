@@ -1,5 +1,7 @@
 #include "summary.h"
 
+#include "plan_report.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -142,6 +144,7 @@ ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_f
         ft_hex(plan->weight_files[0]->content_hash.data, 16, s->weights_hash);
     }
     s->n_expert_blocks = (uint32_t)plan->n_expert_blocks;
+    s->plan = plan;
     return FT_OK;
 }
 
@@ -201,6 +204,8 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
         fprintf(out, " (xxh3 %s), weights.ftw ", s->plan_hash);
         ft_print_bytes(out, s->weights_file_bytes);
         fprintf(out, " (xxh128 %s), %u expert blocks\n", s->weights_hash, s->n_expert_blocks);
+        if (s->plan)
+            ft_plan_report_print(s->plan, out);
     }
     if (!with_tensors)
         return;
@@ -257,6 +262,11 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
         json_object_set_new(o, "weights_bytes", json_integer((json_int_t)s->weights_file_bytes));
         json_object_set_new(o, "weights_hash", json_string(s->weights_hash));
         json_object_set_new(o, "n_expert_blocks", json_integer(s->n_expert_blocks));
+        ft_status_t st = s->plan ? ft_plan_report_json(s->plan, o) : FT_OK;
+        if (st) {
+            json_decref(o);
+            return st;
+        }
     }
     if (with_tensors) {
         json_t *arr = json_array();

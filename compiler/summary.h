@@ -38,6 +38,7 @@ typedef struct ft_summary {
     char plan_hash[17];    /* XXH3-64 of plan.ftp, hex */
     char weights_hash[33]; /* XXH3-128 content hash of weights.ftw, hex */
     uint32_t n_expert_blocks;
+    const Ftplan__Plan *plan; /* bundles: the plan, for its partition (plan_report.h) */
 } ft_summary_t;
 
 ft_status_t ft_summary_from_ir(const ft_ir_model_t *model, ft_summary_t *out);

@@ -1,6 +1,7 @@
 /* The semantic check of a plan (plan_validate.h): hyperparameters, blocks,
  * weight files and tokenizer here; tensors and expert blocks in
- * plan_validate_tensors.c. */
+ * plan_validate_tensors.c; the profile, budget, partition and calibration
+ * in plan_validate_partition.c. */
 #include "plan_validate.h"
 
 #include "plan_validate_internal.h"
@@ -273,5 +274,9 @@ ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name)
         st = ft_plan_check_expert_blocks(plan, name);
     if (!st)
         st = ft_plan_check_tokenizer(plan, name);
+    if (!st)
+        st = ft_plan_check_partition(plan, name);
+    if (!st)
+        st = ft_plan_check_calibration(plan, name);
     return st;
 }

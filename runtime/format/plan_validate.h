@@ -16,7 +16,25 @@
  *  - expert_blocks lie inside their files, with strides that are multiples
  *    of 4096, at most one per layer, on MoE layers with that expert count;
  *  - the tokenizer is present, has 1..vocab_size tokens, one type byte per
- *    token with values 1..6, and special ids that are -1 or a token id.
+ *    token with values 1..6, and special ids that are -1 or a token id;
+ *  - an embedded hw_profile has a cpu section and finite, non-negative
+ *    figures, a positive cpu.dram_read_gbs, and for a GPU positive hbm_gbs
+ *    and h2d_gbs, and known GEMV formats (what ft_hw_from_profile and the
+ *    planner require);
+ *  - partition and budget come together, with a hw_profile; budget.ctx is
+ *    1..FT_PLAN_MAX_CONTEXT, batch 1..FT_PLAN_MAX_BATCH, ram_bytes > 0; the
+ *    six VRAM regions add up to vram_used <= budget.vram_bytes, vram_slots =
+ *    n_slots * slot_bytes, ram_weights <= ram_needed <= budget.ram_bytes;
+ *    n_gpu_layers <= n_layers; expert_id_stride is the largest expert count;
+ *    pinned_ids (n_pinned of them, or none with unified memory) are strictly
+ *    ascending ids of existing experts of GPU layers; 1..FT_PLAN_MAX_QSTAR_
+ *    BUCKETS strictly ascending bucket bounds >= 1; qstar holds n_layers x
+ *    n_buckets and hit_rate n_layers values, all in [0, 1]; predictions,
+ *    decode_s (0 or 4 values) and copy_bytes_per_token finite and >= 0;
+ *  - calibration, when present: n_experts is the largest expert count, at
+ *    least one token, n_layers x n_experts counts, each at most n_tokens
+ *    (0 past a layer's experts and on dense layers), each layer's sum at
+ *    most n_tokens x n_experts_used, and a plain source file name.
  *
  * The weight files themselves are not opened: their size and hash in the
  * plan are compared with the files by ft_ftw_check (ftw.h).
@@ -44,6 +62,10 @@
 #define FT_PLAN_MAX_EXPERTS 65536u
 #define FT_PLAN_MAX_FFN (1u << 24)
 #define FT_PLAN_MAX_DIMS 4u
+#define FT_PLAN_MAX_BATCH 4096u
+/* q* token-count buckets; equals FT_PLAN_MAX_BUCKETS (runtime/plan/planner.h)
+ * so that a plan's table fits ft_plan_result_t. */
+#define FT_PLAN_MAX_QSTAR_BUCKETS 8u
 
 /* name is the plan's file name, used in messages. */
 ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name);

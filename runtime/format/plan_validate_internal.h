@@ -1,4 +1,5 @@
-/* Shared between plan_validate.c and plan_validate_tensors.c only. */
+/* Shared between plan_validate.c, plan_validate_tensors.c and
+ * plan_validate_partition.c only. */
 #ifndef FT_FORMAT_PLAN_VALIDATE_INTERNAL_H
 #define FT_FORMAT_PLAN_VALIDATE_INTERNAL_H
 
@@ -28,5 +29,9 @@ ft_status_t ft_plan_check_unique(ft_plan_named_t *items, size_t n, const char *n
 /* Need hparams, blocks and weight_files already checked. */
 ft_status_t ft_plan_check_tensors(const Ftplan__Plan *plan, const char *name);
 ft_status_t ft_plan_check_expert_blocks(const Ftplan__Plan *plan, const char *name);
+
+/* plan_validate_partition.c; need hparams and blocks already checked. */
+ft_status_t ft_plan_check_partition(const Ftplan__Plan *plan, const char *name);
+ft_status_t ft_plan_check_calibration(const Ftplan__Plan *plan, const char *name);
 
 #endif
