@@ -132,7 +132,8 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
     const double per_tok_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
     if (o->json) {
         printf("{\"backend\": \"sim\", \"predicted\": true, \"hw\": ");
-        ft_cli_json_string(stdout, o->eo.hw_profile, strlen(o->eo.hw_profile));
+        const char *hw = o->eo.hw_profile ? o->eo.hw_profile : "(the bundle's)";
+        ft_cli_json_string(stdout, hw, strlen(hw));
         printf(", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
                "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"modelled_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
@@ -159,7 +160,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
            "pcie       %.2f MB copied per decoded token\n"
            "ordering   %llu kernels read a slot before its copy completed (must be 0)\n"
            "streaming  prefill batches of %s tokens stream whole layers (%llu experts streamed)\n",
-           o->eo.hw_profile, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
+           o->eo.hw_profile ? o->eo.hw_profile : "the machine the bundle was compiled for", d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
            d->predicted_decode_tok_s, 100.0 * hit_rate, (unsigned long long)d->misses_to_gpu,
            (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations,
            stream_at, (unsigned long long)sim->streamed);

@@ -56,18 +56,44 @@ static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *
     case FT_BACKEND_SIM: break;
     default: return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "unknown backend %d", (int)opts->backend);
     }
-    if (!opts->hw_profile)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                              "the sim backend models a machine: give a hardware profile (--hw)");
+    /* The machine: the profile named, else the one the bundle was compiled
+     * for (ftc compile --hw), with that compile's budgets as defaults. */
+    const Ftplan__Plan *plan = e->bundle->plan;
+    const char *where = opts->hw_profile ? opts->hw_profile : e->bundle->plan_file->path;
     ft_hw_t hw;
-    ft_status_t st = ft_hw_load(opts->hw_profile, &hw);
+    ft_status_t st;
+    if (opts->hw_profile)
+        st = ft_hw_load(opts->hw_profile, &hw);
+    else if (plan->hw_profile)
+        st = ft_hw_from_profile(plan->hw_profile, &hw);
+    else
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "the sim backend models a machine: give a hardware profile (--hw), or "
+                              "compile the bundle with ftc compile --hw");
     if (st)
-        return st;
+        return ft_status_annotate(st, "%s", where);
     if (hw.n_gpus == 0)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: the profile has no GPU to simulate",
-                              opts->hw_profile);
-    uint64_t vram = opts->vram_bytes ? opts->vram_bytes : hw.gpu.vram_free_bytes;
-    return ft_offload_create(e->model, &hw, vram, opts->plan_ctx ? opts->plan_ctx : 4096, e->a, &e->offload);
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "%s: the profile has no GPU to simulate", where);
+    const int from_plan = !opts->hw_profile && plan->budget;
+    uint64_t vram = opts->vram_bytes       ? opts->vram_bytes
+                    : from_plan && plan->budget->vram_bytes ? plan->budget->vram_bytes
+                                                            : hw.gpu.vram_free_bytes;
+    uint32_t ctx = opts->plan_ctx ? opts->plan_ctx : from_plan && plan->budget->ctx ? plan->budget->ctx : 4096;
+    /* Calibration from ftc compile --calibrate: which experts to pin. */
+    float *pop = NULL;
+    const Ftplan__Calibration *cal = plan->calibration;
+    const uint32_t stride = e->model->max_experts;
+    if (cal && cal->n_tokens && cal->n_experts == stride &&
+        cal->n_counts == (size_t)e->model->n_layers * stride) {
+        pop = ft_mem_calloc(e->a, cal->n_counts, sizeof(float));
+        if (!pop)
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
+        for (size_t i = 0; i < cal->n_counts; i++)
+            pop[i] = (float)((double)cal->counts[i] / (double)cal->n_tokens);
+    }
+    st = ft_offload_create(e->model, &hw, vram, ctx, pop, stride, e->a, &e->offload);
+    ft_mem_free(e->a, pop);
+    return st;
 }
 
 ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,

@@ -88,8 +88,10 @@ typedef struct ft_engine_options {
     uint32_t n_threads;              /* 0: one per online CPU */
     const ft_allocator_t *allocator; /* NULL: libc */
     ft_backend_kind_t backend;
-    const char *hw_profile;          /* sim: the machine to model (profile or preset file) */
-    uint64_t vram_bytes;             /* sim/cuda: VRAM budget; 0: the profile's free VRAM */
+    const char *hw_profile;          /* sim: the machine to model (profile or preset file);
+                                        NULL: the one the bundle was compiled for (--hw) */
+    uint64_t vram_bytes;             /* sim/cuda: VRAM budget; 0: the compile's budget, else
+                                        the profile's free VRAM */
     uint32_t plan_ctx;               /* tokens of KV the VRAM plan reserves; 0: 4096 */
 } ft_engine_options_t;
 

@@ -24,6 +24,7 @@ struct ft_offload {
     ft_sim_event_t ready, router_ready;
     uint32_t *order;         /* [max_experts] scratch */
     uint64_t slot_bytes;     /* the largest expert blob: every slot holds any expert */
+    float *popularity;       /* calibration, or NULL */
     ft_offload_stats_t st;
 };
 
@@ -58,6 +59,20 @@ static ft_status_t ft_offload_shape(ft_offload_t *o)
                               .embed_bytes = ft_mat_bytes(&m->tok_embd), .output_bytes = ft_mat_bytes(&m->output),
                               .d_model = m->d_model, .vocab_size = m->vocab_size,
                               .expert_format = m->n_layers ? m->layers[0].gate.dtype : FT_DTYPE_F32};
+    return FT_OK;
+}
+
+static ft_status_t ft_offload_popularity(ft_offload_t *o, const float *pop, uint32_t stride)
+{
+    if (!pop)
+        return FT_OK;
+    size_t n = (size_t)o->m->n_layers * stride;
+    o->popularity = ft_mem_calloc(o->a, n ? n : 1, sizeof(float));
+    if (!o->popularity)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
+    memcpy(o->popularity, pop, n * sizeof(float));
+    o->pm.popularity = o->popularity;
+    o->pm.popularity_stride = stride;
     return FT_OK;
 }
 
@@ -141,7 +156,8 @@ static void ft_offload_warm(ft_offload_t *o)
 }
 
 ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
-                              const ft_allocator_t *alloc, ft_offload_t **out)
+                              const float *popularity, uint32_t popularity_stride, const ft_allocator_t *alloc,
+                              ft_offload_t **out)
 {
     *out = NULL;
     ft_offload_t *o = ft_mem_calloc(alloc, 1, sizeof(*o));
@@ -155,7 +171,8 @@ ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t v
     o->order = ft_mem_calloc(alloc, m->max_experts ? m->max_experts : 1, sizeof(uint32_t));
     if (!o->order)
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
-    else if (!(st = ft_offload_shape(o)) && !(st = ft_offload_solve(o, vram_bytes, &o->plan)) &&
+    else if (!(st = ft_offload_shape(o)) && !(st = ft_offload_popularity(o, popularity, popularity_stride)) &&
+             !(st = ft_offload_solve(o, vram_bytes, &o->plan)) &&
              !(st = ft_offload_streams(o, &o->plan))) {
         for (uint32_t l = 0; l < m->n_layers; l++)
             o->slot_bytes = m->layers[l].blob_stride > o->slot_bytes ? m->layers[l].blob_stride : o->slot_bytes;
@@ -185,6 +202,7 @@ void ft_offload_destroy(ft_offload_t *o)
     ft_mem_free(o->a, o->stream[1]);
     ft_mem_free(o->a, o->layers);
     ft_mem_free(o->a, o->order);
+    ft_mem_free(o->a, o->popularity);
     ft_mem_free(o->a, o);
 }
 

@@ -33,8 +33,12 @@ typedef struct ft_offload_stats {
 
 /* Plans the partition for vram_bytes with a KV reservation of ctx tokens
  * and allocates the slots and the streaming buffers. */
+/* popularity: optional calibration, [n_layers][popularity_stride] routed
+ * tokens per expert as fractions (each layer's row sums to n_used), so the
+ * planner pins hot experts; NULL: uniform. Copied. */
 ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
-                              uint32_t ctx, const ft_allocator_t *alloc, ft_offload_t **out);
+                              uint32_t ctx, const float *popularity, uint32_t popularity_stride,
+                              const ft_allocator_t *alloc, ft_offload_t **out);
 void ft_offload_destroy(ft_offload_t *off);
 const ft_plan_result_t *ft_offload_plan(const ft_offload_t *off);
 
