@@ -39,6 +39,14 @@ done
 [ "$(jq .replans "$tmp/replan.json")" = 1 ] || fail "bench --replan-at did not re-plan"
 "$ft" bench "$tmp/b" --backend sim --hw "$hw" --vram 2250K --prompt 16 --gen 4 --reps 1 | grep -q PREDICTED || fail "human output not labelled"
 
+# A bundle compiled for a machine (ftc compile --hw --vram) runs on the sim
+# backend with that machine and budget by default.
+"$ftc" compile "$tmp/m.gguf" -o "$tmp/bhw" --quiet --hw "$hw" --vram 2250K --ctx 64
+"$ft" run "$tmp/bhw" -p "In the beginning" -n 20 --json --backend sim --ctx 64 > "$tmp/bhw.json"
+[ "$(jq -c .tokens "$tmp/cpu.json")" = "$(jq -c .tokens "$tmp/bhw.json")" ] || fail "sim on the compiled-in profile changed the tokens"
+"$ft" bench "$tmp/bhw" --backend sim --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw_bench.json"
+[ "$(jq .vram_bytes "$tmp/bhw_bench.json")" = $((2250 * 1024)) ] || fail "the compiled-in VRAM budget was not used"
+
 printf 'hello there\n/vram 64M\n/stats\nand again\n/quit\n' | "$ft" chat "$tmp/b" --backend sim --hw "$hw" --vram 2250K --ctx 64 -n 8 > "$tmp/chat.out" 2> "$tmp/chat.err" || fail "chat: $(cat "$tmp/chat.err")"
 grep -q "slots" "$tmp/chat.out" || fail "chat /stats printed nothing"
 
