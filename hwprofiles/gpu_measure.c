@@ -1,9 +1,9 @@
-/* Per-GPU figures through the CUDA Driver API (cuda_api.h): identity and
+/* Per-GPU figures through the CUDA Driver API (runtime/backends/cuda/cuda_api.h): identity and
  * memory, device-memory bandwidth, pinned H2D/D2H by transfer size,
  * gathers of expert-sized blobs, launch latency, and H2D with CPU GEMV at
  * the same time (they compete for DRAM). All device timings use events on
  * one non-blocking stream. */
-#include "cuda_api.h"
+#include "backends/cuda/cuda_api.h"
 #include "figure.h"
 #include "gemv_bench.h"
 #include "gpu_measure.h"

@@ -8,7 +8,10 @@ static const struct {
     const char *name;
     size_t offset;
 } ft_cuda_syms[] = {
-#define FT_CU_SYM(field, sym) {sym, offsetof(ft_cuda_api_t, field)}
+#define FT_CU_SYM(field, sym)                                                                      \
+    {                                                                                              \
+        sym, offsetof(ft_cuda_api_t, field)                                                        \
+    }
     FT_CU_SYM(cuInit, "cuInit"),
     FT_CU_SYM(cuDriverGetVersion, "cuDriverGetVersion"),
     FT_CU_SYM(cuDeviceGetCount, "cuDeviceGetCount"),
@@ -40,6 +43,15 @@ static const struct {
     FT_CU_SYM(cuModuleGetFunction, "cuModuleGetFunction"),
     FT_CU_SYM(cuLaunchKernel, "cuLaunchKernel"),
     FT_CU_SYM(cuGetErrorString, "cuGetErrorString"),
+    FT_CU_SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    FT_CU_SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    FT_CU_SYM(cuCtxSetCurrent, "cuCtxSetCurrent"),
+    FT_CU_SYM(cuCtxSynchronize, "cuCtxSynchronize"),
+    FT_CU_SYM(cuMemHostRegister, "cuMemHostRegister_v2"),
+    FT_CU_SYM(cuMemHostUnregister, "cuMemHostUnregister"),
+    FT_CU_SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+    FT_CU_SYM(cuStreamWaitEvent, "cuStreamWaitEvent"),
+    FT_CU_SYM(cuMemsetD8Async, "cuMemsetD8Async"),
 #undef FT_CU_SYM
 };
 
@@ -50,8 +62,8 @@ ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api)
     api->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!api->lib) {
         const char *e = dlerror();
-        return ft_status_make(FT_STATUS_UNAVAILABLE, "no CUDA driver: dlopen(\"%s\") failed: %s", name,
-                              e ? e : "unknown error");
+        return ft_status_make(FT_STATUS_UNAVAILABLE, "no CUDA driver: dlopen(\"%s\") failed: %s",
+                              name, e ? e : "unknown error");
     }
     for (size_t i = 0; i < sizeof(ft_cuda_syms) / sizeof(ft_cuda_syms[0]); i++) {
         void *sym = dlsym(api->lib, ft_cuda_syms[i].name);
@@ -68,18 +80,18 @@ ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api)
 
 void ft_cuda_api_close(ft_cuda_api_t *api)
 {
-    if (api->lib)
-        dlclose(api->lib);
+    if (api->lib) dlclose(api->lib);
     memset(api, 0, sizeof(*api));
 }
 
 ft_status_t ft_cuda_check(const ft_cuda_api_t *api, ft_cu_result rc, const char *what)
 {
-    if (rc == FT_CU_SUCCESS)
-        return FT_OK;
+    if (rc == FT_CU_SUCCESS) return FT_OK;
     const char *text = NULL;
     if (!api->cuGetErrorString || api->cuGetErrorString(rc, &text) != FT_CU_SUCCESS || !text)
         text = "unknown";
-    return ft_status_make(rc == 100 /* CUDA_ERROR_NO_DEVICE */ ? FT_STATUS_UNAVAILABLE : FT_STATUS_INTERNAL,
+    const int absent = rc == FT_CU_ERROR_NO_DEVICE || rc == FT_CU_ERROR_STUB_LIBRARY ||
+                       rc == FT_CU_ERROR_INSUFFICIENT_DRIVER;
+    return ft_status_make(absent ? FT_STATUS_UNAVAILABLE : FT_STATUS_INTERNAL,
                           "%s: CUDA error %d (%s)", what, rc, text);
 }

@@ -1,0 +1,223 @@
+/* Emits the C source of a CPU kernel module: the ABI header and the kernel
+ * templates for the ISA, then one small wrapper per kernel with its shape
+ * as constants (the templates are always_inline, so each wrapper is a
+ * specialized copy), then the entry table read back through libclang. */
+#include "cg_cpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char ft_cg_abi_header[], ft_cg_tpl_common[], ft_cg_tpl_rowloop[],
+    ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[], ft_cg_tpl_portable[];
+
+typedef struct ft_cg_fmt {
+    uint32_t fmt;
+    const char *name;
+    uint32_t block_elems, block_bytes;
+} ft_cg_fmt_t;
+
+static const ft_cg_fmt_t ft_cg_fmts[] = {
+    {FT_KABI_FMT_F32, "f32", 1, 4},       {FT_KABI_FMT_F16, "f16", 1, 2},
+    {FT_KABI_FMT_BF16, "bf16", 1, 2},     {FT_KABI_FMT_Q4_0, "q4_0", 32, 18},
+    {FT_KABI_FMT_Q8_0, "q8_0", 32, 34},   {FT_KABI_FMT_Q4_K, "q4_k", 256, 144},
+    {FT_KABI_FMT_Q6_K, "q6_k", 256, 210},
+};
+
+static const ft_cg_fmt_t *ft_cg_fmt(uint32_t fmt)
+{
+    for (size_t i = 0; i < sizeof(ft_cg_fmts) / sizeof(ft_cg_fmts[0]); i++)
+        if (ft_cg_fmts[i].fmt == fmt)
+            return &ft_cg_fmts[i];
+    return NULL;
+}
+
+int ft_cg_cpu_format_supported(uint32_t fmt)
+{
+    return ft_cg_fmt(fmt) != NULL;
+}
+
+int ft_cg_cpu_isa_valid(const char *isa)
+{
+    return isa && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2") || !strcmp(isa, "portable"));
+}
+
+const char *ft_cg_cpu_host_isa(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "avx2";
+#endif
+    return "portable";
+}
+
+static const char *ft_cg_template(const char *name, const ft_cg_template_t *ov, uint32_t n_ov)
+{
+    for (uint32_t i = 0; i < n_ov; i++)
+        if (!strcmp(ov[i].name, name))
+            return ov[i].text;
+    if (!strcmp(name, "common")) return ft_cg_tpl_common;
+    if (!strcmp(name, "rowloop")) return ft_cg_tpl_rowloop;
+    if (!strcmp(name, "tiled")) return ft_cg_tpl_tiled;
+    if (!strcmp(name, "avx512")) return ft_cg_tpl_avx512;
+    if (!strcmp(name, "avx2")) return ft_cg_tpl_avx2;
+    return ft_cg_tpl_portable;
+}
+
+static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
+{
+    const ft_cg_fmt_t *f = ft_cg_fmt(k->format);
+    const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
+    if (!f || !fa || (k->op != FT_KABI_OP_MATMUL && k->op != FT_KABI_OP_EXPERT))
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "codegen: kernel op %u format %u/%u is not generated",
+                              k->op, k->format, k->format_aux);
+    /* experts: gate/up [rows=ffn, cols=d] in f, down [d, ffn] in fa */
+    const uint32_t down_cols = k->op == FT_KABI_OP_EXPERT ? k->rows : k->cols;
+    if (k->rows == 0 || k->cols == 0 || k->cols % f->block_elems || down_cols % fa->block_elems ||
+        k->rows > (1u << 24) || k->cols > (1u << 24))
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "codegen: %s kernel shape %u x %u does not fit the %s block of %u",
+                              f->name, k->rows, k->cols, fa->name, fa->block_elems);
+    return FT_OK;
+}
+
+static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)
+{
+    const char *fn = ft_cg_fmt(k->format)->name;
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format,
+            k->rows, k->cols);
+    fprintf(o, "static void ftk_matmul_%s_%ux%u(const void *w, size_t w_row_bytes, const void *xp,\n"
+               "    uint32_t n_tok, uint32_t r0, uint32_t r1, float *y, size_t ldy)\n{\n",
+            fn, k->rows, k->cols);
+    fprintf(o, "    if (r1 > %uu)\n        r1 = %uu;\n    if (r0 >= r1)\n        return;\n", k->rows, k->rows);
+    fprintf(o, "    ftt_matmul_%s(%uu, w, w_row_bytes, xp, n_tok, r0, r1, y, ldy);\n}\n\n", fn, k->cols);
+}
+
+static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
+{
+    const ft_cg_fmt_t *f = ft_cg_fmt(k->format), *fd = ft_cg_fmt(k->format_aux);
+    const uint32_t ffn = k->rows, d = k->cols;
+    const uint64_t gu_rb = (uint64_t)d / f->block_elems * f->block_bytes;
+    const uint64_t dn_rb = (uint64_t)ffn / fd->block_elems * fd->block_bytes;
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=%u rows=%u cols=%u\")\n", k->op, k->format,
+            k->format_aux, ffn, d);
+    fprintf(o, "static void ftk_expert_%s_%s_%ux%u(const void *w_gate, const void *w_up,\n"
+               "    const void *w_down, const void *xp, uint32_t n_tok, float *g, float *u, void *ap,\n"
+               "    float *out)\n{\n",
+            f->name, fd->name, ffn, d);
+    fprintf(o, "    ftt_matmul_%s(%uu, w_gate, %lluu, xp, n_tok, 0, %uu, g, %uu);\n", f->name, d,
+            (unsigned long long)gu_rb, ffn, ffn);
+    fprintf(o, "    ftt_matmul_%s(%uu, w_up, %lluu, xp, n_tok, 0, %uu, u, %uu);\n", f->name, d,
+            (unsigned long long)gu_rb, ffn, ffn);
+    /* SwiGLU exactly as the runtime's ft_op_swiglu */
+    fprintf(o, "    for (size_t i = 0; i < (size_t)n_tok * %uu; i++)\n"
+               "        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];\n", ffn);
+    fprintf(o, "    ftt_host->act_prepare(%uu, g, %uu, n_tok, %uu, ap);\n", k->format_aux, ffn, ffn);
+    fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", fd->name,
+            ffn, (unsigned long long)dn_rb, d, d);
+}
+
+static void ft_cg_emit_prologue(FILE *o, const char *isa, const ft_cg_template_t *ov, uint32_t n_ov)
+{
+    fprintf(o, "/* generated by ftc, do not edit.\n * CPU kernel module, ISA %s, ABI %u. */\n\n", isa,
+            FT_KABI_VERSION);
+    fputs(ft_cg_abi_header, o);
+    const int simd = strcmp(isa, "portable") != 0;
+    const char *order[] = {"common", "rowloop", simd ? "tiled" : NULL, simd ? isa : "portable"};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        if (!order[i])
+            continue;
+        fprintf(o, "\n/* ---- template %s ---- */\n", order[i]);
+        fputs(ft_cg_template(order[i], ov, n_ov), o);
+    }
+    fputs("\n/* ---- kernels ---- */\n\n", o);
+}
+
+ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const char *isa,
+                                   const ft_cg_template_t *override, uint32_t n_override,
+                                   char **out_source)
+{
+    *out_source = NULL;
+    if (!ft_cg_cpu_isa_valid(isa))
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "codegen: unknown ISA '%s' (avx512, avx2 or portable)", isa ? isa : "(null)");
+    for (uint32_t i = 0; i < n; i++) {
+        ft_status_t st = ft_cg_check_req(&reqs[i]);
+        if (st)
+            return ft_status_annotate(st, "kernel %u", i);
+    }
+    char *body = NULL;
+    size_t body_len = 0;
+    FILE *o = open_memstream(&body, &body_len);
+    if (!o)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: open_memstream failed");
+    ft_cg_emit_prologue(o, isa, override, n_override);
+    for (uint32_t i = 0; i < n; i++) {
+        if (reqs[i].op == FT_KABI_OP_MATMUL)
+            ft_cg_emit_matmul(o, &reqs[i]);
+        else
+            ft_cg_emit_expert(o, &reqs[i]);
+    }
+    if (fclose(o) != 0 || !body) {
+        free(body);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: writing the kernel source failed");
+    }
+    /* The entry table lists the kernels libclang finds in the source, with
+     * their keys read from the annotations: what is compiled is what the
+     * table says. Parsing also reports any error in the templates. */
+    char *table = NULL;
+    ft_status_t st = ft_cg_cpu_entry_table(body, isa, &table);
+    if (st) {
+        free(body);
+        return st;
+    }
+    const size_t tl = strlen(table);
+    char *src = malloc(body_len + tl + 1);
+    if (!src) {
+        free(body);
+        free(table);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu bytes of source", body_len + tl);
+    }
+    memcpy(src, body, body_len);
+    memcpy(src + body_len, table, tl + 1);
+    free(body);
+    free(table);
+    st = ft_cg_cpu_check(src, isa);
+    if (st) {
+        free(src);
+        return st;
+    }
+    *out_source = src;
+    return FT_OK;
+}
+
+void ft_cg_cpu_function_at(const char *source, uint32_t line, char *buf, size_t buf_len)
+{
+    snprintf(buf, buf_len, "?");
+    /* Start of each line up to `line`; the innermost definition is the last
+     * line at column 0 that names an ftk_/ftt_ function before it. */
+    const char *p = source;
+    for (uint32_t l = 1; p && *p && l <= line; l++) {
+        const char *end = strchr(p, '\n');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len && p[0] != ' ' && p[0] != '#' && p[0] != '/' && p[0] != '}' && p[0] != '{') {
+            const char *paren = memchr(p, '(', len);
+            const char *name = NULL;
+            for (const char *q = p; paren && q < paren; q++)
+                if ((!strncmp(q, "ftk_", 4) || !strncmp(q, "ftt_", 4)) && (q == p || q[-1] == ' ' || q[-1] == '*'))
+                    name = q;
+            if (name) {
+                size_t nl = 0;
+                while (name + nl < p + len && (name[nl] == '_' || (name[nl] >= 'a' && name[nl] <= 'z') ||
+                                                (name[nl] >= '0' && name[nl] <= '9')))
+                    nl++;
+                snprintf(buf, buf_len, "%.*s", (int)nl, name);
+            }
+        }
+        p = end ? end + 1 : NULL;
+    }
+}

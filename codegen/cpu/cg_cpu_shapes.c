@@ -1,0 +1,89 @@
+/* The kernels a model needs: its distinct matrix shapes and formats, read
+ * from the IR's tensor table, plus one fused expert per expert shape. */
+#include "cg_cpu_internal.h"
+
+#include <stdlib.h>
+
+static int ft_cg_role_is_matmul(ft_tensor_role_t r)
+{
+    switch (r) {
+    case FT_ROLE_OUTPUT: case FT_ROLE_ATTN_Q: case FT_ROLE_ATTN_K: case FT_ROLE_ATTN_V:
+    case FT_ROLE_ATTN_O: case FT_ROLE_FFN_ROUTER: case FT_ROLE_FFN_GATE: case FT_ROLE_FFN_UP:
+    case FT_ROLE_FFN_DOWN: case FT_ROLE_FFN_GATE_EXPS: case FT_ROLE_FFN_UP_EXPS:
+    case FT_ROLE_FFN_DOWN_EXPS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Appends k unless present or unsupported (the runtime falls back then). */
+static void ft_cg_add(ft_cg_kreq_t *v, uint32_t *n, ft_cg_kreq_t k)
+{
+    if (!ft_cg_cpu_format_supported(k.format) ||
+        (k.op == FT_KABI_OP_EXPERT && !ft_cg_cpu_format_supported(k.format_aux)))
+        return;
+    const uint32_t blk = k.format == FT_KABI_FMT_Q4_K || k.format == FT_KABI_FMT_Q6_K ? 256
+                         : k.format == FT_KABI_FMT_Q8_0 || k.format == FT_KABI_FMT_Q4_0 ? 32 : 1;
+    const uint32_t blk_aux = k.format_aux == FT_KABI_FMT_Q4_K || k.format_aux == FT_KABI_FMT_Q6_K ? 256
+                             : k.format_aux == FT_KABI_FMT_Q8_0 || k.format_aux == FT_KABI_FMT_Q4_0 ? 32 : 1;
+    if (k.rows == 0 || k.cols == 0 || k.cols % blk || (k.op == FT_KABI_OP_EXPERT && k.rows % blk_aux))
+        return;
+    for (uint32_t i = 0; i < *n; i++)
+        if (v[i].op == k.op && v[i].format == k.format && v[i].format_aux == k.format_aux &&
+            v[i].rows == k.rows && v[i].cols == k.cols)
+            return;
+    v[(*n)++] = k;
+}
+
+static const ft_ir_tensor_t *ft_cg_find(const ft_ir_model_t *m, int32_t layer, ft_tensor_role_t role,
+                                        uint32_t *index)
+{
+    for (uint32_t i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].layer == layer && m->tensors[i].role == role) {
+            *index = i;
+            return &m->tensors[i];
+        }
+    return NULL;
+}
+
+ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+                           const char *isa, char **out_source)
+{
+    *out_source = NULL;
+    if (!m)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: no model");
+    /* at most one matmul per tensor plus one expert per layer */
+    const size_t cap = (size_t)m->n_tensors + m->hp.n_layers + 1;
+    ft_cg_kreq_t *v = calloc(cap, sizeof(*v));
+    if (!v)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu kernel requests", cap);
+    uint32_t n = 0;
+#define FT_CG_FMT(i) ((uint32_t)(tensor_formats ? tensor_formats[i] : m->tensors[i].dtype))
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        if (!ft_cg_role_is_matmul(t->role) || t->n_dims < 2 || t->n_dims > 3 ||
+            t->shape[t->n_dims - 2] > UINT32_MAX || t->shape[t->n_dims - 1] > UINT32_MAX)
+            continue;
+        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_MATMUL, FT_CG_FMT(i), 0,
+                                        (uint32_t)t->shape[t->n_dims - 2],
+                                        (uint32_t)t->shape[t->n_dims - 1]});
+    }
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        uint32_t ig = 0, iu = 0, id = 0;
+        const ft_ir_tensor_t *g = ft_cg_find(m, (int32_t)l, FT_ROLE_FFN_GATE_EXPS, &ig);
+        const ft_ir_tensor_t *u = ft_cg_find(m, (int32_t)l, FT_ROLE_FFN_UP_EXPS, &iu);
+        const ft_ir_tensor_t *d = ft_cg_find(m, (int32_t)l, FT_ROLE_FFN_DOWN_EXPS, &id);
+        if (!g || !u || !d || g->n_dims != 3 || u->n_dims != 3 || d->n_dims != 3 ||
+            FT_CG_FMT(ig) != FT_CG_FMT(iu) || g->shape[1] != u->shape[1] || g->shape[2] != u->shape[2] ||
+            d->shape[1] != g->shape[2] || d->shape[2] != g->shape[1] || g->shape[1] > UINT32_MAX ||
+            g->shape[2] > UINT32_MAX)
+            continue;
+        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_CG_FMT(ig), FT_CG_FMT(id),
+                                        (uint32_t)g->shape[1], (uint32_t)g->shape[2]});
+    }
+#undef FT_CG_FMT
+    ft_status_t st = ft_cg_cpu_emit_kernels(v, n, isa, NULL, 0, out_source);
+    free(v);
+    return st;
+}

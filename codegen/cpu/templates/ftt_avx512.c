@@ -1,0 +1,134 @@
+/* template: AVX-512 (F, BW, VL, VNNI) tiles for Q8_0 and Q4_K.
+ *
+ * Q8_0 x Q8_0: two 32-element blocks per 512-bit register. dpbusd takes an
+ * unsigned and a signed operand, so the weights are biased to w + 128 (an
+ * xor with 0x80) and the bias is removed exactly by starting the sum at
+ * -128 * sum(x), computed once per activation block and reused by every
+ * row: one dpbusd per block pair per (row, token).
+ *
+ * Q4_K x Q8_K: the low nibbles of 32 bytes dot activations [64j, 64j+32)
+ * and the high nibbles [64j+32, 64j+64), so one register of 64 nibbles
+ * lines up with 64 contiguous activations; maddubs (u4 x s8 pairs, at most
+ * 3840 in magnitude: no saturation) then madd with the 6-bit sub-block
+ * scales gives exact int32 sums per super-block, as the reference. */
+
+/* Two fp16 scales (at a and b) -> lanes 0..7 = a, lanes 8..15 = b. */
+FTT_INLINE __m512 ftt_scale2(const uint8_t *a, const uint8_t *b)
+{
+    const int h = (int)((uint32_t)(a[0] | (a[1] << 8)) | ((uint32_t)(b[0] | (b[1] << 8)) << 16));
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+    const __m512i idx = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(1), 1);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f));
+}
+
+FTT_INLINE __m512i ftt_load2x32(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+FTT_INLINE void ftt_tile_q8_0(uint32_t cols, const uint8_t *w, size_t wrb, const int nr,
+                              const uint8_t *x, size_t xrb, const int nt, float *y, size_t ldy)
+{
+    const uint32_t nb = cols / FTT_QK8_0;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    __m512 acc[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    for (uint32_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb;
+        __m512i xq[4], xc[4];
+        __m512 xs[4];
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *xb = x + t * xrb + (size_t)b * FTT_Q8_0_BYTES;
+            if (two) {
+                xq[t] = ftt_load2x32(xb + 2, xb + 2 + FTT_Q8_0_BYTES);
+                xs[t] = ftt_scale2(xb, xb + FTT_Q8_0_BYTES);
+            } else {
+                xq[t] = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(xb + 2)));
+                xs[t] = _mm512_zextps256_ps512(_mm256_set1_ps(ftt_f16(xb)));
+            }
+            xc[t] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xq[t]));
+        }
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *wb = w + r * wrb + (size_t)b * FTT_Q8_0_BYTES;
+            __m512i wq;
+            __m512 ws;
+            if (two) {
+                wq = ftt_load2x32(wb + 2, wb + 2 + FTT_Q8_0_BYTES);
+                ws = ftt_scale2(wb, wb + FTT_Q8_0_BYTES);
+            } else {
+                wq = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 2)));
+                ws = _mm512_zextps256_ps512(_mm256_set1_ps(ftt_f16(wb)));
+            }
+            wq = _mm512_xor_si512(wq, bias);
+            for (int t = 0; t < nt; t++) {
+                const __m512i p = _mm512_dpbusd_epi32(xc[t], wq, xq[t]);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(ws, xs[t]), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+FTT_INLINE void ftt_tile_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, const int nr,
+                              const uint8_t *x, size_t xrb, const int nt, float *y, size_t ldy)
+{
+    const uint32_t nb = cols / FTT_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m512 acc[4][4];
+    float accm[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            acc[r][t] = _mm512_setzero_ps();
+            accm[r][t] = 0.0f;
+        }
+    for (uint32_t b = 0; b < nb; b++) {
+        float xd[4];
+        __m128i bs2[4]; /* pairwise sums of the 16 bsums: one per 32 elements */
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *xb = x + t * xrb + (size_t)b * FTT_Q8_K_BYTES;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + 4 + FTT_QK_K));
+            xd[t] = ftt_f32(xb);
+            bs2[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        }
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *wb = w + r * wrb + (size_t)b * FTT_Q4_K_BYTES;
+            uint8_t sm[16];
+            ftt_q4_k_scales(wb + 4, sm);
+            const float d = ftt_f16(wb), dmin = ftt_f16(wb + 2);
+            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+            __m512i wq[4], sc[4];
+            for (int j = 0; j < 4; j++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * j));
+                wq[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
+                                           _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
+                sc[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(sm[2 * j])),
+                                           _mm256_set1_epi16(sm[2 * j + 1]), 1);
+            }
+            for (int t = 0; t < nt; t++) {
+                const uint8_t *q8 = x + t * xrb + (size_t)b * FTT_Q8_K_BYTES + 4;
+                __m512i sumi = _mm512_setzero_si512();
+                for (int j = 0; j < 4; j++) {
+                    const __m512i a = _mm512_loadu_si512((const void *)(q8 + 64 * j));
+                    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(sc[j], _mm512_maddubs_epi16(wq[j], a)));
+                }
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xd[t]), acc[r][t]);
+                __m128i pm = _mm_madd_epi16(mins, bs2[t]);
+                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
+                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
+                accm[r][t] += dmin * xd[t] * (float)_mm_cvtsi128_si32(pm);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]) - accm[r][t];
+}
+
+FTT_DEFINE_TILED_MATMUL(q8_0, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
+FTT_DEFINE_TILED_MATMUL(q4_k, (size_t)(cols / FTT_QK_K) * FTT_Q8_K_BYTES)

@@ -1,0 +1,98 @@
+/* The CUDA spec of an IR model: which (format, columns) matrix products
+ * the layers need, and the attention and MoE shapes, checked to be uniform
+ * across layers (one kernel instance per shape). */
+#include "cuda_codegen.h"
+
+#include <string.h>
+
+static ft_status_t ft_cg_cuda_add_matmul(ft_cg_cuda_spec_t *sp, const ft_ir_tensor_t *t,
+                                         int experts)
+{
+    if (!ft_cg_cuda_supports(t->dtype))
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "tensor '%s': weight format %s has no CUDA kernel", t->name,
+                              ft_dtype_name(t->dtype));
+    if (t->n_dims < 2 || t->shape[t->n_dims - 1] > UINT32_MAX)
+        return ft_status_make(FT_STATUS_FORMAT, "tensor '%s': %u dimensions, expected a matrix",
+                              t->name, t->n_dims);
+    const uint32_t cols = (uint32_t)t->shape[t->n_dims - 1];
+    for (uint32_t i = 0; i < sp->n_matmuls; i++) {
+        ft_cg_cuda_matmul_t *m = &sp->matmuls[i];
+        if (m->wtype == t->dtype && m->cols == cols) {
+            m->experts |= experts;
+            return FT_OK;
+        }
+    }
+    if (sp->n_matmuls == FT_CG_CUDA_MAX_MATMULS)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "tensor '%s': more than %d distinct matmul shapes", t->name,
+                              FT_CG_CUDA_MAX_MATMULS);
+    sp->matmuls[sp->n_matmuls++] = (ft_cg_cuda_matmul_t){t->dtype, cols, experts};
+    return FT_OK;
+}
+
+static int ft_cg_cuda_is_matmul(ft_tensor_role_t role, int *experts)
+{
+    *experts = role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS ||
+               role == FT_ROLE_FFN_DOWN_EXPS;
+    switch (role) {
+    case FT_ROLE_OUTPUT:
+    case FT_ROLE_ATTN_Q:
+    case FT_ROLE_ATTN_K:
+    case FT_ROLE_ATTN_V:
+    case FT_ROLE_ATTN_O:
+    case FT_ROLE_FFN_ROUTER:
+    case FT_ROLE_FFN_GATE:
+    case FT_ROLE_FFN_UP:
+    case FT_ROLE_FFN_DOWN:
+        return 1;
+    default:
+        return *experts;
+    }
+}
+
+ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_t *sp)
+{
+    memset(sp, 0, sizeof(*sp));
+    const ft_ir_hparams_t *hp = &model->hp;
+    if (hp->rope != FT_ROPE_NEOX || hp->norm != FT_NORM_RMS || !hp->n_layers)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: the CUDA kernels need RMSNorm and NeoX RoPE (model has norm %d, "
+                              "rope %d, %u layers)",
+                              model->source_name ? model->source_name : "model", hp->norm, hp->rope,
+                              hp->n_layers);
+    const ft_ir_block_t *b0 = &model->blocks[0];
+    sp->d_model = hp->d_model;
+    sp->n_heads = b0->attn.n_heads;
+    sp->n_kv_heads = b0->attn.n_kv_heads;
+    sp->head_dim = b0->attn.head_dim;
+    sp->rope_dim = hp->rope_dim ? hp->rope_dim : b0->attn.head_dim;
+    sp->rope_theta = hp->rope_theta;
+    sp->norm_eps = hp->norm_eps;
+    for (uint32_t l = 0; l < hp->n_layers; l++) {
+        const ft_ir_block_t *b = &model->blocks[l];
+        if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
+            b->attn.head_dim != sp->head_dim || b->attn.value_head_dim != b0->attn.value_head_dim)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "layer %u: attention shape differs from layer 0", l);
+        if (!b->is_moe) continue;
+        if (sp->n_experts &&
+            (b->moe.n_experts != sp->n_experts || b->moe.n_experts_used != sp->n_experts_used))
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "layer %u: %u of %u experts differs from earlier layers", l,
+                                  b->moe.n_experts_used, b->moe.n_experts);
+        if (b->moe.scoring != FT_ROUTER_SOFTMAX)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "layer %u: only softmax routing has a CUDA kernel", l);
+        sp->n_experts = b->moe.n_experts;
+        sp->n_experts_used = b->moe.n_experts_used;
+        sp->norm_topk_prob = b->moe.norm_topk_prob;
+    }
+    for (uint32_t i = 0; i < model->n_tensors; i++) {
+        int experts;
+        if (!ft_cg_cuda_is_matmul(model->tensors[i].role, &experts)) continue;
+        ft_status_t st = ft_cg_cuda_add_matmul(sp, &model->tensors[i], experts);
+        if (st) return st;
+    }
+    return FT_OK;
+}

@@ -1,0 +1,106 @@
+/* Template: layer. The float32 operations around the matrix products:
+ * RMSNorm (as ft_op_rmsnorm), NeoX rotary embedding (as ft_op_rope_neox:
+ * inv_freq in float32 from a double pow, angle in double), and decode
+ * attention of one new token over the KV cache (one block per query head,
+ * grouped-query heads share KV head h / (NH / NKV)).
+ *
+ * KV cache: float32 rows of kv_stride floats per position, KV head g at
+ * [g * HD, (g + 1) * HD). Scores go through a global scratch row per head
+ * (scratch: NH * max_pos floats) so the context length is not bounded by
+ * shared memory. */
+template <int D>
+__device__ __forceinline__ void ft_rmsnorm_body(const float *x, const float *w, float *y, int n_rows, float eps)
+{
+    __shared__ float part[32];
+    const int r = blockIdx.x;
+    if (r >= n_rows)
+        return;
+    const float *xr = x + (size_t)r * D;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < D; i += blockDim.x)
+        ss += xr[i] * xr[i];
+    ss = ft_warp_sum(ss);
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;
+        v = ft_warp_sum(v);
+        if (threadIdx.x == 0)
+            part[0] = v;
+    }
+    __syncthreads();
+    const float scale = (float)(1.0 / sqrt((double)part[0] / D + (double)eps));
+    for (int i = threadIdx.x; i < D; i += blockDim.x)
+        y[(size_t)r * D + i] = xr[i] * scale * w[i];
+}
+
+/* x: [n_tok][n_heads][HD] in place; pos[t] the token's position. */
+template <int HD, int RD>
+__device__ __forceinline__ void ft_rope_neox_body(float *x, int n_heads, const int *pos, int n_tok, double theta)
+{
+    const int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
+    if (t >= n_tok || h >= n_heads || i >= RD / 2)
+        return;
+    const float inv_freq = (float)pow(theta, -2.0 * i / RD);
+    const double angle = (double)pos[t] * inv_freq;
+    const float c = (float)cos(angle), s = (float)sin(angle);
+    float *head = x + ((size_t)t * n_heads + h) * HD;
+    const float a = head[i], b = head[i + RD / 2];
+    head[i] = a * c - b * s;
+    head[i + RD / 2] = a * s + b * c;
+}
+
+template <int HD, int NH, int NKV>
+__device__ __forceinline__ void ft_attn_decode_body(const float *q, const float *k, const float *v, int kv_stride,
+                                                    int n_pos, float *scratch, int max_pos, float *out)
+{
+    static_assert(NH % NKV == 0, "query heads must group evenly over KV heads");
+    __shared__ float qs[HD];
+    __shared__ float red[32];
+    const int h = blockIdx.x, g = h / (NH / NKV);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+    for (int d = threadIdx.x; d < HD; d += blockDim.x)
+        qs[d] = q[(size_t)h * HD + d];
+    __syncthreads();
+    float *sc = scratch + (size_t)h * max_pos;
+    const float scale = 1.0f / sqrtf((float)HD);
+    float mx = __int_as_float(0xff800000); /* -inf */
+    for (int t = warp; t < n_pos; t += n_warps) {
+        const float *kr = k + (size_t)t * kv_stride + (size_t)g * HD;
+        float s = 0.0f;
+        for (int d = lane; d < HD; d += 32)
+            s += qs[d] * kr[d];
+        s = ft_warp_sum(s) * scale;
+        if (lane == 0)
+            sc[t] = s;
+        mx = fmaxf(mx, s);
+    }
+    if (lane == 0)
+        red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int i = 1; i < n_warps; i++)
+        mx = fmaxf(mx, red[i]);
+    __syncthreads();
+    float sum = 0.0f;
+    for (int t = threadIdx.x; t < n_pos; t += blockDim.x) {
+        const float e = expf(sc[t] - mx);
+        sc[t] = e;
+        sum += e;
+    }
+    sum = ft_warp_sum(sum);
+    if (lane == 0)
+        red[warp] = sum;
+    __syncthreads();
+    sum = 0.0f;
+    for (int i = 0; i < n_warps; i++)
+        sum += red[i];
+    const float inv = 1.0f / sum;
+    for (int d = threadIdx.x; d < HD; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int t = 0; t < n_pos; t++)
+            acc += sc[t] * v[(size_t)t * kv_stride + (size_t)g * HD + d];
+        out[(size_t)h * HD + d] = acc * inv;
+    }
+}

@@ -1,0 +1,96 @@
+/* ft_kernel_abi.h: the contract between the compiler (ftc, codegen/) and
+ * the code it emits, and between that code and the runtime that loads it.
+ *
+ * A CPU kernel module is a shared object with one exported entry function,
+ * FT_KABI_ENTRY_SYMBOL, of type ft_kabi_entry_fn. The runtime calls it once
+ * after loading, passing its own ABI version and the host services; the
+ * module refuses (returns nonzero) when the versions differ and otherwise
+ * fills a table of kernels keyed by (op, format, rows, cols).
+ *
+ * This header is copied verbatim into every emitted source (the emitted C
+ * includes nothing of freetoken's), so it uses only the C standard headers.
+ * Any change to a type or signature below bumps FT_KABI_VERSION. */
+#ifndef FT_KERNEL_ABI_H
+#define FT_KERNEL_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FT_KABI_VERSION 1u
+#define FT_KABI_ENTRY_SYMBOL "ft_kernel_module_entry"
+/* Data symbols the runtime reads before it runs any code of the module:
+ * const uint32_t (the module's FT_KABI_VERSION) and const char[] (its ISA,
+ * which the CPU must support before the entry function may run). */
+#define FT_KABI_ABI_SYMBOL "ft_kernel_module_abi"
+#define FT_KABI_ISA_SYMBOL "ft_kernel_module_isa"
+
+/* Weight formats: the numbers of runtime/format/dtype.h (ft_dtype_t). */
+enum {
+    FT_KABI_FMT_F32 = 1,
+    FT_KABI_FMT_F16 = 2,
+    FT_KABI_FMT_BF16 = 3,
+    FT_KABI_FMT_Q4_0 = 16,
+    FT_KABI_FMT_Q8_0 = 20,
+    FT_KABI_FMT_Q4_K = 24,
+    FT_KABI_FMT_Q6_K = 26,
+    FT_KABI_FMT_Q8_K = 27, /* activations only */
+};
+
+typedef enum ft_kabi_op {
+    /* y = W x over prepared activation rows (ft_kabi_matmul_fn). */
+    FT_KABI_OP_MATMUL = 1,
+    /* One MoE expert: down(silu(gate x) * up x) (ft_kabi_expert_fn). */
+    FT_KABI_OP_EXPERT = 2,
+} ft_kabi_op_t;
+
+/* y[t * ldy + r] = dot(W row r, prepared activation row t) for r in
+ * [r0, r1) and t in [0, n_tok). W is [rows, cols] row-major with rows of
+ * w_row_bytes bytes; xp holds n_tok activation rows prepared as the
+ * runtime's ft_cpu_act_prepare does (Q8_0 blocks for Q8_0/Q4_0 weights,
+ * Q8_K for Q4_K/Q6_K, float32 for F32/F16/BF16). rows and cols are the
+ * table key: the kernel is only valid for that shape. */
+typedef void (*ft_kabi_matmul_fn)(const void *w, size_t w_row_bytes, const void *xp,
+                                  uint32_t n_tok, uint32_t r0, uint32_t r1, float *y,
+                                  size_t ldy);
+
+/* One expert over n_tok tokens. Key: format = gate/up format, format_aux =
+ * down format, rows = expert ffn, cols = d_model. w_gate/w_up: [ffn, d];
+ * w_down: [d, ffn]; xp: n_tok rows of d prepared for the gate format.
+ * Scratch: g and u [n_tok, ffn] floats, ap n_tok rows of ffn prepared for
+ * the down format. out: [n_tok, d] floats (overwritten). */
+typedef void (*ft_kabi_expert_fn)(const void *w_gate, const void *w_up, const void *w_down,
+                                  const void *xp, uint32_t n_tok, float *g, float *u, void *ap,
+                                  float *out);
+
+/* Activation preparation the runtime lends the module, so the module's
+ * activations are quantized with exactly the runtime's rounding:
+ * n_rows rows of cols floats (row stride ldx floats) -> prepared rows. */
+typedef void (*ft_kabi_prepare_fn)(uint32_t wformat, const float *x, size_t ldx,
+                                   uint32_t n_rows, uint32_t cols, void *out);
+
+typedef struct ft_kabi_host {
+    uint32_t abi_version; /* FT_KABI_VERSION the runtime was built with */
+    ft_kabi_prepare_fn act_prepare;
+} ft_kabi_host_t;
+
+typedef struct ft_kabi_entry {
+    uint32_t op;         /* ft_kabi_op_t */
+    uint32_t format;     /* FT_KABI_FMT_* of the weights (gate/up for experts) */
+    uint32_t format_aux; /* experts: the down projection's format; else 0 */
+    uint32_t rows, cols;
+    const char *name;    /* the emitted function's name, for messages */
+    void (*fn)(void);    /* cast to the op's function type */
+} ft_kabi_entry_t;
+
+typedef struct ft_kabi_table {
+    uint32_t abi_version; /* FT_KABI_VERSION the module was emitted with */
+    const char *isa;      /* "avx512", "avx2" or "portable" */
+    uint32_t n_entries;
+    const ft_kabi_entry_t *entries; /* static storage of the module */
+} ft_kabi_table_t;
+
+/* Returns 0 and fills *out, or nonzero when host->abi_version differs
+ * from the module's (the table is then left with abi_version set only). */
+typedef int (*ft_kabi_entry_fn)(const ft_kabi_host_t *host, ft_kabi_table_t *out);
+
+#endif
