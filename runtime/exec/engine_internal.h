@@ -47,7 +47,7 @@ struct ft_session {
     float *q, *k, *v; /* [n_batch, q_dim / kv_dim] */
     float *att;       /* [n_batch, q_dim] attention output */
     void *xp;         /* prepared activations, [n_batch] rows of the widest format */
-    float *scores;    /* [n_threads][n_ctx] */
+    float *scores;    /* [n_threads][max_group][n_ctx] */
     float *router;    /* [n_batch, max_experts] */
     int32_t *sel;     /* [n_batch, max_used] chosen experts */
     float *sel_w;     /* [n_batch, max_used] their weights */

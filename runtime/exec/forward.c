@@ -80,33 +80,43 @@ static inline float ft_dot8(const float *a, const float *b, uint32_t n)
     return sum;
 }
 
+/* One work item is (token, KV head): the query heads that share a KV head
+ * (GQA) read each cached key and value row once, together. Per head the
+ * arithmetic and its order are those of a plain per-head loop. */
 static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     const ft_attn_run_t *r = ctx;
     ft_session_t *s = r->s;
     const ft_layer_t *L = r->L;
-    const uint32_t hd = L->head_dim, H = L->n_heads, group = H / L->n_kv_heads;
+    const uint32_t hd = L->head_dim, H = L->n_heads, KVH = L->n_kv_heads, group = H / KVH;
     const uint32_t qd = H * hd, kvd = s->m->max_kv_dim;
     const float scale = 1.0f / sqrtf((float)hd);
     const float *kc = s->k_cache + (size_t)r->layer * s->n_ctx * kvd;
     const float *vc = s->v_cache + (size_t)r->layer * s->n_ctx * kvd;
-    float *scores = s->scores + (size_t)ti * s->n_ctx;
+    float *scores = s->scores + (size_t)ti * s->m->max_group * s->n_ctx; /* [group][n_ctx] */
     uint64_t b, e;
-    ft_split_range((uint64_t)r->n * H, 1, ti, nt, &b, &e);
+    ft_split_range((uint64_t)r->n * KVH, 1, ti, nt, &b, &e);
     for (uint64_t item = b; item < e; item++) {
-        const uint32_t t = (uint32_t)(item / H), h = (uint32_t)(item % H), kvh = h / group;
+        const uint32_t t = (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
         const uint32_t n_keys = s->n_past + t + 1; /* causal: up to and including t */
-        const float *q = s->q + (size_t)t * qd + (size_t)h * hd;
-        for (uint32_t p = 0; p < n_keys; p++)
-            scores[p] = ft_dot8(q, kc + (size_t)p * kvd + (size_t)kvh * hd, hd) * scale;
-        ft_op_softmax(scores, n_keys);
-        float *out = s->att + (size_t)t * qd + (size_t)h * hd;
-        memset(out, 0, hd * sizeof(float));
+        const float *q = s->q + (size_t)t * qd + (size_t)kvh * group * hd;
+        float *out = s->att + (size_t)t * qd + (size_t)kvh * group * hd;
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
+            for (uint32_t g = 0; g < group; g++)
+                scores[(size_t)g * s->n_ctx + p] = ft_dot8(q + (size_t)g * hd, k, hd) * scale;
+        }
+        for (uint32_t g = 0; g < group; g++)
+            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+        memset(out, 0, (size_t)group * hd * sizeof(float));
         for (uint32_t p = 0; p < n_keys; p++) {
             const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
-            const float w = scores[p];
-            for (uint32_t i = 0; i < hd; i++)
-                out[i] += w * v[i];
+            for (uint32_t g = 0; g < group; g++) {
+                const float w = scores[(size_t)g * s->n_ctx + p];
+                float *o = out + (size_t)g * hd;
+                for (uint32_t i = 0; i < hd; i++)
+                    o[i] += w * v[i];
+            }
         }
     }
 }

@@ -173,6 +173,7 @@ static void ft_model_sizes(ft_model_t *m)
         m->max_q_dim = FT_MAX(m->max_q_dim, L->n_heads * L->head_dim);
         m->max_kv_dim = FT_MAX(m->max_kv_dim, L->n_kv_heads * L->head_dim);
         m->max_heads = FT_MAX(m->max_heads, L->n_heads);
+        m->max_group = FT_MAX(m->max_group, L->n_heads / L->n_kv_heads);
         m->max_experts = FT_MAX(m->max_experts, L->n_experts);
         m->max_used = FT_MAX(m->max_used, L->n_used);
         m->max_ffn = FT_MAX(m->max_ffn, L->expert_ffn);

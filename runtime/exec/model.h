@@ -60,6 +60,7 @@ typedef struct ft_model {
     ft_layer_t *layers;
     /* Largest per-layer sizes, for sizing buffers. */
     uint32_t max_q_dim, max_kv_dim, max_heads, max_experts, max_used, max_ffn;
+    uint32_t max_group; /* query heads per KV head */
     uint64_t weight_bytes;           /* every weight in the bundle */
     uint64_t weight_bytes_per_token; /* what one decoded token reads */
 } ft_model_t;
