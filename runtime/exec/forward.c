@@ -67,7 +67,7 @@ typedef struct ft_attn_run {
 /* Dot product with eight partial sums: the compiler keeps them in one
  * vector register (a single running sum is a dependency chain it may not
  * reorder). head_dim is even; a tail of fewer than 8 is summed last. */
-static inline float ft_dot8(const float *a, const float *b, uint32_t n)
+static inline float ft_dot8(const float *restrict a, const float *restrict b, uint32_t n)
 {
     float acc[8] = {0};
     uint32_t i = 0;
@@ -83,6 +83,14 @@ static inline float ft_dot8(const float *a, const float *b, uint32_t n)
 /* One work item is (token, KV head): the query heads that share a KV head
  * (GQA) read each cached key and value row once, together. Per head the
  * arithmetic and its order are those of a plain per-head loop. */
+/* o += w * v; restrict lets the compiler vectorize (o and v never overlap:
+ * one is the attention output, the other the V cache). */
+static inline void ft_axpy(float *restrict o, float w, const float *restrict v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        o[i] += w * v[i];
+}
+
 static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     const ft_attn_run_t *r = ctx;
@@ -111,12 +119,8 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         memset(out, 0, (size_t)group * hd * sizeof(float));
         for (uint32_t p = 0; p < n_keys; p++) {
             const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
-            for (uint32_t g = 0; g < group; g++) {
-                const float w = scores[(size_t)g * s->n_ctx + p];
-                float *o = out + (size_t)g * hd;
-                for (uint32_t i = 0; i < hd; i++)
-                    o[i] += w * v[i];
-            }
+            for (uint32_t g = 0; g < group; g++)
+                ft_axpy(out + (size_t)g * hd, scores[(size_t)g * s->n_ctx + p], v, hd);
         }
     }
 }
