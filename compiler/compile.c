@@ -4,6 +4,7 @@
 #include "compile.h"
 
 #include "calibrate.h"
+#include "kernel_modules.h"
 #include "plan_build.h"
 #include "plan_partition.h"
 #include "weights_pack.h"
@@ -19,6 +20,7 @@ void ft_compile_options_init(ft_compile_options_t *opts)
 {
     memset(opts, 0, sizeof(*opts));
     opts->format = FT_DTYPE_INVALID;
+    opts->cpu_isa = ft_cg_cpu_host_isa();
 }
 
 /* Calibrates through the bundle (whose plan.ftp, without partition, is
@@ -73,6 +75,9 @@ ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_optio
     memset(&calib, 0, sizeof(calib));
     if (!(st = ft_arena_create(0, &arena)))
         st = ft_plan_build(model, &pw, arena, &plan);
+    /* Kernels before calibration, so calibration runs the generated ones. */
+    if (!st)
+        st = ft_compile_kernels(model, &pw, opts, arena, plan);
     if (!st && opts->calibrate_path &&
         !(st = ft_compile_calibrate(model, opts, out_dir, ppath, plan, &calib, &cp)))
         st = ft_plan_add_calibration(plan, &calib, arena);

@@ -15,6 +15,13 @@
 /* Called as work advances: `done` of `total` bytes of weights written. */
 typedef void (*ft_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
 
+/* Called before each step that has no byte count (building kernels):
+ * `what` is one line such as "cpu kernels (avx2): compiling". */
+typedef void (*ft_stage_fn)(void *user, const char *what);
+
+/* The most CUDA targets one compile stores (= FT_CG_CUDA_MAX_ARCHS). */
+#define FT_COMPILE_MAX_CUDA_ARCHS 16
+
 typedef struct ft_compile_options {
     ft_dtype_t format;      /* weight format for matrices; FT_DTYPE_INVALID keeps the source's */
     ft_progress_fn progress; /* may be NULL */
@@ -30,6 +37,15 @@ typedef struct ft_compile_options {
     const char *calibrate_path;
     ft_progress_fn calibrate_progress; /* done / total are tokens; may be NULL */
     void *calibrate_user;
+    /* Kernel modules (DESIGN.md section 9). cpu_isa: "avx512", "avx2",
+     * "portable" or NULL for none; ft_compile_options_init sets this
+     * machine's ISA (ft_cg_cpu_host_isa). cuda_archs: the targets to
+     * compile cubins for (10 * major + minor, ascending), plus PTX for the
+     * lowest; none by default. */
+    const char *cpu_isa;
+    uint32_t cuda_archs[FT_COMPILE_MAX_CUDA_ARCHS];
+    uint32_t n_cuda_archs;
+    ft_stage_fn stage; /* may be NULL; gets progress_user */
 } ft_compile_options_t;
 
 void ft_compile_options_init(ft_compile_options_t *opts);

@@ -2,6 +2,7 @@
  *
  *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--svg FILE]
  *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
+ *               [--cpu-isa avx512|avx2|portable|none] [--cuda-arch LIST|none]
  *               [--hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]] [--calibrate FILE]
  *   ftc verify BUNDLE
  *   ftc plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]
@@ -13,6 +14,8 @@
 #include "cmd_profile.h"
 #include "cmd_plan.h"
 #include "compile.h"
+#include "cuda_codegen.h"
+#include "../codegen/cpu/cg_cpu.h"
 #include "import.h"
 #include "plan_report.h"
 #include "summary.h"
@@ -135,6 +138,13 @@ static int ftc_inspect(int argc, char **argv)
     return st ? ftc_fail(st) : 0;
 }
 
+/* Kernel build steps on a terminal: one line each. */
+static void ftc_stage(void *user, const char *what)
+{
+    double t0 = *(const double *)user;
+    fprintf(stderr, "%s (at %.1f s)\n", what, ftc_now() - t0);
+}
+
 /* Calibration progress on a terminal: tokens evaluated of the total. */
 static void ftc_calib_progress(void *user, const char *stage, uint64_t done, uint64_t total)
 {
@@ -168,6 +178,7 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
         {"hw", required_argument, 0, 'w'},      {"vram", required_argument, 0, 'v'},
         {"ram", required_argument, 0, 'r'},     {"ctx", required_argument, 0, 'c'},
         {"calibrate", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {"cpu-isa", required_argument, 0, 'I'}, {"cuda-arch", required_argument, 0, 'A'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:qh", longopts, NULL)) != -1) {
@@ -202,6 +213,33 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
             opts->budget.ctx = (uint32_t)v;
             break;
         case 'k': opts->calibrate_path = optarg; break;
+        case 'I':
+            if (strcmp(optarg, "none") == 0)
+                opts->cpu_isa = NULL;
+            else if (ft_cg_cpu_isa_valid(optarg))
+                opts->cpu_isa = optarg;
+            else
+                return ftc_compile_bad("--cpu-isa: expected avx512, avx2, portable or none, not",
+                                       optarg);
+            break;
+        case 'A':
+            if (strcmp(optarg, "none") == 0) {
+                opts->n_cuda_archs = 0;
+            } else {
+                ft_status_t st = ft_cg_cuda_parse_archs(optarg, opts->cuda_archs,
+                                                        FT_COMPILE_MAX_CUDA_ARCHS, &opts->n_cuda_archs);
+                if (st) {
+                    fprintf(stderr, "ftc compile: --cuda-arch: %s\n", ft_status_message(st));
+                    ft_status_free(st);
+                    return 2;
+                }
+                if (!ft_cg_cuda_nvrtc_available()) {
+                    fputs("ftc compile: --cuda-arch: this ftc was built without NVRTC "
+                          "(configure with -DFT_CUDA=ON), use --cuda-arch none\n", stderr);
+                    return 2;
+                }
+            }
+            break;
         case 'h': fputs(ftc_usage, stdout); return -1;
         default: fputs(ftc_usage, stderr); return 2;
         }
@@ -224,6 +262,10 @@ static int ftc_compile(int argc, char **argv)
     int json = 0, quiet = 0;
     ft_compile_options_t opts;
     ft_compile_options_init(&opts);
+    if (ft_cg_cuda_nvrtc_available()) { /* CUDA kernels by default where they can be built */
+        memcpy(opts.cuda_archs, ft_cg_cuda_default_archs, sizeof(ft_cg_cuda_default_archs));
+        opts.n_cuda_archs = sizeof(ft_cg_cuda_default_archs) / sizeof(ft_cg_cuda_default_archs[0]);
+    }
     int rc = ftc_compile_args(argc, argv, &opts, &out_dir, &hw, &json, &quiet);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -238,6 +280,7 @@ static int ftc_compile(int argc, char **argv)
         opts.progress_user = &t0;
         opts.calibrate_progress = ftc_calib_progress;
         opts.calibrate_user = &t0;
+        opts.stage = ftc_stage;
     }
     ft_ir_model_t *m = NULL;
     st = ft_import_model(argv[optind], &m);

@@ -174,6 +174,8 @@ static void ft_print_bytes(FILE *out, uint64_t n)
         fprintf(out, "%.1f KiB", (double)n / 1024.0);
 }
 
+static void ft_summary_print_kernels(const Ftplan__Plan *p, FILE *out);
+
 void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
 {
     fprintf(out, "%-11s%s, from %s %s\n", s->is_bundle ? "bundle" : "model", s->arch,
@@ -205,6 +207,8 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
         ft_print_bytes(out, s->weights_file_bytes);
         fprintf(out, " (xxh128 %s), %u expert blocks\n", s->weights_hash, s->n_expert_blocks);
         if (s->plan)
+            ft_summary_print_kernels(s->plan, out);
+        if (s->plan)
             ft_plan_report_print(s->plan, out);
     }
     if (!with_tensors)
@@ -219,6 +223,41 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
             fprintf(out, " at %" PRIu64, t->offset);
         fputc('\n', out);
     }
+}
+
+/* The plan's kernel modules: one line for the CPU module, one for CUDA. */
+static void ft_summary_print_kernels(const Ftplan__Plan *p, FILE *out)
+{
+    const Ftplan__CpuModule *cm = p->cpu_module;
+    if (cm) {
+        fprintf(out, "%-11s%s, %zu kernels, ", "cpu", cm->isa, cm->n_kernels);
+        ft_print_bytes(out, cm->so.len);
+        fputc('\n', out);
+    } else {
+        fprintf(out, "%-11snone (the reference kernels run)\n", "cpu");
+    }
+    fprintf(out, "%-11s", "cuda");
+    for (size_t i = 0; i < p->n_cuda_images; i++)
+        fprintf(out, "%s%s", i ? ", " : "", p->cuda_images[i]->arch);
+    for (size_t i = 0; i < p->n_cuda_ptx; i++)
+        fprintf(out, " + PTX %s", p->cuda_ptx[i]->arch);
+    fputs(p->n_cuda_images ? "\n" : "none\n", out);
+}
+
+/* "cpu_isa": the CPU module's ISA or null; "cuda_archs": the cubins'
+ * targets; "cuda_ptx": the PTX targets. */
+static void ft_summary_json_kernels(const Ftplan__Plan *p, json_t *o)
+{
+    json_object_set_new(o, "cpu_isa", p->cpu_module ? json_string(p->cpu_module->isa) : json_null());
+    json_object_set_new(o, "cpu_kernels",
+                        json_integer(p->cpu_module ? (json_int_t)p->cpu_module->n_kernels : 0));
+    json_t *archs = json_array(), *ptx = json_array();
+    for (size_t i = 0; archs && i < p->n_cuda_images; i++)
+        json_array_append_new(archs, json_string(p->cuda_images[i]->arch));
+    for (size_t i = 0; ptx && i < p->n_cuda_ptx; i++)
+        json_array_append_new(ptx, json_string(p->cuda_ptx[i]->arch));
+    json_object_set_new(o, "cuda_archs", archs);
+    json_object_set_new(o, "cuda_ptx", ptx);
 }
 
 ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE *out)
@@ -262,6 +301,8 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
         json_object_set_new(o, "weights_bytes", json_integer((json_int_t)s->weights_file_bytes));
         json_object_set_new(o, "weights_hash", json_string(s->weights_hash));
         json_object_set_new(o, "n_expert_blocks", json_integer(s->n_expert_blocks));
+        if (s->plan)
+            ft_summary_json_kernels(s->plan, o);
         ft_status_t st = s->plan ? ft_plan_report_json(s->plan, o) : FT_OK;
         if (st) {
             json_decref(o);

@@ -21,6 +21,20 @@ const char *ft_cg_cpu_host_isa(void);
 /* 1 when isa is one of the names above. */
 int ft_cg_cpu_isa_valid(const char *isa);
 
+/* One generated kernel: the key of its ABI table entry
+ * (codegen/include/ft_kernel_abi.h). */
+typedef struct ft_cg_cpu_kernel {
+    uint32_t op;         /* FT_KABI_OP_* */
+    uint32_t format;     /* weights (gate/up for experts), FT_KABI_FMT_* = ft_dtype_t */
+    uint32_t format_aux; /* experts: down's format; else 0 */
+    uint32_t rows, cols; /* experts: ffn, d_model */
+} ft_cg_cpu_kernel_t;
+
+/* The kernels ft_cg_cpu_emit emits for m and tensor_formats (same rules),
+ * in emission order: *out is malloc'd (free()), *out_n entries. */
+ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+                              ft_cg_cpu_kernel_t **out, uint32_t *out_n);
+
 /* Emits the kernels m needs: one matmul per distinct (format, rows, cols)
  * of its 2-D projection weights (attention, router, dense FFN, output) and
  * one fused expert (gate + up + SwiGLU + down) per distinct expert shape

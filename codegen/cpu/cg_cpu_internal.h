@@ -8,13 +8,8 @@
 /* The name the emitted source has in diagnostics, in libclang and cc. */
 #define FT_CG_SOURCE_NAME "ft_kernels.c"
 
-/* One kernel to emit (the key of its ABI table entry). */
-typedef struct ft_cg_kreq {
-    uint32_t op;         /* FT_KABI_OP_* */
-    uint32_t format;     /* weights (gate/up for experts) */
-    uint32_t format_aux; /* experts: down's format */
-    uint32_t rows, cols; /* experts: ffn, d_model */
-} ft_cg_kreq_t;
+/* One kernel to emit (the key of its ABI table entry; cg_cpu.h). */
+typedef ft_cg_cpu_kernel_t ft_cg_kreq_t;
 
 /* Template texts by name ("common", "rowloop", "tiled", "avx512", "avx2",
  * "portable"); a test may substitute one. */

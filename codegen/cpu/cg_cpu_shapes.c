@@ -47,10 +47,11 @@ static const ft_ir_tensor_t *ft_cg_find(const ft_ir_model_t *m, int32_t layer, f
     return NULL;
 }
 
-ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
-                           const char *isa, char **out_source)
+ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+                              ft_cg_cpu_kernel_t **out, uint32_t *out_n)
 {
-    *out_source = NULL;
+    *out = NULL;
+    *out_n = 0;
     if (!m)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: no model");
     /* at most one matmul per tensor plus one expert per layer */
@@ -83,7 +84,20 @@ ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_form
                                         (uint32_t)g->shape[1], (uint32_t)g->shape[2]});
     }
 #undef FT_CG_FMT
-    ft_status_t st = ft_cg_cpu_emit_kernels(v, n, isa, NULL, 0, out_source);
+    *out = v;
+    *out_n = n;
+    return FT_OK;
+}
+
+ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+                           const char *isa, char **out_source)
+{
+    *out_source = NULL;
+    ft_cg_kreq_t *v = NULL;
+    uint32_t n = 0;
+    ft_status_t st = ft_cg_cpu_kernels(m, tensor_formats, &v, &n);
+    if (!st)
+        st = ft_cg_cpu_emit_kernels(v, n, isa, NULL, 0, out_source);
     free(v);
     return st;
 }

@@ -24,10 +24,12 @@ ft_status_t ft_cli_parse_size(const char *name, const char *s, uint64_t *out);
 /* "cpu", "sim" or "cuda". */
 ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out);
 /* The options of every command that opens an engine: --threads N,
- * --backend cpu|sim|cuda, --hw PROFILE, --vram SIZE (getopt codes >= 0x100). */
+ * --backend cpu|sim|cuda, --hw PROFILE, --vram SIZE, --kernels auto|generated|reference
+ * (getopt codes >= 0x100). */
 #define FT_CLI_ENGINE_LONGOPTS                                                               \
     {"threads", required_argument, 0, 0x100}, {"backend", required_argument, 0, 0x101},       \
-        {"hw", required_argument, 0, 0x102}, {"vram", required_argument, 0, 0x103}
+        {"hw", required_argument, 0, 0x102}, {"vram", required_argument, 0, 0x103},           \
+        {"kernels", required_argument, 0, 0x104}
 
 /* Applies getopt result c to eo when it is one of those: returns 1 (and
  * *st: the parse status), else 0. */

@@ -131,7 +131,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
     const double copied = sim->decode_tok ? (double)d->bytes_copied / sim->decode_tok : 0.0;
     const double per_tok_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
     if (o->json) {
-        printf("{\"backend\": \"sim\", \"predicted\": true, \"hw\": ");
+        printf("{\"backend\": \"sim\", \"predicted\": true, \"kernels\": \"%s\", \"hw\": ", mi->kernels);
         const char *hw = o->eo.hw_profile ? o->eo.hw_profile : "(the bundle's)";
         ft_cli_json_string(stdout, hw, strlen(hw));
         printf(", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
@@ -153,6 +153,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
     if (d->prefill_stream_tokens != UINT32_MAX)
         snprintf(stream_at, sizeof(stream_at), "%u+", d->prefill_stream_tokens > 2 ? d->prefill_stream_tokens : 2);
     printf("PREDICTED on %s (sim backend: a model of that machine, not a measurement)\n"
+           "kernels    %s (numerics on this CPU)\n"
            "vram       %.1f MiB budget, %u expert slots\n"
            "prefill    %.1f tok/s predicted (%u-token prompt)\n"
            "decode     %.2f tok/s predicted (%.3f ms per token; planner alone: %.2f)\n"
@@ -160,7 +161,7 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
            "pcie       %.2f MB copied per decoded token\n"
            "ordering   %llu kernels read a slot before its copy completed (must be 0)\n"
            "streaming  prefill batches of %s tokens stream whole layers (%llu experts streamed)\n",
-           o->eo.hw_profile ? o->eo.hw_profile : "the machine the bundle was compiled for", d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
+           o->eo.hw_profile ? o->eo.hw_profile : "the machine the bundle was compiled for", mi->kernels, d->vram_bytes / 1048576.0, d->n_slots, pre, o->n_prompt, dec, per_tok_ms,
            d->predicted_decode_tok_s, 100.0 * hit_rate, (unsigned long long)d->misses_to_gpu,
            (unsigned long long)d->misses_to_cpu, copied / 1e6, (unsigned long long)d->order_violations,
            stream_at, (unsigned long long)sim->streamed);
@@ -251,17 +252,19 @@ int ft_cli_bench(int argc, char **argv)
         const double achieved = (double)mi->weight_bytes_per_token * d / 1e9;
         const double frac = achieved / bw.median_gbs;
         if (o.json)
-            printf("{\"backend\": \"cpu\", \"n_threads\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
+            printf("{\"backend\": \"cpu\", \"kernels\": \"%s\", \"n_threads\": %u, \"prefill_tokens\": %u, "
+                   "\"decode_tokens\": %u, "
                    "\"reps\": %u, \"prefill_tok_s\": %.3f, \"prefill_tok_s_min\": %.3f, "
                    "\"prefill_tok_s_max\": %.3f, \"decode_tok_s\": %.3f, \"decode_tok_s_min\": %.3f, "
                    "\"decode_tok_s_max\": %.3f, \"weight_bytes_per_token\": %llu, "
                    "\"weight_bytes\": %llu, \"achieved_gbs\": %.3f, \"dram_read_gbs\": %.3f, "
                    "\"dram_fraction\": %.4f}\n",
-                   mi->n_threads, o.n_prompt, o.n_gen, o.reps, p, pre[0], pre[o.reps - 1], d, dec[0],
+                   mi->kernels, mi->n_threads, o.n_prompt, o.n_gen, o.reps, p, pre[0], pre[o.reps - 1], d, dec[0],
                    dec[o.reps - 1], (unsigned long long)mi->weight_bytes_per_token,
                    (unsigned long long)mi->weight_bytes, achieved, bw.median_gbs, frac);
         else
             printf("model      %s, %u layers, %u/%u experts, %.2f GB of weights\n"
+                   "kernels    %s\n"
                    "threads    %u\n"
                    "prefill    %.1f tok/s (median of %u runs of %u tokens; %.1f..%.1f)\n"
                    "decode     %.2f tok/s (median of %u runs of %u tokens; %.2f..%.2f)\n"
@@ -269,7 +272,7 @@ int ft_cli_bench(int argc, char **argv)
                    "DRAM       %.2f GB/s read bandwidth measured now (median of %u runs)\n"
                    "fraction   %.0f%% of DRAM bandwidth at decode\n",
                    mi->arch, mi->n_layers, mi->n_experts_used, mi->n_experts, mi->weight_bytes / 1e9,
-                   mi->n_threads, p, o.reps, o.n_prompt, pre[0], pre[o.reps - 1], d, o.reps, o.n_gen,
+                   mi->kernels, mi->n_threads, p, o.reps, o.n_prompt, pre[0], pre[o.reps - 1], d, o.reps, o.n_gen,
                    dec[0], dec[o.reps - 1], mi->weight_bytes_per_token / 1e6, achieved, bw.median_gbs,
                    bw.n_runs, 100.0 * frac);
     }

@@ -155,6 +155,18 @@ int ft_cli_engine_option(int c, const char *arg, ft_engine_options_t *eo, ft_sta
     case 0x101: *st = ft_cli_parse_backend(arg, &eo->backend); return 1;
     case 0x102: eo->hw_profile = arg; *st = FT_OK; return 1;
     case 0x103: *st = ft_cli_parse_size("--vram", arg, &eo->vram_bytes); return 1;
+    case 0x104:
+        *st = FT_OK;
+        if (strcmp(arg, "auto") == 0)
+            eo->kernels = FT_KERNELS_AUTO;
+        else if (strcmp(arg, "generated") == 0)
+            eo->kernels = FT_KERNELS_GENERATED;
+        else if (strcmp(arg, "reference") == 0)
+            eo->kernels = FT_KERNELS_REFERENCE;
+        else
+            *st = ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                 "--kernels: '%s': expected auto, generated or reference", arg);
+        return 1;
     default: return 0;
     }
 }

@@ -20,10 +20,13 @@ static const char ft_usage[] =
     "      multi-turn chat on stdin; /vram SIZE re-plans the VRAM budget live, /stats, /reset, /quit\n"
     "  logits BUNDLE --tokens 1,2,3 -o FILE [--threads N]\n"
     "      writes n_tokens x vocab float32 logits, row-major\n"
-    "  bench BUNDLE [--prompt N] [--gen N] [--reps R] [--threads N] [--json]\n"
+    "  bench BUNDLE [--prompt N] [--gen N] [--reps R] [--threads N] [--json] [--kernels K]\n"
     "      [--backend cpu|sim|cuda] [--hw PROFILE] [--vram SIZE] [--replan-at N:SIZE]\n"
     "      prefill and decode tokens/s, weight bytes read per token, and the share of\n"
     "      this machine's DRAM read bandwidth (measured in the same run)\n"
+    "  every command that opens a bundle also takes --kernels auto|generated|reference: the\n"
+    "  plan's generated CPU kernels where they are faster (auto, the default: prefill batches),\n"
+    "  for every product (generated), or never (reference)\n"
     "  version\n";
 
 int main(int argc, char **argv)

@@ -7,6 +7,7 @@
 #include "../text/chat.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,59 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->weight_bytes = m->weight_bytes;
     i->weight_bytes_per_token = m->weight_bytes_per_token;
     i->n_threads = ft_threadpool_size(e->pool);
+    i->kernels = e->kernels_desc;
+}
+
+/* Points every matrix and expert the module has a kernel for at it. */
+static void ft_engine_install_kernels(ft_engine_t *e)
+{
+    ft_model_t *m = e->model;
+    const ft_cpu_module_t *k = e->kmod;
+#define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, (mat).dtype, (mat).rows, (mat).cols))
+    FT_FIND(m->output);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        ft_layer_t *L = &m->layers[l];
+        FT_FIND(L->wq);
+        FT_FIND(L->wk);
+        FT_FIND(L->wv);
+        FT_FIND(L->wo);
+        FT_FIND(L->router);
+        FT_FIND(L->gate);
+        FT_FIND(L->up);
+        FT_FIND(L->down);
+        L->expert_kernel = L->gate.dtype == L->up.dtype
+                               ? ft_cpu_module_find_expert(k, L->gate.dtype, L->down.dtype,
+                                                           L->expert_ffn, m->d_model)
+                               : NULL;
+    }
+#undef FT_FIND
+}
+
+/* Generated kernels: the plan's CPU module when asked for and this CPU has
+ * its ISA; a module for an ISA this CPU lacks (UNSUPPORTED) leaves the
+ * reference kernels in place, any other load failure fails the open. */
+static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_engine_options_t *opts)
+{
+    snprintf(e->kernels_desc, sizeof(e->kernels_desc), "reference");
+    const Ftplan__CpuModule *cm = e->bundle->plan->cpu_module;
+    if (opts->kernels != FT_KERNELS_AUTO && opts->kernels != FT_KERNELS_GENERATED &&
+        opts->kernels != FT_KERNELS_REFERENCE)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "unknown kernels choice %d", opts->kernels);
+    if (opts->kernels == FT_KERNELS_REFERENCE || !cm)
+        return FT_OK;
+    ft_status_t st = ft_cpu_module_load(cm->so.data, cm->so.len, &e->kmod);
+    if (st && ft_status_code(st) == FT_STATUS_UNSUPPORTED) {
+        ft_status_free(st);
+        return FT_OK;
+    }
+    if (st)
+        return ft_status_annotate(st, "%s: cpu_module", e->bundle->plan_file->path);
+    e->gen_min_tokens = opts->kernels == FT_KERNELS_AUTO ? 2 : 1;
+    snprintf(e->kernels_desc, sizeof(e->kernels_desc), "%s %s",
+             opts->kernels == FT_KERNELS_AUTO ? "generated (prefill)" : "generated",
+             ft_cpu_module_isa(e->kmod));
+    ft_engine_install_kernels(e);
+    return FT_OK;
 }
 
 /* The backend: cpu needs nothing more; sim models the profile's GPU with
@@ -114,7 +168,7 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     }
     ft_status_t st;
     if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
-        (st = ft_model_create(e->bundle, e->a, &e->model)) ||
+        (st = ft_model_create(e->bundle, e->a, &e->model)) || (st = ft_engine_kernels(e, opts)) ||
         (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
         (st = ft_threadpool_create(opts->n_threads, &e->pool)) || (st = ft_engine_rope(e)) ||
         (st = ft_engine_backend(e, opts)))
@@ -143,6 +197,7 @@ void ft_engine_close(ft_engine_t *e)
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);
     ft_model_destroy(e->model, a);
+    ft_cpu_module_free(e->kmod);
     ft_bundle_close(e->bundle);
     ft_allocator_t keep = e->alloc;
     ft_mem_free(e->a ? &keep : NULL, e);

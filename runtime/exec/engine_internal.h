@@ -3,6 +3,7 @@
 #define FT_EXEC_ENGINE_INTERNAL_H
 
 #include "freetoken.h"
+#include "../backends/cpu/cpu_module.h"
 #include "../base/threadpool.h"
 #include "../format/bundle.h"
 #include "../moe/offload.h"
@@ -24,6 +25,9 @@ struct ft_engine {
     ft_offload_t *offload; /* sim backend: expert cache, q* dispatch, streaming; else NULL */
     uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
     uint64_t routing_tokens;
+    ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
+    char kernels_desc[48];  /* info.kernels */
+    uint32_t gen_min_tokens; /* batches of at least this many tokens use the module's kernels */
 };
 
 /* Per-thread scratch for one MoE expert job. */
@@ -40,6 +44,7 @@ struct ft_session {
     const ft_model_t *m;
     uint32_t n_ctx, n_batch, n_past;
     int has_logits;
+    int use_generated; /* this chunk runs the generated kernels (engine policy) */
     void *block;      /* every buffer below lives in this one allocation */
     float *k_cache;   /* [n_layers][n_ctx][max_kv_dim] */
     float *v_cache;

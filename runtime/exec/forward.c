@@ -23,6 +23,7 @@ typedef struct ft_mm_run {
     uint32_t n_jobs;
     const void *xp;
     uint32_t n_tok;
+    int use_generated;
 } ft_mm_run_t;
 
 static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
@@ -32,7 +33,10 @@ static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
         const ft_mat_t *m = r->jobs[j].mat;
         uint64_t b, e;
         ft_split_range(m->rows, FT_MM_GRAIN, ti, nt, &b, &e);
-        if (b < e)
+        if (b < e && m->kernel && r->use_generated)
+            m->kernel(m->data, m->row_bytes, r->xp, r->n_tok, (uint32_t)b, (uint32_t)e,
+                      r->jobs[j].y, r->jobs[j].ldy);
+        else if (b < e)
             ft_cpu_matmul(m->dtype, m->data, m->row_bytes, r->xp, r->n_tok, m->cols, (uint32_t)b,
                           (uint32_t)e, r->jobs[j].y, r->jobs[j].ldy);
     }
@@ -45,7 +49,7 @@ static void ft_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const
 {
     uint32_t i = 0;
     while (i < n_mats) {
-        ft_mm_run_t r = {.xp = s->xp, .n_tok = n};
+        ft_mm_run_t r = {.xp = s->xp, .n_tok = n, .use_generated = s->use_generated};
         const ft_dtype_t dt = mats[i]->dtype;
         ft_cpu_act_prepare(dt, x, mats[i]->cols, n, mats[i]->cols, s->xp);
         while (i < n_mats && mats[i]->dtype == dt) {
@@ -171,6 +175,32 @@ typedef struct ft_moe_run {
     atomic_uint next; /* next entry of e_active to take */
 } ft_moe_run_t;
 
+/* y = W x over all rows of mat (weights at w): the generated kernel for
+ * its shape when the plan has one, else the reference kernel. */
+static void ft_mat_apply(const ft_mat_t *mat, int use_generated, const uint8_t *w, const void *xp,
+                         uint32_t n, float *y, size_t ldy)
+{
+    if (mat->kernel && use_generated)
+        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
+    else
+        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
+}
+
+/* The expert as three products and a SwiGLU, into es->dn; xp holds the
+ * inputs prepared for the gate's format, es->xrows the float rows. */
+static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t *es, const uint8_t *wg,
+                              const uint8_t *wu, const uint8_t *wd, uint32_t n_e, uint32_t d)
+{
+    const uint32_t ffn = L->expert_ffn;
+    ft_mat_apply(&L->gate, gen, wg, es->xp, n_e, es->g, ffn);
+    if (L->up.dtype != L->gate.dtype)
+        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
+    ft_mat_apply(&L->up, gen, wu, es->xp, n_e, es->u, ffn);
+    ft_op_swiglu(es->g, es->u, n_e * ffn);
+    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
+    ft_mat_apply(&L->down, gen, wd, es->ap, n_e, es->dn, d);
+}
+
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
 static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
                       const uint8_t *blob)
@@ -180,19 +210,16 @@ static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t 
     const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
     const uint8_t *wu = blob ? blob + L->off_up : ft_mat_expert(&L->up, e);
     const uint8_t *wd = blob ? blob + L->off_down : ft_mat_expert(&L->down, e);
-    const uint32_t d = s->m->d_model, ffn = L->expert_ffn, U = s->m->max_used;
+    const uint32_t d = s->m->d_model, U = s->m->max_used;
     const uint32_t n_e = s->e_count[e];
     const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
     ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_cpu_matmul(L->gate.dtype, wg, L->gate.row_bytes, es->xp, n_e, d, 0, ffn, es->g, ffn);
-    if (L->up.dtype != L->gate.dtype)
-        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_cpu_matmul(L->up.dtype, wu, L->up.row_bytes, es->xp, n_e, d, 0, ffn, es->u, ffn);
-    ft_op_swiglu(es->g, es->u, n_e * ffn);
-    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
-    ft_cpu_matmul(L->down.dtype, wd, L->down.row_bytes, es->ap, n_e, ffn, 0, d, es->dn, d);
+    if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
+        L->expert_kernel(wg, wu, wd, es->xp, n_e, es->g, es->u, es->ap, es->dn);
+    else
+        ft_expert_unfused(L, s->use_generated, es, wg, wu, wd, n_e, d);
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
 }
@@ -266,6 +293,7 @@ void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float 
 {
     const ft_model_t *m = s->m;
     const uint32_t d = m->d_model;
+    s->use_generated = s->engine->kmod && n >= s->engine->gen_min_tokens;
     for (uint32_t t = 0; t < n; t++)
         ft_cpu_dequantize_row(m->tok_embd.dtype, m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                               s->x + (size_t)t * d, d);

@@ -9,6 +9,7 @@
 #include "freetoken.h"
 #include "../format/bundle.h"
 #include "../format/dtype.h"
+#include "../../codegen/include/ft_kernel_abi.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,8 @@ typedef struct ft_mat {
     const uint8_t *data;    /* the matrix, or expert 0 of a stack */
     uint64_t expert_stride; /* bytes from one expert's matrix to the next; 0 if plain */
     uint32_t n_experts;     /* 1 for plain matrices */
+    ft_kabi_matmul_fn kernel; /* the plan's generated kernel for this shape, or NULL:
+                                 the reference kernel (set by the engine) */
 } ft_mat_t;
 
 static inline const uint8_t *ft_mat_expert(const ft_mat_t *m, uint32_t e)
@@ -48,6 +51,7 @@ typedef struct ft_layer {
     const uint8_t *blob0;
     uint64_t blob_stride;
     uint64_t off_gate, off_up, off_down;
+    ft_kabi_expert_fn expert_kernel; /* fused gate + up + SwiGLU + down, or NULL */
 } ft_layer_t;
 
 typedef struct ft_model {

@@ -278,5 +278,7 @@ ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name)
         st = ft_plan_check_partition(plan, name);
     if (!st)
         st = ft_plan_check_calibration(plan, name);
+    if (!st)
+        st = ft_plan_check_kernels(plan, name);
     return st;
 }

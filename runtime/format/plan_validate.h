@@ -31,6 +31,14 @@
  *    BUCKETS strictly ascending bucket bounds >= 1; qstar holds n_layers x
  *    n_buckets and hit_rate n_layers values, all in [0, 1]; predictions,
  *    decode_s (0 or 4 values) and copy_bytes_per_token finite and >= 0;
+ *  - cpu_module, when present: a known ISA name, abi_version equal to
+ *    FT_KABI_VERSION, an ELF shared object of 1..FT_PLAN_MAX_MODULE_BYTES
+ *    bytes, 0..FT_PLAN_MAX_CPU_KERNELS kernels with a known op, valid
+ *    formats (format_aux only for experts) and rows/cols in range;
+ *  - cuda_images: at most FT_PLAN_MAX_CUDA_IMAGES, archs "sm_NN[N]"
+ *    strictly ascending, ELF cubins of 1..FT_PLAN_MAX_MODULE_BYTES bytes;
+ *    cuda_ptx: at most one per image, archs "compute_NN[N]", non-empty
+ *    text of at most FT_PLAN_MAX_MODULE_BYTES bytes;
  *  - calibration, when present: n_experts is the largest expert count, at
  *    least one token, n_layers x n_experts counts, each at most n_tokens
  *    (0 past a layer's experts and on dense layers), each layer's sum at
@@ -66,6 +74,11 @@
 /* q* token-count buckets; equals FT_PLAN_MAX_BUCKETS (runtime/plan/planner.h)
  * so that a plan's table fits ft_plan_result_t. */
 #define FT_PLAN_MAX_QSTAR_BUCKETS 8u
+
+/* Kernel modules (plan_validate_kernels.c). */
+#define FT_PLAN_MAX_MODULE_BYTES (256u << 20)
+#define FT_PLAN_MAX_CPU_KERNELS 65536u
+#define FT_PLAN_MAX_CUDA_IMAGES 16u
 
 /* name is the plan's file name, used in messages. */
 ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name);

@@ -34,4 +34,7 @@ ft_status_t ft_plan_check_expert_blocks(const Ftplan__Plan *plan, const char *na
 ft_status_t ft_plan_check_partition(const Ftplan__Plan *plan, const char *name);
 ft_status_t ft_plan_check_calibration(const Ftplan__Plan *plan, const char *name);
 
+/* plan_validate_kernels.c: the CPU module and CUDA images. */
+ft_status_t ft_plan_check_kernels(const Ftplan__Plan *plan, const char *name);
+
 #endif

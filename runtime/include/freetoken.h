@@ -84,6 +84,18 @@ typedef enum ft_backend_kind {
     FT_BACKEND_CUDA = 2, /* an NVIDIA GPU through the CUDA driver */
 } ft_backend_kind_t;
 
+/* Which CPU kernels run the products (DESIGN.md section 9). */
+typedef enum ft_kernels_kind {
+    FT_KERNELS_AUTO = 0,      /* the plan's generated kernels where they are the faster
+                                 ones: today batches of two or more tokens (prefill); a
+                                 single decode token runs the reference kernels, which
+                                 still stream weights faster than the generated ones */
+    FT_KERNELS_REFERENCE = 1, /* always the portable reference kernels (the numerics oracle) */
+    FT_KERNELS_GENERATED = 2, /* the plan's CPU module for every product it has (products it
+                                 lacks, and bundles without one or for an ISA this CPU does
+                                 not run, fall back to the reference kernels) */
+} ft_kernels_kind_t;
+
 typedef struct ft_engine_options {
     uint32_t n_threads;              /* 0: one per online CPU */
     const ft_allocator_t *allocator; /* NULL: libc */
@@ -93,6 +105,7 @@ typedef struct ft_engine_options {
     uint64_t vram_bytes;             /* sim/cuda: VRAM budget; 0: the compile's budget, else
                                         the profile's free VRAM */
     uint32_t plan_ctx;               /* tokens of KV the VRAM plan reserves; 0: 4096 */
+    int kernels;                     /* ft_kernels_kind_t; 0: FT_KERNELS_AUTO */
 } ft_engine_options_t;
 
 void ft_engine_options_init(ft_engine_options_t *opts);
@@ -113,6 +126,9 @@ typedef struct ft_model_info {
     uint64_t weight_bytes;           /* all weights in the bundle */
     uint64_t weight_bytes_per_token; /* weights one decoded token reads */
     uint32_t n_threads;
+    const char *kernels; /* what runs the products: "generated avx512" (or avx2,
+                            portable) when the plan's CPU module was loaded, else
+                            "reference" */
 } ft_model_info_t;
 
 /* Valid while the engine is open. */

@@ -25,7 +25,7 @@ j() { jq -r "$1" "$2"; }
 # everything runs on the CPU.
 for vram in 3M 8M 1M; do
   b=$tmp/b$vram
-  "$ftc" compile "$tmp/m.gguf" -o "$b" --quiet --hw "$hw" --vram $vram --ctx 128
+  "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$b" --quiet --hw "$hw" --vram $vram --ctx 128
   "$ftc" inspect "$b" --json > "$b.json"
   f=$b.json
   [ "$(j .has_partition "$f")" = true ] || fail "$vram: no partition"
@@ -56,12 +56,12 @@ experts() { jq '.vram_regions.slots + .vram_regions.pinned' "$1"; }
 for i in $(seq 1 60); do
   echo "the cat sat on the mat and the dog ran to the park; hello world $((i % 7))"
 done > "$tmp/calib.txt"
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/c1" --quiet --hw "$hw" --vram 3M --ctx 128 --calibrate "$tmp/calib.txt"
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/c2" --quiet --hw "$hw" --vram 3M --ctx 128 --calibrate "$tmp/calib.txt"
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/c1" --quiet --hw "$hw" --vram 3M --ctx 128 --calibrate "$tmp/calib.txt"
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/c2" --quiet --hw "$hw" --vram 3M --ctx 128 --calibrate "$tmp/calib.txt"
 cmp "$tmp/c1/plan.ftp" "$tmp/c2/plan.ftp" || fail "calibrated plan not deterministic"
 cmp "$tmp/c1/weights.ftw" "$tmp/c2/weights.ftw" || fail "calibrated weights not deterministic"
 cmp "$tmp/c1/weights.ftw" "$tmp/b3M/weights.ftw" || fail "calibration changed the weights"
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/b3M.again" --quiet --hw "$hw" --vram 3M --ctx 128
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/b3M.again" --quiet --hw "$hw" --vram 3M --ctx 128
 cmp "$tmp/b3M/plan.ftp" "$tmp/b3M.again/plan.ftp" || fail "plan not deterministic"
 "$ftc" inspect "$tmp/c1" --json > "$tmp/c1.json"
 ntok=$(j .calibration_tokens "$tmp/c1.json")
@@ -71,7 +71,7 @@ ntok=$(j .calibration_tokens "$tmp/c1.json")
 "$ftc" verify "$tmp/c1" > /dev/null || fail "calibrated bundle does not verify"
 
 # Calibration alone (no --hw) stores the counts and no partition.
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/c3" --quiet --calibrate "$tmp/calib.txt"
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/c3" --quiet --calibrate "$tmp/calib.txt"
 "$ftc" inspect "$tmp/c3" --json > "$tmp/c3.json"
 [ "$(j .has_partition "$tmp/c3.json")" = false ] || fail "partition without --hw"
 [ "$(j .calibration_tokens "$tmp/c3.json")" = "$ntok" ] || fail "calibration without --hw"
@@ -79,14 +79,14 @@ ntok=$(j .calibration_tokens "$tmp/c1.json")
 # Refusals: RAM too small (shortfall named, nothing written), budgets
 # without --hw, a missing calibration file.
 rc=0
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/small" --quiet --hw "$hw" --ram 64K 2> "$tmp/small.err" || rc=$?
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/small" --quiet --hw "$hw" --ram 64K 2> "$tmp/small.err" || rc=$?
 [ $rc -ne 0 ] || fail "--ram 64K accepted"
 grep -q "short by" "$tmp/small.err" || fail "no shortfall: $(cat "$tmp/small.err")"
 grep -q "budget 65536 bytes" "$tmp/small.err" || fail "no byte figures: $(cat "$tmp/small.err")"
 [ ! -e "$tmp/small" ] || fail "a refused compile wrote $tmp/small"
-rc=0; "$ftc" compile "$tmp/m.gguf" -o "$tmp/x" --vram 3M 2> /dev/null || rc=$?
+rc=0; "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/x" --vram 3M 2> /dev/null || rc=$?
 [ $rc = 2 ] || fail "--vram without --hw: exit $rc"
-rc=0; "$ftc" compile "$tmp/m.gguf" -o "$tmp/x" --calibrate "$tmp/none.txt" 2> "$tmp/x.err" || rc=$?
+rc=0; "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/x" --calibrate "$tmp/none.txt" 2> "$tmp/x.err" || rc=$?
 [ $rc = 1 ] && grep -q none.txt "$tmp/x.err" || fail "missing calibration file: exit $rc"
 
 # Human table and SVG.

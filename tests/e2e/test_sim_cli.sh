@@ -17,7 +17,7 @@ rm -rf "$tmp"; mkdir -p "$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$ftgen" --quiet --seed 5 --size tiny --format q8_0 --gguf "$tmp/m.gguf"
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/b" --quiet
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/b" --quiet
 
 "$ft" run "$tmp/b" -p "In the beginning" -n 20 --json > "$tmp/cpu.json"
 for vram in 2200K 2250K 64M; do
@@ -41,7 +41,7 @@ done
 
 # A bundle compiled for a machine (ftc compile --hw --vram) runs on the sim
 # backend with that machine and budget by default.
-"$ftc" compile "$tmp/m.gguf" -o "$tmp/bhw" --quiet --hw "$hw" --vram 2250K --ctx 64
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/bhw" --quiet --hw "$hw" --vram 2250K --ctx 64
 "$ft" run "$tmp/bhw" -p "In the beginning" -n 20 --json --backend sim --ctx 64 > "$tmp/bhw.json"
 [ "$(jq -c .tokens "$tmp/cpu.json")" = "$(jq -c .tokens "$tmp/bhw.json")" ] || fail "sim on the compiled-in profile changed the tokens"
 "$ft" bench "$tmp/bhw" --backend sim --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw_bench.json"

@@ -7,8 +7,15 @@
 ft_status_t ft_ref_runtime_logits(const char *bundle, uint32_t n_ctx, uint32_t n_batch,
                                   uint32_t step, const int32_t *tokens, uint32_t n, float *out)
 {
+    return ft_ref_runtime_logits_k(bundle, FT_KERNELS_AUTO, n_ctx, n_batch, step, tokens, n, out);
+}
+
+ft_status_t ft_ref_runtime_logits_k(const char *bundle, int kernels, uint32_t n_ctx, uint32_t n_batch,
+                                    uint32_t step, const int32_t *tokens, uint32_t n, float *out)
+{
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
+    eo.kernels = kernels;
     ft_engine_t *e = NULL;
     ft_session_t *s = NULL;
     ft_status_t st = ft_engine_open(bundle, &eo, &e);

@@ -13,6 +13,9 @@
  * position's logits to out (n x vocab_size floats). */
 ft_status_t ft_ref_runtime_logits(const char *bundle, uint32_t n_ctx, uint32_t n_batch,
                                   uint32_t step, const int32_t *tokens, uint32_t n, float *out);
+/* The same with a choice of CPU kernels (ft_kernels_kind_t). */
+ft_status_t ft_ref_runtime_logits_k(const char *bundle, int kernels, uint32_t n_ctx, uint32_t n_batch,
+                                    uint32_t step, const int32_t *tokens, uint32_t n, float *out);
 
 /* Runtime rows a (float) against reference rows r (double), n_pos rows of
  * n_vocab: the largest per-position error ft_ref_rel_err and where it
