@@ -87,9 +87,11 @@ typedef enum ft_backend_kind {
 /* Which CPU kernels run the products (DESIGN.md section 9). */
 typedef enum ft_kernels_kind {
     FT_KERNELS_AUTO = 0,      /* the plan's generated kernels where they are the faster
-                                 ones: today batches of two or more tokens (prefill); a
-                                 single decode token runs the reference kernels, which
-                                 still stream weights faster than the generated ones */
+                                 ones: every batch for an avx512 module (its decode path
+                                 streams weights at least as fast as the reference);
+                                 for avx2 and portable modules only batches of two or
+                                 more tokens (prefill), a single decode token running
+                                 the reference kernels */
     FT_KERNELS_REFERENCE = 1, /* always the portable reference kernels (the numerics oracle) */
     FT_KERNELS_GENERATED = 2, /* the plan's CPU module for every product it has (products it
                                  lacks, and bundles without one or for an ISA this CPU does

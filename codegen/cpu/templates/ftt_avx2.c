@@ -92,5 +92,26 @@ FTT_INLINE void ftt_tile_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, const
             y[t * ldy + r] = ftt_hsum8(acc[r][t]) - accm[r][t];
 }
 
+/* Decode (one token) takes the tiles of four rows, as prefill does. */
+FTT_INLINE void ftt_decode_q8_0(uint32_t cols, const uint8_t *w, size_t wrb, uint32_t r0,
+                                uint32_t r1, const uint8_t *x, float *y)
+{
+    uint32_t r = r0;
+    for (; r + 4 <= r1; r += 4)
+        ftt_tile_q8_0(cols, w + (size_t)r * wrb, wrb, 4, x, 0, 1, y + r, 0);
+    for (; r < r1; r++)
+        ftt_tile_q8_0(cols, w + (size_t)r * wrb, wrb, 1, x, 0, 1, y + r, 0);
+}
+
+FTT_INLINE void ftt_decode_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, uint32_t r0,
+                                uint32_t r1, const uint8_t *x, float *y)
+{
+    uint32_t r = r0;
+    for (; r + 4 <= r1; r += 4)
+        ftt_tile_q4_k(cols, w + (size_t)r * wrb, wrb, 4, x, 0, 1, y + r, 0);
+    for (; r < r1; r++)
+        ftt_tile_q4_k(cols, w + (size_t)r * wrb, wrb, 1, x, 0, 1, y + r, 0);
+}
+
 FTT_DEFINE_TILED_MATMUL(q8_0, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
 FTT_DEFINE_TILED_MATMUL(q4_k, (size_t)(cols / FTT_QK_K) * FTT_Q8_K_BYTES)

@@ -15,8 +15,10 @@
 /* Two fp16 scales (at a and b) -> lanes 0..7 = a, lanes 8..15 = b. */
 FTT_INLINE __m512 ftt_scale2(const uint8_t *a, const uint8_t *b)
 {
-    const int h = (int)((uint32_t)(a[0] | (a[1] << 8)) | ((uint32_t)(b[0] | (b[1] << 8)) << 16));
-    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+    uint16_t ha, hb;
+    memcpy(&ha, a, 2);
+    memcpy(&hb, b, 2);
+    const __m128 f = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(ha), hb, 1));
     const __m512i idx = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(1), 1);
     return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f));
 }
@@ -128,6 +130,126 @@ FTT_INLINE void ftt_tile_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, const
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++)
             y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]) - accm[r][t];
+}
+
+/* Decode (one token): one row at a time, as the reference kernels do
+ * (the same arithmetic over two or four interleaved rows streamed weights
+ * about 30% slower in codegen_bench on a 2-core Zen 5), no tile
+ * bookkeeping, and a software prefetch FTT_PF_BYTES ahead in the row
+ * (2 KiB measured best of 0.5-2 KiB in ft bench on the bench fixture).
+ * The per-row arithmetic is the tile's, in the same order: the results are
+ * bit-identical to the tiled path. */
+enum { FTT_PF_BYTES = 2048 };
+
+/* The activation side of one block pair, prepared once per call: the
+ * quants, the bias correction and the two scales as the tile forms them. */
+typedef struct ftt_xpair {
+    __m512i q, c;
+    __m512 s;
+} ftt_xpair_t;
+enum { FTT_DEC_PAIRS = 64 }; /* prepared pairs on the stack: up to 4096 cols, 12 KiB */
+
+FTT_INLINE ftt_xpair_t ftt_q8_0_xpair(const uint8_t *xb)
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    ftt_xpair_t p;
+    p.q = ftt_load2x32(xb + 2, xb + 2 + FTT_Q8_0_BYTES);
+    p.c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, p.q));
+    p.s = ftt_scale2(xb, xb + FTT_Q8_0_BYTES);
+    return p;
+}
+
+/* acc + one row's block pair at wb against the activation pair xp. */
+FTT_INLINE __m512 ftt_q8_0_wpair(const uint8_t *wb, const ftt_xpair_t *xp, __m512 acc)
+{
+    _mm_prefetch((const char *)(wb + FTT_PF_BYTES), _MM_HINT_T0);
+    const __m512i wq = _mm512_xor_si512(ftt_load2x32(wb + 2, wb + 2 + FTT_Q8_0_BYTES),
+                                        _mm512_set1_epi8((char)0x80));
+    const __m512 s = _mm512_mul_ps(ftt_scale2(wb, wb + FTT_Q8_0_BYTES), xp->s);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(xp->c, wq, xp->q)), s, acc);
+}
+
+FTT_INLINE void ftt_decode_q8_0(uint32_t cols, const uint8_t *w, size_t wrb, uint32_t r0,
+                                uint32_t r1, const uint8_t *x, float *y)
+{
+    const uint32_t nb = cols / FTT_QK8_0, np = nb / 2;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    ftt_xpair_t xpre[FTT_DEC_PAIRS];
+    if (np <= FTT_DEC_PAIRS) /* a constant: cols is the kernel's */
+        for (uint32_t i = 0; i < np; i++)
+            xpre[i] = ftt_q8_0_xpair(x + (size_t)i * 2 * FTT_Q8_0_BYTES);
+    for (uint32_t r = r0; r < r1; r++) {
+        const uint8_t *wr = w + (size_t)r * wrb;
+        __m512 acc = _mm512_setzero_ps();
+        for (uint32_t i = 0; i < np; i++) {
+            const size_t o = (size_t)i * 2 * FTT_Q8_0_BYTES;
+            if (np <= FTT_DEC_PAIRS) {
+                acc = ftt_q8_0_wpair(wr + o, &xpre[i], acc);
+            } else {
+                const ftt_xpair_t xp = ftt_q8_0_xpair(x + o);
+                acc = ftt_q8_0_wpair(wr + o, &xp, acc);
+            }
+        }
+        if (nb & 1) {
+            /* odd block count: the last block alone, as the tile does */
+            const size_t o = (size_t)(nb - 1) * FTT_Q8_0_BYTES;
+            const uint8_t *wb = wr + o, *xb = x + o;
+            const __m512i xq = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(xb + 2)));
+            const __m512i xc = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xq));
+            const __m512i wq = _mm512_xor_si512(
+                _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 2))), bias);
+            const __m512 s = _mm512_mul_ps(_mm512_zextps256_ps512(_mm256_set1_ps(ftt_f16(wb))),
+                                           _mm512_zextps256_ps512(_mm256_set1_ps(ftt_f16(xb))));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(xc, wq, xq)), s, acc);
+        }
+        y[r] = _mm512_reduce_add_ps(acc);
+    }
+}
+
+/* Q4_K decode: one row at a time with the same prefetch (two lines: a
+ * super-block is 144 bytes); the sub-block scales are widened once per
+ * super-block and spread per 64 elements with one permute. */
+FTT_INLINE void ftt_decode_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, uint32_t r0,
+                                uint32_t r1, const uint8_t *x, float *y)
+{
+    const uint32_t nb = cols / FTT_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (uint32_t r = r0; r < r1; r++) {
+        const uint8_t *wr = w + (size_t)r * wrb;
+        __m512 acc = _mm512_setzero_ps();
+        float accm = 0.0f;
+        for (uint32_t b = 0; b < nb; b++) {
+            const uint8_t *wb = wr + (size_t)b * FTT_Q4_K_BYTES, *xb = x + (size_t)b * FTT_Q8_K_BYTES;
+            _mm_prefetch((const char *)(wb + FTT_PF_BYTES), _MM_HINT_T0);
+            _mm_prefetch((const char *)(wb + FTT_PF_BYTES + 64), _MM_HINT_T0);
+            uint8_t sm[16];
+            ftt_q4_k_scales(wb + 4, sm);
+            const float d = ftt_f16(wb), dmin = ftt_f16(wb + 2), xd = ftt_f32(xb);
+            const __m512i s16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)sm)));
+            __m512i sumi = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * j));
+                const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
+                                                      _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
+                /* lanes 0..15: scale 2j, lanes 16..31: scale 2j + 1 */
+                const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(2 * j))),
+                                                       _mm256_set1_epi16((short)(2 * j + 1)), 1);
+                const __m512i sc = _mm512_permutexvar_epi16(idx, s16);
+                const __m512i a = _mm512_loadu_si512((const void *)(xb + 4 + 64 * j));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(sc, _mm512_maddubs_epi16(wq, a)));
+            }
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xd), acc);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + 4 + FTT_QK_K));
+            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+            __m128i pm = _mm_madd_epi16(mins, _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                                             _mm256_extracti128_si256(bs, 1)));
+            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
+            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
+            accm += dmin * xd * (float)_mm_cvtsi128_si32(pm);
+        }
+        y[r] = _mm512_reduce_add_ps(acc) - accm;
+    }
 }
 
 FTT_DEFINE_TILED_MATMUL(q8_0, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)

@@ -7,7 +7,8 @@
  *
  * Prefill additionally keeps a block of weight rows (FTT_W_BLOCK bytes) in
  * L2 while every token tile passes over it, so each weight byte comes from
- * DRAM once per op. */
+ * DRAM once per op. A single token (decode) takes the template's
+ * ftt_decode_F instead, which needs no tiles. */
 enum { FTT_W_BLOCK = 96 * 1024 };
 
 #define FTT_DEFINE_TILED_MATMUL(F, XRB)                                                         \
@@ -17,11 +18,13 @@ enum { FTT_W_BLOCK = 96 * 1024 };
     {                                                                                          \
         const uint8_t *wb = w, *xb = xp;                                                       \
         const size_t xrb = (XRB);                                                              \
+        if (n_tok == 1) {                                                                      \
+            ftt_decode_##F(cols, wb, wrb, r0, r1, xb, y);                                      \
+            return;                                                                            \
+        }                                                                                      \
         uint32_t rpb = wrb >= FTT_W_BLOCK ? 4 : (uint32_t)(FTT_W_BLOCK / wrb) & ~3u;           \
         if (rpb < 4)                                                                           \
             rpb = 4;                                                                           \
-        if (n_tok == 1)                                                                        \
-            rpb = r1 - r0;                                                                     \
         for (uint32_t rb = r0; rb < r1; rb += rpb) {                                           \
             const uint32_t re = r1 - rb < rpb ? r1 : rb + rpb;                                 \
             uint32_t t = 0;                                                                    \
