@@ -1,6 +1,6 @@
-/* A quick measure of this machine's DRAM read bandwidth, used by `ft bench`
- * to report achieved bandwidth as a fraction of a ceiling measured in the
- * same run (the profiler, `ftc profile`, will measure it more thoroughly). */
+/* This machine's DRAM read bandwidth: the one reader behind `ftc profile`'s
+ * DRAM figures and the ceiling `ft bench` reports fractions of, so the two
+ * commands measure the same thing. */
 #ifndef FT_BASE_MEMBW_H
 #define FT_BASE_MEMBW_H
 
@@ -14,9 +14,16 @@ typedef struct ft_membw_result {
     uint64_t buffer_bytes;
 } ft_membw_result_t;
 
-/* Reads a buffer of buffer_bytes (much larger than the caches) with every
- * thread of the pool, n_runs times after one warm-up pass. */
+#define FT_MEMBW_MAX_RUNS 64u
+
+/* Reads a buffer of buffer_bytes (much larger than the caches; rounded down
+ * to 4 KiB) with every thread of the pool, n_runs times (at most
+ * FT_MEMBW_MAX_RUNS) after one warm-up pass. Each thread first writes the
+ * pages it will read (distinct values, so no page can be merged), then
+ * reads 128 bytes per step through four independent vector accumulators,
+ * so one thread is limited by memory rather than by issue. out_samples,
+ * when not NULL, receives the n_runs rates in run order. */
 ft_status_t ft_membw_measure(ft_threadpool_t *pool, uint64_t buffer_bytes, uint32_t n_runs,
-                             ft_membw_result_t *out);
+                             double *out_samples, ft_membw_result_t *out);
 
 #endif

@@ -237,7 +237,7 @@ int ft_cli_bench(int argc, char **argv)
     if (!st)
         st = ft_threadpool_create(ft_engine_info(e)->n_threads, &pool);
     if (!st)
-        st = ft_membw_measure(pool, 512ull << 20, 5, &bw);
+        st = ft_membw_measure(pool, 512ull << 20, 5, NULL, &bw);
     if (!st)
         st = ft_bench_run(e, &o, pre, dec, &sim);
     if (!st && eo.backend == FT_BACKEND_SIM) {

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     }
     ft_threadpool_t *pool = NULL;
     ft_membw_result_t bw;
-    if (ft_threadpool_create(threads, &pool) || ft_membw_measure(pool, 512ull << 20, 5, &bw)) {
+    if (ft_threadpool_create(threads, &pool) || ft_membw_measure(pool, 512ull << 20, 5, NULL, &bw)) {
         fprintf(stderr, "codegen_bench: setup failed\n");
         return 1;
     }
