@@ -38,22 +38,6 @@ static int setup(void **state)
     return 0;
 }
 
-static uint8_t *slurp(const char *path, size_t *out_n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n > 0);
-    rewind(f);
-    uint8_t *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *out_n = (size_t)n;
-    return buf;
-}
-
 /* Copies the good bundle to <tmp>/<name> with `file` (plan.ftp or
  * weights.ftw) replaced by its first `keep` bytes (all when keep is 0)
  * with byte `at` XORed with `flip` (when flip is not 0). */
@@ -68,7 +52,7 @@ static const char *damaged_copy(const char *name, const char *file, size_t keep,
         snprintf(src, sizeof(src), "%s/%s", g_bundle, files[i]);
         snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
         size_t n;
-        uint8_t *buf = slurp(src, &n);
+        uint8_t *buf = ft_test_read_file(src, &n);
         if (strcmp(files[i], file) == 0) {
             if (keep) n = keep < n ? keep : n;
             assert_true(at < n);
@@ -106,7 +90,7 @@ static void test_bad_bundles_refused(void **state)
     size_t n;
     char path[4200];
     snprintf(path, sizeof(path), "%s/weights.ftw", g_bundle);
-    free(slurp(path, &n));
+    free(ft_test_read_file(path, &n));
     expect_refused(damaged_copy("bundle_truncated", "weights.ftw", n - FT_FTW_ALIGN, 0, 0),
                    "weights.ftw", "");
     /* A plan whose container version (byte 8, u32 LE) is newer than ours. */

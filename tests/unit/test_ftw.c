@@ -26,21 +26,6 @@ static const char *tmp_path(const char *name)
     return g_path;
 }
 
-static uint8_t *read_all(const char *path, size_t *out_n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *out_n = (size_t)n;
-    return buf;
-}
-
 static void expect_error(ft_status_t st, ft_status_code_t code, const char *needle1,
                          const char *needle2)
 {
@@ -93,7 +78,7 @@ static void test_round_trip(void **state)
     assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
 
     size_t n = 0;
-    uint8_t *bytes = read_all(path, &n);
+    uint8_t *bytes = ft_test_read_file(path, &n);
     assert_int_equal(n, 16384);
     assert_memory_equal(bytes, "FTWEIGHT", 8);
     assert_int_equal(bytes[8], 1);    /* version, little-endian */
@@ -151,9 +136,9 @@ static void test_empty_and_deterministic(void **state)
     uint8_t h1[16], h2[16];
     size_t n1, n2;
     write_sample(tmp_path("det1.ftw"), &size, h1);
-    uint8_t *b1 = read_all(g_path, &n1);
+    uint8_t *b1 = ft_test_read_file(g_path, &n1);
     write_sample(tmp_path("det2.ftw"), &size, h2);
-    uint8_t *b2 = read_all(g_path, &n2);
+    uint8_t *b2 = ft_test_read_file(g_path, &n2);
     assert_int_equal(n1, n2);
     assert_memory_equal(b1, b2, n1);
     assert_memory_equal(h1, h2, 16);
@@ -192,7 +177,7 @@ static void expect_open_error(void (*edit)(uint8_t *, size_t *), ft_status_code_
     uint8_t hash[16];
     write_sample(tmp_path("src.ftw"), &size, hash);
     size_t n = 0;
-    uint8_t *bytes = read_all(g_path, &n);
+    uint8_t *bytes = ft_test_read_file(g_path, &n);
     edit(bytes, &n);
     const char *path = tmp_path("bad.ftw");
     assert_int_equal(ft_test_write_file(path, bytes, n), 0);
@@ -228,7 +213,7 @@ static void test_truncated(void **state)
     uint8_t hash[16];
     write_sample(tmp_path("full.ftw"), &size, hash);
     size_t n = 0;
-    uint8_t *bytes = read_all(g_path, &n);
+    uint8_t *bytes = ft_test_read_file(g_path, &n);
     const size_t cuts[] = {0, 5, 8, 40, 4095, 4096, 4097, 8192, 12000, 16383};
     for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
         const char *path = tmp_path("cut.ftw");
@@ -258,7 +243,7 @@ static void test_modified_byte_and_wrong_hash(void **state)
     const char *path = tmp_path("mod.ftw");
     write_sample(path, &size, hash);
     size_t n = 0;
-    uint8_t *bytes = read_all(path, &n);
+    uint8_t *bytes = ft_test_read_file(path, &n);
     bytes[9000] ^= 1;
     assert_int_equal(ft_test_write_file(path, bytes, n), 0);
     ft_ftw_t *f = NULL;

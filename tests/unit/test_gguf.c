@@ -28,21 +28,6 @@ static void ok(ft_status_t st)
     if (st) fail_msg("unexpected error: %s", ft_status_message(st));
 }
 
-static uint8_t *slurp(const char *path, uint64_t *out_size)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n + 1);
-    assert_non_null(p);
-    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *out_size = (uint64_t)n;
-    return p;
-}
-
 static void put_le(uint8_t *p, uint64_t v, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
@@ -420,8 +405,8 @@ static void test_writer_round_trip(void **state)
         o.alignment = aligns[a];
         snprintf(path, sizeof(path), "%s/rt%d.gguf", ft_test_tmpdir("gguf"), a);
         fx_write_model(path, &o);
-        uint64_t size;
-        uint8_t *data = slurp(path, &size);
+        size_t size;
+        uint8_t *data = ft_test_read_file(path, &size);
         ft_gguf_t *g;
         ok(ft_gguf_parse(data, size, path, &g));
         uint32_t want_align = aligns[a] ? aligns[a] : 32;
@@ -461,8 +446,8 @@ static void test_import_qwen3moe(void **state)
     assert_int_equal(src->kind, FT_SRC_GGUF);
     assert_int_equal(src->n_files, 1);
     assert_string_equal(src->files[0].path, path);
-    uint64_t size;
-    uint8_t *data = slurp(path, &size);
+    size_t size;
+    uint8_t *data = ft_test_read_file(path, &size);
     assert_int_equal(src->files[0].size, size);
 
     const ft_meta_t *m = &src->meta;
@@ -555,7 +540,7 @@ static void test_import_defaults(void **state)
 typedef struct hostile {
     uint8_t *base; /* the valid fixture */
     uint8_t *p;    /* the copy each case patches */
-    uint64_t size;
+    size_t size;
     ft_gguf_t *g; /* the fixture parsed, for field offsets */
     char want[256];
 } hostile_t;
@@ -768,7 +753,7 @@ static void test_hostile_patches(void **state)
     snprintf(path, sizeof(path), "%s/base.gguf", ft_test_tmpdir("gguf"));
     fx_write_model(path, &fx_default);
     hostile_t h = {0};
-    h.base = slurp(path, &h.size);
+    h.base = ft_test_read_file(path, &h.size);
     h.p = malloc(h.size);
     ok(ft_gguf_parse(h.base, h.size, HOSTILE, &h.g));
     h_reset(&h);

@@ -22,26 +22,10 @@
 
 /* ---- reading files back ---------------------------------------------- */
 
-static uint8_t *slurp(const char *path, size_t *out_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = 0;
-    *out_len = (size_t)n;
-    return buf;
-}
-
 static int files_equal(const char *a, const char *b)
 {
     size_t na, nb;
-    uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
+    uint8_t *pa = ft_test_read_file(a, &na), *pb = ft_test_read_file(b, &nb);
     int eq = na == nb && memcmp(pa, pb, na) == 0;
     free(pa);
     free(pb);
@@ -105,7 +89,7 @@ static void gg_skip_value(gg_file_t *g, uint32_t type)
 static void gg_open(gg_file_t *g, const char *path)
 {
     memset(g, 0, sizeof(*g));
-    g->buf = slurp(path, &g->len);
+    g->buf = ft_test_read_file(path, &g->len);
     assert_memory_equal(g->buf, "GGUF", 4);
     g->pos = 4;
     assert_int_equal(gg_u32(g), 3);
@@ -201,7 +185,7 @@ static void st_open(st_file_t *s, const char *path)
 {
     uint64_t hl;
     json_error_t err;
-    s->buf = slurp(path, &s->len);
+    s->buf = ft_test_read_file(path, &s->len);
     memcpy(&hl, s->buf, 8);
     assert_true(hl <= s->len - 8);
     s->header = json_loadb((const char *)s->buf + 8, hl, 0, &err);

@@ -35,21 +35,6 @@ static void expect_error(ft_status_t st, ft_status_code_t code, const char *need
     ft_status_free(st);
 }
 
-static uint8_t *read_all(const char *path, size_t *out_n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *out_n = (size_t)n;
-    return buf;
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -155,7 +140,7 @@ static void test_identical_bytes(void **state)
     ft_plan_fixture_init(&fx2, 1);
     assert_null(ft_plan_write(&fx2.plan, b));
     size_t na, nb, ne;
-    uint8_t *da = read_all(a, &na), *db = read_all(b, &nb), *de = encode(&fx, &ne);
+    uint8_t *da = ft_test_read_file(a, &na), *db = ft_test_read_file(b, &nb), *de = encode(&fx, &ne);
     assert_int_equal(na, nb);
     assert_memory_equal(da, db, na);
     assert_int_equal(na, ne);
