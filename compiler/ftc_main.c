@@ -33,7 +33,8 @@ static const char ftc_usage[] =
     "commands:\n"
     "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]\n"
     "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
-    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--json] [--quiet]\n"
+    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4|nvfp4|fp8]\n"
+    "          [--json] [--quiet]\n"
     "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
     "  verify BUNDLE\n"
     "        re-hash the bundle's weights and check them against its plan\n"
@@ -191,9 +192,11 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
             if (opts->format != FT_DTYPE_F32 && opts->format != FT_DTYPE_F16 &&
                 opts->format != FT_DTYPE_BF16 && opts->format != FT_DTYPE_Q8_0 &&
                 opts->format != FT_DTYPE_Q4_0 && opts->format != FT_DTYPE_Q4_K &&
-                opts->format != FT_DTYPE_Q6_K)
-                return ftc_compile_bad(
-                    "--format: expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k, not", optarg);
+                opts->format != FT_DTYPE_Q6_K && opts->format != FT_DTYPE_MXFP4 &&
+                opts->format != FT_DTYPE_NVFP4 && opts->format != FT_DTYPE_FP8)
+                return ftc_compile_bad("--format: expected f32, f16, bf16, q8_0, q4_0, q4_k, "
+                                       "q6_k, mxfp4, nvfp4 or fp8, not",
+                                       optarg);
             break;
         case 'j': *json = 1; break;
         case 'q': *quiet = 1; break;

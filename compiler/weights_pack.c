@@ -25,7 +25,15 @@ typedef struct ft_pack_ctx {
 static int ft_is_convertible(ft_dtype_t d)
 {
     return d == FT_DTYPE_F32 || d == FT_DTYPE_F16 || d == FT_DTYPE_BF16 || d == FT_DTYPE_Q8_0 ||
-           d == FT_DTYPE_Q4_0 || d == FT_DTYPE_Q4_K || d == FT_DTYPE_Q6_K;
+           d == FT_DTYPE_Q4_0 || d == FT_DTYPE_Q4_K || d == FT_DTYPE_Q6_K || d == FT_DTYPE_MXFP4 ||
+           d == FT_DTYPE_NVFP4 || d == FT_DTYPE_FP8;
+}
+
+/* Plain FP8 checkpoint tensors are converted from, never to: the kernels
+ * compute FP8 blocks, not plain E4M3/E5M2 rows. */
+static int ft_is_convertible_src(ft_dtype_t d)
+{
+    return ft_is_convertible(d) || d == FT_DTYPE_F8_E4M3 || d == FT_DTYPE_F8_E5M2;
 }
 
 ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts)
@@ -39,6 +47,12 @@ ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_option
         return FT_DTYPE_F32;
     if (opts->format != FT_DTYPE_INVALID)
         return opts->format;
+    /* The kernels have no plain FP8 rows: an F8_E4M3 matrix becomes FP8
+     * blocks with scale 1 (same bytes), or bf16 when its rows are not whole
+     * blocks; F8_E5M2 is the high byte of an fp16. Both exact. */
+    if (t->dtype == FT_DTYPE_F8_E4M3)
+        return t->shape[t->n_dims - 1] % FT_FP8_BLOCK_ELEMS == 0 ? FT_DTYPE_FP8 : FT_DTYPE_BF16;
+    if (t->dtype == FT_DTYPE_F8_E5M2) return FT_DTYPE_F16;
     return t->dtype;
 }
 
@@ -60,11 +74,11 @@ static uint64_t ft_rows_bytes(const ft_ir_tensor_t *t, ft_dtype_t d, uint64_t ro
 static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t, ft_dtype_t dst)
 {
     uint64_t rb;
-    if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible(t->dtype)))
+    if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible_src(t->dtype)))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: tensor '%s': cannot convert %s to %s (conversions exist between "
-                              "f32, f16, bf16, q8_0, q4_0, q4_k and q6_k; other formats are "
-                              "copied as they are)",
+                              "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4, nvfp4 and fp8, and "
+                              "from f8_e4m3 and f8_e5m2; other formats are copied as they are)",
                               m->source_name, t->name, ft_dtype_name(t->dtype), ft_dtype_name(dst));
     if (!ft_dtype_row_bytes(dst, ft_row_elems(t), &rb))
         return ft_status_make(FT_STATUS_UNSUPPORTED,

@@ -91,6 +91,12 @@ static const char *ft_cg_cuda_fmt(ft_dtype_t t)
         return "q4_k";
     case FT_DTYPE_Q6_K:
         return "q6_k";
+    case FT_DTYPE_MXFP4:
+        return "mxfp4";
+    case FT_DTYPE_NVFP4:
+        return "nvfp4";
+    case FT_DTYPE_FP8:
+        return "fp8";
     default:
         return NULL;
     }

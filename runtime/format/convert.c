@@ -5,6 +5,7 @@
  * dispatch (Q4_0 lives in quant_q4_0.c, the K-quants in quant_k.c) and
  * ft_convert_row. */
 #include "convert.h"
+#include "minifloat.h"
 
 #include <math.h>
 #include <string.h>
@@ -134,17 +135,26 @@ int ft_quant_supported(ft_dtype_t t)
     case FT_DTYPE_Q4_K:
     case FT_DTYPE_Q6_K:
     case FT_DTYPE_Q8_K:
+    case FT_DTYPE_MXFP4:
+    case FT_DTYPE_NVFP4:
+    case FT_DTYPE_FP8:
+    case FT_DTYPE_F8_E4M3:
         return 1;
     default:
         return 0;
     }
 }
 
-/* The storage formats a row may be converted between (Q8_K is an
- * activation format only). */
-static int ft_convert_supported(ft_dtype_t t)
+int ft_dequant_supported(ft_dtype_t t)
 {
-    return ft_quant_supported(t) && t != FT_DTYPE_Q8_K;
+    return ft_quant_supported(t) || t == FT_DTYPE_F8_E5M2;
+}
+
+/* The storage formats a row may be converted between (Q8_K is an
+ * activation format only; F8_E5M2 rows are only read). */
+static int ft_convert_supported(ft_dtype_t t, int as_src)
+{
+    return (as_src ? ft_dequant_supported(t) : ft_quant_supported(t)) && t != FT_DTYPE_Q8_K;
 }
 
 void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n)
@@ -172,6 +182,11 @@ void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n)
     case FT_DTYPE_Q4_K: ft_dequantize_row_q4_k(x, y, n); break;
     case FT_DTYPE_Q6_K: ft_dequantize_row_q6_k(x, y, n); break;
     case FT_DTYPE_Q8_K: ft_dequantize_row_q8_k(x, y, n); break;
+    case FT_DTYPE_MXFP4: ft_dequantize_row_mxfp4(x, y, n); break;
+    case FT_DTYPE_NVFP4: ft_dequantize_row_nvfp4(x, y, n); break;
+    case FT_DTYPE_FP8: ft_dequantize_row_fp8(x, y, n); break;
+    case FT_DTYPE_F8_E4M3: ft_dequantize_row_e4m3(x, y, n); break;
+    case FT_DTYPE_F8_E5M2: ft_dequantize_row_e5m2(x, y, n); break;
     default: break;
     }
 }
@@ -201,6 +216,13 @@ void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n)
     case FT_DTYPE_Q4_K: ft_quantize_row_q4_k(x, y, n); break;
     case FT_DTYPE_Q6_K: ft_quantize_row_q6_k(x, y, n); break;
     case FT_DTYPE_Q8_K: ft_quantize_row_q8_k(x, y, n); break;
+    case FT_DTYPE_MXFP4: ft_quantize_row_mxfp4(x, y, n); break;
+    case FT_DTYPE_NVFP4: ft_quantize_row_nvfp4(x, y, n); break;
+    case FT_DTYPE_FP8: ft_quantize_row_fp8(x, y, n); break;
+    case FT_DTYPE_F8_E4M3:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = ft_f32_to_e4m3(x[i]);
+        break;
     default: break;
     }
 }
@@ -208,10 +230,11 @@ void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n)
 ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const void *src_row,
                            uint64_t n_elems)
 {
-    if (!ft_convert_supported(dst) || !ft_convert_supported(src))
+    if (!ft_convert_supported(dst, 0) || !ft_convert_supported(src, 1))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "cannot convert a row from %s to %s: only f32, f16, bf16, q8_0, "
-                              "q4_0, q4_k and q6_k are supported",
+                              "q4_0, q4_k, q6_k, mxfp4, nvfp4, fp8 and f8_e4m3 are supported "
+                              "(and f8_e5m2 as a source)",
                               ft_dtype_name(src), ft_dtype_name(dst));
     uint64_t src_bytes, dst_bytes;
     if (!ft_dtype_row_bytes(src, n_elems, &src_bytes) ||
@@ -226,8 +249,12 @@ ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const 
         memcpy(dst_row, src_row, src_bytes);
         return FT_OK;
     }
-    /* 256 elements = 8 Q8_0/Q4_0 blocks or one K-quant super-block: a chunk
-     * never splits a block. */
+    if (src == FT_DTYPE_F8_E4M3 && dst == FT_DTYPE_FP8) {
+        ft_fp8_from_e4m3(src_row, dst_row, n_elems);
+        return FT_OK;
+    }
+    /* 256 elements = 8 Q8_0/Q4_0/MXFP4 blocks, 4 NVFP4, 2 FP8 or one
+     * K-quant super-block: a chunk never splits a block. */
     enum { CHUNK = 256 };
     float buf[CHUNK];
     const ft_dtype_info_t *si = ft_dtype_info(src), *di = ft_dtype_info(dst);

@@ -21,6 +21,14 @@
  *       fitted by make_qx_quants (quantize_row_q6_K_ref).
  * Q8_K: float d, 256 int8 q, 16 int16 sums of 16 q each (292 bytes): ggml's
  *       activation format for K-quant dot products (quantize_row_q8_K_ref).
+ * 4- and 8-bit floats (quant_fp4.c, quant_fp8.c, layouts in dtype.h):
+ * MXFP4: E8M0 exponent e = floor(log2(amax)) - 2 + 127 and the E2M1 level
+ *       nearest to each x (quantize_row_mxfp4_ref).
+ * NVFP4: per 16 elements a UE4M3 scale of amax / 6 and the nearest E2M1
+ *       level (quantize_row_nvfp4_ref).
+ * FP8:  per 128 elements an f32 d = amax / 448 and E4M3 x / d, rounded to
+ *       nearest even. Plain F8_E4M3 rows: each x rounded to nearest even,
+ *       saturating at +-448; F8_E5M2 rows are read, not written.
  *
  * Bit identity holds for ggml built without floating-point contraction
  * (this project builds with -std=c11, which implies -ffp-contract=off): the
@@ -42,6 +50,13 @@
 #define FT_Q4_K_BLOCK_BYTES 144u
 #define FT_Q6_K_BLOCK_BYTES 210u
 #define FT_Q8_K_BLOCK_BYTES 292u
+#define FT_MXFP4_BLOCK_ELEMS 32u
+#define FT_MXFP4_BLOCK_BYTES 17u
+#define FT_NVFP4_BLOCK_ELEMS 64u
+#define FT_NVFP4_SUB_ELEMS 16u /* elements per UE4M3 scale */
+#define FT_NVFP4_BLOCK_BYTES 36u
+#define FT_FP8_BLOCK_ELEMS 128u
+#define FT_FP8_BLOCK_BYTES 132u
 
 float ft_fp16_to_fp32(uint16_t h);
 uint16_t ft_fp32_to_fp16(float f);
@@ -63,9 +78,25 @@ void ft_dequantize_row_q6_k(const void *x, float *y, uint64_t n);
 void ft_quantize_row_q8_k(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q8_k(const void *x, float *y, uint64_t n);
 
+/* 4- and 8-bit floats: n a multiple of 32 (MXFP4), 64 (NVFP4) or 128
+ * (FP8); the plain F8 rows take any n. */
+void ft_quantize_row_mxfp4(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_mxfp4(const void *x, float *y, uint64_t n);
+void ft_quantize_row_nvfp4(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_nvfp4(const void *x, float *y, uint64_t n);
+void ft_quantize_row_fp8(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_fp8(const void *x, float *y, uint64_t n);
+void ft_dequantize_row_e4m3(const void *x, float *y, uint64_t n);
+void ft_dequantize_row_e5m2(const void *x, float *y, uint64_t n);
+/* A plain E4M3 row as FP8 blocks with scale 1: the bytes are kept, so the
+ * conversion is exact (a checkpoint's F8 tensor without a scale). */
+void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
+
 /* 1 when ft_quantize_row / ft_dequantize_row handle the format: F32, F16,
- * BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_K. */
+ * BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3. */
 int ft_quant_supported(ft_dtype_t t);
+/* 1 when ft_dequantize_row handles it: the above plus F8_E5M2. */
+int ft_dequant_supported(ft_dtype_t t);
 
 /* Any supported format from / to f32. n must be a multiple of the format's
  * block size (the caller checks, e.g. with ft_dtype_row_bytes); an
@@ -74,8 +105,9 @@ void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n);
 void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n);
 
 /* Converts one row of n_elems elements from src to dst format, through f32.
- * src and dst may each be F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K; the same
- * format is a plain copy. Errors: FT_STATUS_UNSUPPORTED naming both formats for any
+ * src and dst may each be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
+ * NVFP4, FP8 or F8_E4M3, src also F8_E5M2; the same format is a plain
+ * copy, and F8_E4M3 to FP8 keeps the bytes with scale 1. Errors: FT_STATUS_UNSUPPORTED naming both formats for any
  * other pair, FT_STATUS_INVALID_ARGUMENT when n_elems is not a multiple of
  * a block format's block size. The rows must not overlap. Allocates nothing
  * (converts through a small stack buffer). */

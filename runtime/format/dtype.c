@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <strings.h>
 
-/* Block geometry follows ggml's block structs (ggml-common.h). */
+/* Block geometry follows ggml's block structs (ggml-common.h); FP8 is ours
+ * (dtype.h). */
 static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_F32] = {"f32", 1, 4, 0, "F32"},
     [FT_DTYPE_F16] = {"f16", 1, 2, 1, "F16"},
@@ -46,6 +47,8 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL},
     [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL},
     [FT_DTYPE_MXFP4] = {"mxfp4", 32, 17, 39, NULL},
+    [FT_DTYPE_NVFP4] = {"nvfp4", 64, 36, 40, NULL},
+    [FT_DTYPE_FP8] = {"fp8", 128, 132, -1, NULL},
 };
 
 /* Every ggml_type id ever assigned. Removed ones are named so that an old
@@ -64,6 +67,7 @@ static const char *const ft_ggml_names[] = {
     [33] = "q4_0_8_8 (removed from ggml)", [34] = "tq1_0", [35] = "tq2_0",
     [36] = "iq4_nl_4_4 (removed from ggml)", [37] = "iq4_nl_4_8 (removed from ggml)",
     [38] = "iq4_nl_8_8 (removed from ggml)", [39] = "mxfp4",
+    [40] = "nvfp4",   [41] = "q1_0",     [42] = "q2_0",
 };
 
 const ft_dtype_info_t *ft_dtype_info(ft_dtype_t dtype)

@@ -3,7 +3,45 @@
  * block, GGUF ggml_type id, safetensors dtype name).
  *
  * The enum values are stored in plans (plan.proto WeightFormat mirrors them):
- * never renumber, only append. */
+ * never renumber, only append. They are freetoken's own numbers; a format
+ * GGUF also has records its ggml_type id in the table (ggml_id), others -1.
+ *
+ * The 4- and 8-bit float weight formats (quant_fp4.c, quant_fp8.c):
+ *
+ * MXFP4 (OCP Microscaling v1.0, gpt-oss experts): ggml's GGML_TYPE_MXFP4
+ *   (39) block, so a GGUF tensor is copied as it is: 32 elements in 17
+ *   bytes, u8 E8M0 shared exponent, then 16 bytes of E2M1 nibbles: element
+ *   j in the low nibble of byte j, element j + 16 in the high nibble.
+ *
+ * NVFP4 (NVIDIA): ggml's GGML_TYPE_NVFP4 (40) block: 64 elements in 36
+ *   bytes, four UE4M3 scales (one per 16 elements, E4M3 without a sign),
+ *   then 32 bytes of E2M1 nibbles, 8 per 16-element sub-block (element j
+ *   low, j + 8 high). NVIDIA's checkpoints add a per-tensor float32
+ *   second-level scale; ggml's block has none (llama.cpp keeps it as a
+ *   separate tensor), and neither has FTW: a weight compiled from
+ *   f32/bf16 gets its UE4M3 scales straight from each sub-block's amax / 6
+ *   (ggml's quantize_row_nvfp4_ref). UE4M3 holds that with its full 3
+ *   mantissa bits for amax from 6 * 2^-6 ~ 0.09 up to 1536 (ggml's encoder
+ *   sends scales of 256 and more to 448); below, the
+ *   scale is a subnormal m * 2^-9 with fewer bits, and a sub-block whose
+ *   amax is under ~0.006 becomes zero: the price of one level of scales
+ *   (MXFP4, whose E8M0 scale spans 2^-127 .. 2^127, has no such floor).
+ *   An importer of a two-level checkpoint folds the tensor scale by
+ *   dequantizing (UE4M3 scale x tensor scale, exact in float32) and
+ *   re-encoding, which ft_convert_row does from any readable format.
+ *
+ * FP8 (E4M3 with a block scale): not a ggml type. 128 E4M3 values (OCP
+ *   "E4M3FN", as safetensors F8_E4M3 stores them) after one float32 scale d,
+ *   x = e4m3(q) * d: 132 bytes, 8.25 bits a weight. Why 128 and f32: it is
+ *   the layout of DeepSeek-V3's FP8 weights (one float32 weight_scale_inv
+ *   per 128 x 128 tile, so per 128 columns of every row), which therefore
+ *   import without re-rounding, and the K-group of Hopper/Blackwell FP8
+ *   GEMMs with per-group scales; a power-of-two (E8M0) scale per 32, as
+ *   MXFP8, would force re-rounding those checkpoints, and 32 f32 scales
+ *   would cost 12.5% instead of 3%. E4M3 is a float, so a scale's own
+ *   precision does not limit the elements' relative precision (2^-4). A
+ *   plain F8_E4M3 tensor without scales converts to FP8 with d = 1, bytes
+ *   kept. Rows must be a multiple of 128 columns. */
 #ifndef FT_FORMAT_DTYPE_H
 #define FT_FORMAT_DTYPE_H
 
@@ -50,6 +88,8 @@ typedef enum ft_dtype {
     FT_DTYPE_TQ1_0 = 37,
     FT_DTYPE_TQ2_0 = 38,
     FT_DTYPE_MXFP4 = 39,
+    FT_DTYPE_NVFP4 = 40,
+    FT_DTYPE_FP8 = 41,
     FT_DTYPE_COUNT
 } ft_dtype_t;
 

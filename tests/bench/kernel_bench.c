@@ -169,8 +169,9 @@ int main(int argc, char **argv)
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         x[i] = (float)((double)(s >> 11) * 0x1.0p-53 - 0.5);
     }
-    const ft_dtype_t fmts[] = {FT_DTYPE_F32,  FT_DTYPE_F16,  FT_DTYPE_BF16, FT_DTYPE_Q8_0,
-                               FT_DTYPE_Q4_0, FT_DTYPE_Q4_K, FT_DTYPE_Q6_K};
+    const ft_dtype_t fmts[] = {FT_DTYPE_F32,  FT_DTYPE_F16,  FT_DTYPE_BF16,  FT_DTYPE_Q8_0,
+                               FT_DTYPE_Q4_0, FT_DTYPE_Q4_K, FT_DTYPE_Q6_K,  FT_DTYPE_MXFP4,
+                               FT_DTYPE_NVFP4, FT_DTYPE_FP8};
     for (size_t f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++) {
         uint64_t rb;
         ft_dtype_row_bytes(fmts[f], COLS, &rb);

@@ -140,7 +140,8 @@ double ft_ref_session_route_margin(const ft_ref_session_t *s, uint32_t pos)
 static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_t rows,
                    uint32_t cols, const double *x, double *y)
 {
-    const int q8_0 = fmt == FT_DTYPE_Q8_0 || fmt == FT_DTYPE_Q4_0;
+    const int q8_0 = fmt == FT_DTYPE_Q8_0 || fmt == FT_DTYPE_Q4_0 || fmt == FT_DTYPE_MXFP4 ||
+                     fmt == FT_DTYPE_NVFP4;
     const int q8_k = fmt == FT_DTYPE_Q4_K || fmt == FT_DTYPE_Q6_K;
     if (!s->m->emulate_act_quant || !(q8_0 || q8_k)) {
         ft_ref_matvec(w, rows, cols, x, y);

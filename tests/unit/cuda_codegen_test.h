@@ -36,8 +36,8 @@
 
 /* d_model 512, 8 query / 2 KV heads of 64, 16 experts (4 used) with an
  * expert FFN of 256: attention in BF16 and Q8_0, experts in Q4_K (gate,
- * up) and Q6_K (down), plus F32/F16/Q4_0 so every template format is
- * instantiated. */
+ * up) and Q6_K (down), plus F32/F16/Q4_0/MXFP4/NVFP4/FP8 so every
+ * template format is instantiated. */
 static inline void ft_cg_cuda_test_spec(ft_cg_cuda_spec_t *s)
 {
     memset(s, 0, sizeof(*s));
@@ -54,7 +54,8 @@ static inline void ft_cg_cuda_test_spec(ft_cg_cuda_spec_t *s)
     const ft_cg_cuda_matmul_t m[] = {
         {FT_DTYPE_BF16, 512, 0}, {FT_DTYPE_Q8_0, 512, 0}, {FT_DTYPE_Q4_K, 512, 1},
         {FT_DTYPE_Q6_K, 256, 1}, {FT_DTYPE_Q4_0, 512, 0}, {FT_DTYPE_F32, 512, 0},
-        {FT_DTYPE_F16, 512, 0},
+        {FT_DTYPE_F16, 512, 0},   {FT_DTYPE_MXFP4, 512, 1}, {FT_DTYPE_NVFP4, 512, 0},
+        {FT_DTYPE_FP8, 256, 1},
     };
     s->n_matmuls = sizeof(m) / sizeof(m[0]);
     memcpy(s->matmuls, m, sizeof(m));

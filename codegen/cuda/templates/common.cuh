@@ -147,6 +147,95 @@ struct ft_fmt_q6_k {
     }
 };
 
+/* The 4- and 8-bit float formats (runtime/format/dtype.h, minifloat.h).
+ * E2M1 levels are doubled to integers and the scales halved, as ggml's
+ * kvalues_mxfp4 with GGML_E8M0_TO_FP32_HALF / ggml_ue4m3_to_fp32. */
+__device__ __forceinline__ float ft_e2m1_x2(int q)
+{
+    const int e = (q >> 1) & 3, m = q & 1;
+    const int mag = e == 0 ? m : (2 + m) << (e - 1);
+    return (float)(q & 8 ? -mag : mag);
+}
+
+/* 2^(e - 128): half the E8M0 scale (e < 2: float32 subnormals). */
+__device__ __forceinline__ float ft_e8m0_half(ft_u32 e)
+{
+    return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+}
+
+/* Half the UE4M3 scale; 0x00 and 0x7f read as 0, the sign bit is ignored. */
+__device__ __forceinline__ float ft_ue4m3_half(ft_u32 x)
+{
+    if (x == 0 || x == 0x7f)
+        return 0.0f;
+    const ft_u32 e = (x >> 3) & 15, m = x & 7;
+    if (e == 0)
+        return (float)m * 0.0009765625f; /* m * 2^-10 */
+    return __uint_as_float(((e + 120) << 23) | (m << 20)) * 0.5f;
+}
+
+/* OCP E4M3 (E4M3FN): bias 7, subnormals m * 2^-9, S.1111.111 NaN. */
+__device__ __forceinline__ float ft_e4m3(ft_u32 x)
+{
+    const ft_u32 s = (x >> 7) << 31, e = (x >> 3) & 15, m = x & 7;
+    if (e == 15 && m == 7)
+        return __uint_as_float(s | 0x7fc00000u);
+    if (e == 0)
+        return __uint_as_float(s | __float_as_uint((float)m * 0.001953125f)); /* m * 2^-9 */
+    return __uint_as_float(s | ((e + 120) << 23) | (m << 20));
+}
+
+/* MXFP4 (ggml block_mxfp4): u8 E8M0 e, qs[16]; x[l] = kv(lo nibble) *
+ * 2^(e-128), x[l + 16] = kv(hi nibble) * 2^(e-128). */
+struct ft_fmt_mxfp4 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 17;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 17;
+        const float d = ft_e8m0_half(b[0]);
+        for (int l = 0; l < 16; l++) {
+            v[l] = d * ft_e2m1_x2(b[1 + l] & 15);
+            v[l + 16] = d * ft_e2m1_x2(b[1 + l] >> 4);
+        }
+    }
+};
+
+/* NVFP4 (ggml block_nvfp4): 64 elements in 36 bytes, u8 UE4M3 d[4] then
+ * qs[32]; sub-block s (16 elements) is qs[8s ..]: lo nibble element j, hi
+ * nibble j + 8. Chunk c is sub-blocks 2 (c & 1) and 2 (c & 1) + 1. */
+struct ft_fmt_nvfp4 {
+    static constexpr int BLOCK_ELEMS = 64, BLOCK_BYTES = 36;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 1) * 36;
+        for (int k = 0; k < 2; k++) {
+            const int s = 2 * (c & 1) + k;
+            const float d = ft_ue4m3_half(b[s]);
+            const ft_u8 *q = b + 4 + 8 * s;
+            for (int j = 0; j < 8; j++) {
+                v[16 * k + j] = d * ft_e2m1_x2(q[j] & 15);
+                v[16 * k + j + 8] = d * ft_e2m1_x2(q[j] >> 4);
+            }
+        }
+    }
+};
+
+/* FP8: 128 E4M3 values after one float32 scale d (132 bytes); chunk c is
+ * quarter c & 3 of block c >> 2. d is read bytewise: blocks are only
+ * 4-byte aligned when the row is. */
+struct ft_fmt_fp8 {
+    static constexpr int BLOCK_ELEMS = 128, BLOCK_BYTES = 132;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 2) * 132;
+        const float d = __uint_as_float((ft_u32)b[0] | ((ft_u32)b[1] << 8) |
+                                        ((ft_u32)b[2] << 16) | ((ft_u32)b[3] << 24));
+        const ft_u8 *q = b + 4 + 32 * (c & 3);
+        for (int i = 0; i < 32; i++)
+            v[i] = d * ft_e4m3(q[i]);
+    }
+};
+
 template <class F, int COLS> struct ft_row {
     static_assert(COLS % 32 == 0 && COLS % F::BLOCK_ELEMS == 0, "cols must fill whole blocks");
     static constexpr size_t BYTES = (size_t)(COLS / F::BLOCK_ELEMS) * F::BLOCK_BYTES;

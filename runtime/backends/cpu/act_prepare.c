@@ -1,8 +1,9 @@
 /* Activation preparation: once per op, the float32 activation rows are put
  * in the form the weight format's dot product consumes (ggml's
- * vec_dot_type): Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K super-blocks for
- * Q4_K/Q6_K, float32 as they are for F32/F16/BF16. Quantization uses the
- * reference rounding of runtime/format (bit-identical to ggml's _ref). */
+ * vec_dot_type): Q8_0 blocks for Q8_0/Q4_0/MXFP4/NVFP4 weights, Q8_K
+ * super-blocks for Q4_K/Q6_K, float32 as they are for F32/F16/BF16/FP8.
+ * Quantization uses the reference rounding of runtime/format
+ * (bit-identical to ggml's _ref). */
 #include "cpu_dot.h"
 
 #include "../../format/convert.h"
@@ -18,9 +19,12 @@ ft_dtype_t ft_cpu_act_type(ft_dtype_t wtype)
     case FT_DTYPE_F32:
     case FT_DTYPE_F16:
     case FT_DTYPE_BF16:
+    case FT_DTYPE_FP8:
         return FT_DTYPE_F32;
     case FT_DTYPE_Q8_0:
     case FT_DTYPE_Q4_0:
+    case FT_DTYPE_MXFP4:
+    case FT_DTYPE_NVFP4:
         return FT_DTYPE_Q8_0;
     case FT_DTYPE_Q4_K:
     case FT_DTYPE_Q6_K:

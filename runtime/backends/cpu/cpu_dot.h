@@ -1,9 +1,9 @@
 /* Internal to the CPU kernels: the row-by-row dot products that
  * ft_cpu_matmul is built from, in two tiers with one signature:
- *   *_c     portable C (dot_float.c, dot_q8.c, dot_k.c), always built, the
- *           numerical reference of the x86 path;
- *   *_avx2  AVX2 intrinsics (dot_avx2.c), built when the compiler targets
- *           AVX2 (-march=native on such a machine).
+ *   *_c     portable C (dot_float.c, dot_q8.c, dot_k.c, dot_fp.c), always
+ *           built, the numerical reference of the x86 path;
+ *   *_avx2  AVX2 intrinsics (dot_avx2.c, dot_fp_avx2.c), built when the
+ *           compiler targets AVX2 (-march=native on such a machine).
  * ft_cpu_dot_for picks the tier at compile time (matmul.c).
  *
  * A dot takes one weight row of `cols` elements in its storage format and
@@ -31,6 +31,11 @@ float ft_cpu_dot_q8_0_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q4_0_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q4_k_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q6_k_c(uint32_t cols, const void *w_row, const void *x_row);
+/* dot_fp.c (and dot_fp_avx2.c): MXFP4, NVFP4 (Q8_0 activations), FP8
+ * (float32 activations). */
+float ft_cpu_dot_mxfp4_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_nvfp4_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_fp8_c(uint32_t cols, const void *w_row, const void *x_row);
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define FT_CPU_HAVE_AVX2 1
@@ -41,6 +46,9 @@ float ft_cpu_dot_q8_0_avx2(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q4_0_avx2(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q4_k_avx2(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q6_k_avx2(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_mxfp4_avx2(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_nvfp4_avx2(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_fp8_avx2(uint32_t cols, const void *w_row, const void *x_row);
 #else
 #define FT_CPU_HAVE_AVX2 0
 #endif
@@ -49,7 +57,7 @@ float ft_cpu_dot_q6_k_avx2(uint32_t cols, const void *w_row, const void *x_row);
  * when portable != 0; NULL for formats the kernels do not compute. */
 ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable);
 
-/* Block geometry the kernels rely on (ggml-common.h). */
+/* Block geometry the kernels rely on (ggml-common.h; FP8: dtype.h). */
 enum {
     FT_CPU_QK8_0 = 32,
     FT_CPU_Q8_0_BYTES = 34, /* fp16 d, int8 qs[32] */
@@ -58,6 +66,11 @@ enum {
     FT_CPU_Q4_K_BYTES = 144, /* fp16 d, fp16 dmin, scales[12], qs[128] */
     FT_CPU_Q6_K_BYTES = 210, /* ql[128], qh[64], int8 scales[16], fp16 d */
     FT_CPU_Q8_K_BYTES = 292, /* float d, int8 qs[256], int16 bsums[16] */
+    FT_CPU_MXFP4_BYTES = 17, /* E8M0 e, qs[16] (32 elements) */
+    FT_CPU_NVFP4_ELEMS = 64,
+    FT_CPU_NVFP4_BYTES = 36, /* UE4M3 d[4], qs[32] */
+    FT_CPU_FP8_ELEMS = 128,
+    FT_CPU_FP8_BYTES = 132, /* float d, E4M3 qs[128] */
 };
 
 /* fp16 -> fp32, exact: the F16C instruction when built for it, else the

@@ -4,9 +4,10 @@
  *
  * Matrix products follow ggml's scheme: the activation rows are prepared
  * once per op for the weight format (quantized to Q8_0 blocks for
- * Q8_0/Q4_0 weights, to Q8_K blocks for Q4_K/Q6_K, kept as float32 for
- * F32/F16/BF16), then each weight row is read once and dotted with every
- * prepared activation row using integer dot products within blocks.
+ * Q8_0/Q4_0/MXFP4/NVFP4 weights, to Q8_K blocks for Q4_K/Q6_K, kept as
+ * float32 for F32/F16/BF16/FP8), then each weight row is read once and
+ * dotted with every prepared activation row using integer dot products
+ * within blocks.
  *
  * Weights are row-major [rows, cols]: row r starts at w + r * w_row_bytes,
  * cols a multiple of the format's block size. Threads split rows. */
@@ -19,7 +20,7 @@
 #include <stdint.h>
 
 /* 1 when the kernels compute this weight format (F32, F16, BF16, Q8_0,
- * Q4_0, Q4_K, Q6_K). */
+ * Q4_0, Q4_K, Q6_K, MXFP4, NVFP4, FP8). */
 int ft_cpu_supports(ft_dtype_t wtype);
 
 /* The format activations are prepared in for weights of wtype, and the

@@ -26,6 +26,9 @@ ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
         case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_avx2;
         case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_avx2;
         case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_avx2;
+        case FT_DTYPE_MXFP4: return ft_cpu_dot_mxfp4_avx2;
+        case FT_DTYPE_NVFP4: return ft_cpu_dot_nvfp4_avx2;
+        case FT_DTYPE_FP8: return ft_cpu_dot_fp8_avx2;
         default: return NULL;
         }
     }
@@ -39,6 +42,9 @@ ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
     case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_c;
     case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_c;
     case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_c;
+    case FT_DTYPE_MXFP4: return ft_cpu_dot_mxfp4_c;
+    case FT_DTYPE_NVFP4: return ft_cpu_dot_nvfp4_c;
+    case FT_DTYPE_FP8: return ft_cpu_dot_fp8_c;
     default: return NULL;
     }
 }
