@@ -36,9 +36,12 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
                               ft_cg_cpu_kernel_t **out, uint32_t *out_n);
 
 /* Emits the kernels m needs: one matmul per distinct (format, rows, cols)
- * of its 2-D projection weights (attention, router, dense FFN, output) and
+ * of its 2-D projection weights (attention, router, dense FFN, output),
  * one fused expert (gate + up + SwiGLU + down) per distinct expert shape
- * and format pair. tensor_formats[i] is the format tensor i of m is stored
+ * and format pair, and the ABI 2 fusions: RMSNorm + preparation per
+ * (format, d_model) of the products after a norm (q/k/v, router, experts,
+ * output), the router (matvec + softmax + top-k) per router shape, and
+ * attention per (query heads per KV head, head_dim). tensor_formats[i] is the format tensor i of m is stored
  * in by the bundle (NULL: as in the IR); tensors in formats the kernels do
  * not compute are skipped (the runtime falls back for them). The source is
  * parsed through libclang before it is returned (errors name the kernel

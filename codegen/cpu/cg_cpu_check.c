@@ -15,6 +15,28 @@ static const char *const ft_cg_sig_matmul =
 static const char *const ft_cg_sig_expert =
     "void (const void *, const void *, const void *, const void *, uint32_t, float *, float *, "
     "void *, float *)";
+static const char *const ft_cg_sig_norm_prepare =
+    "void (const float *, size_t, const float *, float, uint32_t, void *)";
+static const char *const ft_cg_sig_router =
+    "void (const void *, size_t, const void *, uint32_t, uint32_t, int, float *, int32_t *, float *, "
+    "size_t)";
+static const char *const ft_cg_sig_attn =
+    "void (const float *, const float *, const float *, size_t, uint32_t, float, float *, size_t, "
+    "float *)";
+
+/* The ABI's function type of op (ft_kernel_abi.h), as libclang spells it;
+ * NULL for an op the ABI does not have. */
+static const char *ft_cg_sig(unsigned op)
+{
+    switch (op) {
+    case FT_KABI_OP_MATMUL: return ft_cg_sig_matmul;
+    case FT_KABI_OP_EXPERT: return ft_cg_sig_expert;
+    case FT_KABI_OP_NORM_PREPARE: return ft_cg_sig_norm_prepare;
+    case FT_KABI_OP_ROUTER: return ft_cg_sig_router;
+    case FT_KABI_OP_ATTN: return ft_cg_sig_attn;
+    default: return NULL;
+    }
+}
 
 /* Parses source; on success *out_tu is the translation unit (dispose it
  * and *out_idx). Errors become one status naming the first one. */
@@ -129,8 +151,11 @@ static enum CXChildVisitResult ft_cg_visit_fn(CXCursor c, CXCursor parent, CXCli
         v->st = ft_status_make(FT_STATUS_INTERNAL, "%s:%u: in kernel '%s': no ft_kernel annotation",
                                FT_CG_SOURCE_NAME, line, nm);
     } else {
-        const char *want = op == FT_KABI_OP_MATMUL ? ft_cg_sig_matmul : ft_cg_sig_expert;
-        if (strcmp(clang_getCString(ty), want) != 0)
+        const char *want = ft_cg_sig(op);
+        if (!want)
+            v->st = ft_status_make(FT_STATUS_INTERNAL, "%s:%u: in kernel '%s': op %u is not in ABI %u",
+                                   FT_CG_SOURCE_NAME, line, nm, op, FT_KABI_VERSION);
+        else if (strcmp(clang_getCString(ty), want) != 0)
             v->st = ft_status_make(FT_STATUS_INTERNAL,
                                    "%s:%u: in kernel '%s': type '%s' is not the ABI's '%s' for op %u",
                                    FT_CG_SOURCE_NAME, line, nm, clang_getCString(ty), want, op);

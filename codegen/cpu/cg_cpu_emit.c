@@ -9,7 +9,8 @@
 #include <string.h>
 
 extern const char ft_cg_abi_header[], ft_cg_tpl_common[], ft_cg_tpl_rowloop[],
-    ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[], ft_cg_tpl_portable[];
+    ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[], ft_cg_tpl_portable[],
+    ft_cg_tpl_fused[];
 
 typedef struct ft_cg_fmt {
     uint32_t fmt;
@@ -65,14 +66,34 @@ static const char *ft_cg_template(const char *name, const ft_cg_template_t *ov, 
     if (!strcmp(name, "tiled")) return ft_cg_tpl_tiled;
     if (!strcmp(name, "avx512")) return ft_cg_tpl_avx512;
     if (!strcmp(name, "avx2")) return ft_cg_tpl_avx2;
+    if (!strcmp(name, "fused")) return ft_cg_tpl_fused;
     return ft_cg_tpl_portable;
+}
+
+/* How activations are prepared for weight format fmt: 0 float32 rows,
+ * 1 Q8_0 blocks, 2 Q8_K super-blocks (ft_cpu_act_type); the bytes of one
+ * prepared row of cols elements. */
+static int ft_cg_act_kind(uint32_t fmt)
+{
+    return fmt == FT_KABI_FMT_Q8_0 || fmt == FT_KABI_FMT_Q4_0   ? 1
+           : fmt == FT_KABI_FMT_Q4_K || fmt == FT_KABI_FMT_Q6_K ? 2
+                                                                : 0;
+}
+
+static uint64_t ft_cg_act_row_bytes(uint32_t fmt, uint32_t cols)
+{
+    const int k = ft_cg_act_kind(fmt);
+    return k == 1 ? (uint64_t)cols / 32 * 34 : k == 2 ? (uint64_t)cols / 256 * 292 : (uint64_t)cols * 4;
 }
 
 static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
 {
     const ft_cg_fmt_t *f = ft_cg_fmt(k->format);
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
-    if (!f || !fa || (k->op != FT_KABI_OP_MATMUL && k->op != FT_KABI_OP_EXPERT))
+    const int op_ok = k->op >= FT_KABI_OP_MATMUL && k->op <= FT_KABI_OP_ATTN &&
+                      (k->op == FT_KABI_OP_EXPERT || k->format_aux == 0) &&
+                      (k->op != FT_KABI_OP_ATTN || k->format == FT_KABI_FMT_F32);
+    if (!f || !fa || !op_ok)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "codegen: kernel op %u format %u/%u is not generated",
                               k->op, k->format, k->format_aux);
     /* experts: gate/up [rows=ffn, cols=d] in f, down [d, ffn] in fa */
@@ -82,7 +103,49 @@ static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "codegen: %s kernel shape %u x %u does not fit the %s block of %u",
                               f->name, k->rows, k->cols, fa->name, fa->block_elems);
+    /* norms key rows = cols; attention keeps G x head_dim floats on the stack */
+    if ((k->op == FT_KABI_OP_NORM_PREPARE && k->rows != k->cols) ||
+        (k->op == FT_KABI_OP_ATTN && (uint64_t)k->rows * k->cols > 8192))
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: op %u shape %u x %u is not generated",
+                              k->op, k->rows, k->cols);
     return FT_OK;
+}
+
+static void ft_cg_emit_norm_prepare(FILE *o, const ft_cg_kreq_t *k)
+{
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format, k->rows,
+            k->cols);
+    fprintf(o, "static void ftk_norm_prepare_%s_%u(const float *x, size_t ldx, const float *w, float eps,\n"
+               "    uint32_t n_rows, void *out)\n{\n",
+            ft_cg_fmt(k->format)->name, k->cols);
+    fprintf(o, "    ftt_norm_prepare(%d, %uu, %lluu, x, ldx, w, eps, n_rows, out);\n}\n\n",
+            ft_cg_act_kind(k->format), k->cols, (unsigned long long)ft_cg_act_row_bytes(k->format, k->cols));
+}
+
+static void ft_cg_emit_router(FILE *o, const ft_cg_kreq_t *k)
+{
+    const char *fn = ft_cg_fmt(k->format)->name;
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format, k->rows,
+            k->cols);
+    fprintf(o, "static void ftk_router_%s_%ux%u(const void *w, size_t w_row_bytes, const void *xp,\n"
+               "    uint32_t n_tok, uint32_t k, int norm_topk, float *probs, int32_t *sel, float *sel_w,\n"
+               "    size_t ld_sel)\n{\n",
+            fn, k->rows, k->cols);
+    fprintf(o, "    if (k == 0 || k > %uu)\n        return;\n", k->rows);
+    fprintf(o, "    ftt_matmul_%s(%uu, w, w_row_bytes, xp, n_tok, 0, %uu, probs, %uu);\n", fn, k->cols, k->rows,
+            k->rows);
+    fprintf(o, "    ftt_router_tail(%uu, probs, n_tok, k, norm_topk, sel, sel_w, ld_sel);\n}\n\n", k->rows);
+}
+
+static void ft_cg_emit_attn(FILE *o, const ft_cg_kreq_t *k)
+{
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format, k->rows,
+            k->cols);
+    fprintf(o, "static void ftk_attn_%ux%u(const float *q, const float *k, const float *v, size_t kv_stride,\n"
+               "    uint32_t n_keys, float scale, float *scores, size_t ld_scores, float *out)\n{\n",
+            k->rows, k->cols);
+    fprintf(o, "    ftt_attn(%uu, %uu, q, k, v, kv_stride, n_keys, scale, scores, ld_scores, out);\n}\n\n",
+            k->rows, k->cols);
 }
 
 static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)
@@ -116,7 +179,15 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
     /* SwiGLU exactly as the runtime's ft_op_swiglu */
     fprintf(o, "    for (size_t i = 0; i < (size_t)n_tok * %uu; i++)\n"
                "        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];\n", ffn);
-    fprintf(o, "    ftt_host->act_prepare(%uu, g, %uu, n_tok, %uu, ap);\n", k->format_aux, ffn, ffn);
+    /* the down input prepared by the template's quantizers (the runtime's
+     * rounding, bit for bit), float rows through the host */
+    const int dk = ft_cg_act_kind(k->format_aux);
+    if (dk == 0)
+        fprintf(o, "    ftt_host->act_prepare(%uu, g, %uu, n_tok, %uu, ap);\n", k->format_aux, ffn, ffn);
+    else
+        fprintf(o, "    for (uint32_t t = 0; t < n_tok; t++)\n"
+                   "        ftt_quant_%s(g + (size_t)t * %uu, (uint8_t *)ap + (size_t)t * %lluu, %uu);\n",
+                dk == 1 ? "q8_0" : "q8_k", ffn, (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
     fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", fd->name,
             ffn, (unsigned long long)dn_rb, d, d);
 }
@@ -127,7 +198,7 @@ static void ft_cg_emit_prologue(FILE *o, const char *isa, const ft_cg_template_t
             FT_KABI_VERSION);
     fputs(ft_cg_abi_header, o);
     const int simd = strcmp(isa, "portable") != 0;
-    const char *order[] = {"common", "rowloop", simd ? "tiled" : NULL, simd ? isa : "portable"};
+    const char *order[] = {"common", "rowloop", simd ? "tiled" : NULL, simd ? isa : "portable", "fused"};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         if (!order[i])
             continue;
@@ -157,10 +228,13 @@ ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const c
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: open_memstream failed");
     ft_cg_emit_prologue(o, isa, override, n_override);
     for (uint32_t i = 0; i < n; i++) {
-        if (reqs[i].op == FT_KABI_OP_MATMUL)
-            ft_cg_emit_matmul(o, &reqs[i]);
-        else
-            ft_cg_emit_expert(o, &reqs[i]);
+        switch (reqs[i].op) {
+        case FT_KABI_OP_MATMUL: ft_cg_emit_matmul(o, &reqs[i]); break;
+        case FT_KABI_OP_EXPERT: ft_cg_emit_expert(o, &reqs[i]); break;
+        case FT_KABI_OP_NORM_PREPARE: ft_cg_emit_norm_prepare(o, &reqs[i]); break;
+        case FT_KABI_OP_ROUTER: ft_cg_emit_router(o, &reqs[i]); break;
+        default: ft_cg_emit_attn(o, &reqs[i]); break;
+        }
     }
     if (fclose(o) != 0 || !body) {
         free(body);

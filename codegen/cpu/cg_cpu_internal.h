@@ -12,7 +12,7 @@
 typedef ft_cg_cpu_kernel_t ft_cg_kreq_t;
 
 /* Template texts by name ("common", "rowloop", "tiled", "avx512", "avx2",
- * "portable"); a test may substitute one. */
+ * "portable", "fused"); a test may substitute one. */
 typedef struct ft_cg_template {
     const char *name;
     const char *text;

@@ -1,5 +1,8 @@
 /* The kernels a model needs: its distinct matrix shapes and formats, read
- * from the IR's tensor table, plus one fused expert per expert shape. */
+ * from the IR's tensor table, one fused expert per expert shape, and the
+ * ABI 2 fusions: RMSNorm + preparation for the products that follow a
+ * norm (attention q/k/v, router, output), the router with its softmax and
+ * top-k, and attention per (query heads per KV head, head_dim). */
 #include "cg_cpu_internal.h"
 
 #include <stdlib.h>
@@ -27,7 +30,8 @@ static void ft_cg_add(ft_cg_kreq_t *v, uint32_t *n, ft_cg_kreq_t k)
                          : k.format == FT_KABI_FMT_Q8_0 || k.format == FT_KABI_FMT_Q4_0 ? 32 : 1;
     const uint32_t blk_aux = k.format_aux == FT_KABI_FMT_Q4_K || k.format_aux == FT_KABI_FMT_Q6_K ? 256
                              : k.format_aux == FT_KABI_FMT_Q8_0 || k.format_aux == FT_KABI_FMT_Q4_0 ? 32 : 1;
-    if (k.rows == 0 || k.cols == 0 || k.cols % blk || (k.op == FT_KABI_OP_EXPERT && k.rows % blk_aux))
+    if (k.rows == 0 || k.cols == 0 || k.cols % blk || (k.op == FT_KABI_OP_EXPERT && k.rows % blk_aux) ||
+        (k.op == FT_KABI_OP_ATTN && (uint64_t)k.rows * k.cols > 8192))
         return;
     for (uint32_t i = 0; i < *n; i++)
         if (v[i].op == k.op && v[i].format == k.format && v[i].format_aux == k.format_aux &&
@@ -54,8 +58,9 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
     *out_n = 0;
     if (!m)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: no model");
-    /* at most one matmul per tensor plus one expert per layer */
-    const size_t cap = (size_t)m->n_tensors + m->hp.n_layers + 1;
+    /* at most a matmul, a norm and a router per tensor, an expert and an
+     * attention per layer */
+    const size_t cap = 3 * (size_t)m->n_tensors + 2 * (size_t)m->hp.n_layers + 1;
     ft_cg_kreq_t *v = calloc(cap, sizeof(*v));
     if (!v)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu kernel requests", cap);
@@ -82,6 +87,25 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
             continue;
         ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_CG_FMT(ig), FT_CG_FMT(id),
                                         (uint32_t)g->shape[1], (uint32_t)g->shape[2]});
+    }
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        const int normed = t->role == FT_ROLE_ATTN_Q || t->role == FT_ROLE_FFN_ROUTER ||
+                           t->role == FT_ROLE_OUTPUT || t->role == FT_ROLE_FFN_GATE_EXPS ||
+                           (t->role == FT_ROLE_TOKEN_EMBD && m->hp.tie_embeddings);
+        const uint32_t nd = t->n_dims;
+        if (!normed || nd < 2 || nd > 3 || t->shape[nd - 2] > UINT32_MAX || t->shape[nd - 1] > UINT32_MAX)
+            continue;
+        const uint32_t rows = (uint32_t)t->shape[nd - 2], cols = (uint32_t)t->shape[nd - 1];
+        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_NORM_PREPARE, FT_CG_FMT(i), 0, cols, cols});
+        if (t->role == FT_ROLE_FFN_ROUTER)
+            ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_ROUTER, FT_CG_FMT(i), 0, rows, cols});
+    }
+    for (uint32_t l = 0; m->blocks && l < m->hp.n_layers; l++) {
+        const ft_ir_attention_t *a = &m->blocks[l].attn;
+        if (a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 && a->head_dim == a->value_head_dim)
+            ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_ATTN, FT_KABI_FMT_F32, 0, a->n_heads / a->n_kv_heads,
+                                            a->head_dim});
     }
 #undef FT_CG_FMT
     *out = v;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FT_KABI_VERSION 1u
+#define FT_KABI_VERSION 2u
 #define FT_KABI_ENTRY_SYMBOL "ft_kernel_module_entry"
 /* Data symbols the runtime reads before it runs any code of the module:
  * const uint32_t (the module's FT_KABI_VERSION) and const char[] (its ISA,
@@ -41,6 +41,15 @@ typedef enum ft_kabi_op {
     FT_KABI_OP_MATMUL = 1,
     /* One MoE expert: down(silu(gate x) * up x) (ft_kabi_expert_fn). */
     FT_KABI_OP_EXPERT = 2,
+    /* RMSNorm fused into the next product's activation preparation
+     * (ft_kabi_norm_prepare_fn). Since ABI 2. */
+    FT_KABI_OP_NORM_PREPARE = 3,
+    /* Router matvec + softmax + top-k + weights per token
+     * (ft_kabi_router_fn). Since ABI 2. */
+    FT_KABI_OP_ROUTER = 4,
+    /* One token's causal attention over the KV cache for one KV head and
+     * the query heads that share it (ft_kabi_attn_fn). Since ABI 2. */
+    FT_KABI_OP_ATTN = 5,
 } ft_kabi_op_t;
 
 /* y[t * ldy + r] = dot(W row r, prepared activation row t) for r in
@@ -61,6 +70,42 @@ typedef void (*ft_kabi_matmul_fn)(const void *w, size_t w_row_bytes, const void 
 typedef void (*ft_kabi_expert_fn)(const void *w_gate, const void *w_up, const void *w_down,
                                   const void *xp, uint32_t n_tok, float *g, float *u, void *ap,
                                   float *out);
+
+/* RMSNorm + activation preparation in one pass over each row: for n_rows
+ * rows of x (cols floats each, row stride ldx floats), h = x * (float)(1 /
+ * sqrt(sum(x^2 in double, in index order) / cols + eps)) * w, prepared
+ * for weight format `format` as ft_kabi_prepare_fn does, into out (n_rows
+ * consecutive prepared rows). The same float operations in the same order
+ * as the runtime's ft_op_rmsnorm followed by its activation preparation:
+ * the bytes are identical for finite inputs. Key: format = the weight
+ * format of the product that follows, rows = 0, cols = the row length. */
+typedef void (*ft_kabi_norm_prepare_fn)(const float *x, size_t ldx, const float *w, float eps,
+                                        uint32_t n_rows, void *out);
+
+/* The MoE router for n_tok tokens: logits = W xp (this module's matmul of
+ * the key's shape), softmax over the rows (experts), the k largest (ties:
+ * the lower index first, descending) into sel[t * ld_sel + j], and their
+ * probabilities into sel_w (divided by their sum when norm_topk != 0).
+ * probs: scratch of n_tok * rows floats, left holding the probabilities.
+ * xp: n_tok prepared rows as for the matmul. The runtime's softmax and
+ * top-k, operation for operation. Key: format = the router's weight
+ * format, rows = experts, cols = d_model. */
+typedef void (*ft_kabi_router_fn)(const void *w, size_t w_row_bytes, const void *xp,
+                                  uint32_t n_tok, uint32_t k, int norm_topk, float *probs,
+                                  int32_t *sel, float *sel_w, size_t ld_sel);
+
+/* One token's attention for one KV head: for each of the `rows` query
+ * heads g sharing it (q: rows x cols floats), scores over the keys
+ * p < n_keys = dot(q_g, K_p) * scale, softmax, out_g = sum_p w_p V_p.
+ * K_p is at k + p * kv_stride floats, V_p at v + p * kv_stride. scores:
+ * scratch, rows rows of ld_scores >= n_keys floats. out: rows x cols
+ * floats (overwritten). The float operations and their order are the
+ * runtime's reference attention (eight-lane partial sums for the dot,
+ * libm expf), so the result is bit-identical to it. Key: format = F32
+ * (the KV cache), rows = query heads per KV head, cols = head_dim. */
+typedef void (*ft_kabi_attn_fn)(const float *q, const float *k, const float *v, size_t kv_stride,
+                                uint32_t n_keys, float scale, float *scores, size_t ld_scores,
+                                float *out);
 
 /* Activation preparation the runtime lends the module, so the module's
  * activations are quantized with exactly the runtime's rounding:

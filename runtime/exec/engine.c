@@ -47,29 +47,10 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->kernels = e->kernels_desc;
 }
 
-/* Points every matrix and expert the module has a kernel for at it. */
+/* Points every matrix, expert and fusion the module has a kernel for at it. */
 static void ft_engine_install_kernels(ft_engine_t *e)
 {
-    ft_model_t *m = e->model;
-    const ft_cpu_module_t *k = e->kmod;
-#define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, (mat).dtype, (mat).rows, (mat).cols))
-    FT_FIND(m->output);
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        ft_layer_t *L = &m->layers[l];
-        FT_FIND(L->wq);
-        FT_FIND(L->wk);
-        FT_FIND(L->wv);
-        FT_FIND(L->wo);
-        FT_FIND(L->router);
-        FT_FIND(L->gate);
-        FT_FIND(L->up);
-        FT_FIND(L->down);
-        L->expert_kernel = L->gate.dtype == L->up.dtype
-                               ? ft_cpu_module_find_expert(k, L->gate.dtype, L->down.dtype,
-                                                           L->expert_ffn, m->d_model)
-                               : NULL;
-    }
-#undef FT_FIND
+    ft_model_bind_kernels(e->model, e->kmod);
 }
 
 /* Generated kernels: the plan's CPU module when asked for and this CPU has

@@ -1,16 +1,15 @@
 #include "forward.h"
+#include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
 #include "ops.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* ---- matrix products on the pool ------------------------------------ */
 
 #define FT_MM_MAX_JOBS 3
-#define FT_MM_GRAIN 4 /* rows per split unit */
 
 typedef struct ft_mm_job {
     const ft_mat_t *mat;
@@ -42,22 +41,59 @@ static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
     }
 }
 
-/* y_j = x W_j^T for up to three matrices that read the same input rows
- * x [n, cols]. Matrices of one format share one activation preparation. */
-static void ft_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
+void ft_fwd_linear_prepared(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys,
+                               uint32_t n_mats, uint32_t n)
+{
+    ft_mm_run_t r = {.xp = s->xp, .n_tok = n, .use_generated = s->use_generated};
+    for (uint32_t i = 0; i < n_mats; i++)
+        r.jobs[r.n_jobs++] = (ft_mm_job_t){mats[i], ys[i], mats[i]->rows};
+    ft_threadpool_run(s->engine->pool, ft_mm_worker, &r);
+}
+
+void ft_fwd_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
                       const float *x, uint32_t n)
 {
     uint32_t i = 0;
     while (i < n_mats) {
-        ft_mm_run_t r = {.xp = s->xp, .n_tok = n, .use_generated = s->use_generated};
         const ft_dtype_t dt = mats[i]->dtype;
         ft_cpu_act_prepare(dt, x, mats[i]->cols, n, mats[i]->cols, s->xp);
-        while (i < n_mats && mats[i]->dtype == dt) {
-            r.jobs[r.n_jobs++] = (ft_mm_job_t){mats[i], ys[i], mats[i]->rows};
-            i++;
-        }
-        ft_threadpool_run(s->engine->pool, ft_mm_worker, &r);
+        uint32_t j = i;
+        while (j < n_mats && mats[j]->dtype == dt)
+            j++;
+        ft_fwd_linear_prepared(s, mats + i, ys + i, j - i, n);
+        i = j;
     }
+}
+
+/* ---- fused RMSNorm + preparation (the plan's kernels) ---------------- */
+
+typedef struct ft_norm_run {
+    ft_kabi_norm_prepare_fn fn;
+    const float *x, *w;
+    float eps;
+    uint32_t n, d;
+    uint8_t *out;
+    size_t out_row_bytes;
+} ft_norm_run_t;
+
+static void ft_norm_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_norm_run_t *r = ctx;
+    uint64_t b, e;
+    ft_split_range(r->n, 1, ti, nt, &b, &e);
+    if (b < e)
+        r->fn(r->x + b * r->d, r->d, r->w, r->eps, (uint32_t)(e - b), r->out + b * r->out_row_bytes);
+}
+
+void ft_fwd_norm_prepare(ft_session_t *s, ft_kabi_norm_prepare_fn fn, const float *x, const float *w,
+                            ft_dtype_t wtype, uint32_t n, void *out)
+{
+    const uint32_t d = s->m->d_model;
+    ft_norm_run_t r = {fn, x, w, s->m->norm_eps, n, d, out, ft_cpu_act_row_bytes(wtype, d)};
+    if (n < 4)
+        fn(x, d, w, r.eps, n, out);
+    else
+        ft_threadpool_run(s->engine->pool, ft_norm_worker, &r);
 }
 
 /* ---- attention -------------------------------------------------------- */
@@ -66,6 +102,8 @@ typedef struct ft_attn_run {
     ft_session_t *s;
     const ft_layer_t *L;
     uint32_t layer, n;
+    ft_kabi_attn_fn kernel; /* the plan's attention kernel, or NULL */
+    int prepare_wo; /* each item also prepares its output slice for wo into s->xp */
 } ft_attn_run_t;
 
 /* Dot product with eight partial sums: the compiler keeps them in one
@@ -95,6 +133,30 @@ static inline void ft_axpy(float *restrict o, float w, const float *restrict v, 
         o[i] += w * v[i];
 }
 
+/* Whether each attention item can prepare its own slice of wo's input:
+ * the slice (group x head_dim floats at kvh * group * head_dim) must be
+ * whole blocks of wo's activation format. Blocks are quantized
+ * independently, so the prepared row is the same bytes as preparing it
+ * whole afterwards, and the work is spread over the threads instead of
+ * done by the caller between two runs. */
+static int ft_attn_can_prepare_wo(const ft_layer_t *L)
+{
+    const uint32_t slice = L->n_heads / L->n_kv_heads * L->head_dim;
+    const ft_dtype_t at = ft_cpu_act_type(L->wo.dtype);
+    const uint32_t blk = at == FT_DTYPE_Q8_K ? 256 : at == FT_DTYPE_Q8_0 ? 32 : 1;
+    return slice % blk == 0;
+}
+
+static void ft_attn_prepare_wo(const ft_attn_run_t *r, uint32_t t, uint32_t kvh, const float *out)
+{
+    if (!r->prepare_wo)
+        return;
+    const ft_layer_t *L = r->L;
+    const uint32_t slice = L->n_heads / L->n_kv_heads * L->head_dim, qd = L->n_heads * L->head_dim;
+    uint8_t *row = (uint8_t *)r->s->xp + (size_t)t * ft_cpu_act_row_bytes(L->wo.dtype, qd);
+    ft_cpu_act_prepare(L->wo.dtype, out, slice, 1, slice, row + ft_cpu_act_row_bytes(L->wo.dtype, kvh * slice));
+}
+
 static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     const ft_attn_run_t *r = ctx;
@@ -113,6 +175,12 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint32_t n_keys = s->n_past + t + 1; /* causal: up to and including t */
         const float *q = s->q + (size_t)t * qd + (size_t)kvh * group * hd;
         float *out = s->att + (size_t)t * qd + (size_t)kvh * group * hd;
+        if (r->kernel) { /* the plan's kernel: the same operations, sizes as constants */
+            r->kernel(q, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, kvd, n_keys, scale, scores, s->n_ctx,
+                      out);
+            ft_attn_prepare_wo(r, t, kvh, out);
+            continue;
+        }
         for (uint32_t p = 0; p < n_keys; p++) {
             const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
             for (uint32_t g = 0; g < group; g++)
@@ -126,165 +194,104 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
             for (uint32_t g = 0; g < group; g++)
                 ft_axpy(out + (size_t)g * hd, scores[(size_t)g * s->n_ctx + p], v, hd);
         }
+        ft_attn_prepare_wo(r, t, kvh, out);
+    }
+}
+
+/* RoPE of every query and key head of one token: the cosines and sines
+ * of the position are formed once per token (ft_op_rope_neox forms them
+ * per head) with the same double-precision angle, then applied with its
+ * float operations, so the result is bit-identical to it. */
+enum { FT_ROPE_MAX_HALF = 256 };
+
+static void ft_rope_apply(float *heads, uint32_t n_heads, uint32_t hd, uint32_t half, const float *cs,
+                          const float *sn)
+{
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *head = heads + (size_t)h * hd;
+        for (uint32_t i = 0; i < half; i++) {
+            const float a = head[i], b = head[i + half];
+            head[i] = a * cs[i] - b * sn[i];
+            head[i + half] = a * sn[i] + b * cs[i];
+        }
+    }
+}
+
+static void ft_rope_token(float *q, uint32_t n_q, float *k, uint32_t n_k, uint32_t hd, uint32_t rope_dim,
+                          const float *inv_freq, uint32_t pos)
+{
+    const uint32_t half = rope_dim / 2;
+    if (half > FT_ROPE_MAX_HALF) {
+        for (uint32_t h = 0; h < n_q; h++)
+            ft_op_rope_neox(q + (size_t)h * hd, rope_dim, inv_freq, pos);
+        for (uint32_t h = 0; h < n_k; h++)
+            ft_op_rope_neox(k + (size_t)h * hd, rope_dim, inv_freq, pos);
+        return;
+    }
+    float cs[FT_ROPE_MAX_HALF], sn[FT_ROPE_MAX_HALF];
+    for (uint32_t i = 0; i < half; i++) {
+        const double angle = (double)pos * inv_freq[i];
+        cs[i] = (float)cos(angle);
+        sn[i] = (float)sin(angle);
+    }
+    ft_rope_apply(q, n_q, hd, half, cs, sn);
+    ft_rope_apply(k, n_k, hd, half, cs, sn);
+}
+
+static void ft_qk_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_attn_run_t *r = ctx;
+    ft_session_t *s = r->s;
+    const ft_layer_t *L = r->L;
+    const ft_model_t *m = s->m;
+    const uint32_t hd = L->head_dim, qd = L->n_heads * hd, kvd = L->n_kv_heads * hd, kv_stride = m->max_kv_dim;
+    uint64_t b, e;
+    ft_split_range(r->n, 1, ti, nt, &b, &e);
+    for (uint32_t t = (uint32_t)b; t < e; t++) {
+        const uint32_t pos = s->n_past + t;
+        float *q = s->q + (size_t)t * qd, *k = s->k + (size_t)t * kvd;
+        for (uint32_t h = 0; h < L->n_heads; h++)
+            ft_op_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, m->norm_eps);
+        for (uint32_t h = 0; h < L->n_kv_heads; h++)
+            ft_op_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, m->norm_eps);
+        ft_rope_token(q, L->n_heads, k, L->n_kv_heads, hd, m->rope_dim, s->engine->rope_inv_freq, pos);
+        float *kc = s->k_cache + ((size_t)r->layer * s->n_ctx + pos) * kv_stride;
+        float *vc = s->v_cache + ((size_t)r->layer * s->n_ctx + pos) * kv_stride;
+        memcpy(kc, k, kvd * sizeof(float));
+        memcpy(vc, s->v + (size_t)t * kvd, kvd * sizeof(float));
     }
 }
 
 static void ft_attention(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
 {
     const ft_model_t *m = s->m;
-    const uint32_t d = m->d_model, hd = L->head_dim;
-    const uint32_t qd = L->n_heads * hd, kvd = L->n_kv_heads * hd, kv_stride = m->max_kv_dim;
-    for (uint32_t t = 0; t < n; t++)
-        ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->attn_norm, d, m->norm_eps);
+    const uint32_t d = m->d_model;
     const ft_mat_t *mats[3] = {&L->wq, &L->wk, &L->wv};
     float *ys[3] = {s->q, s->k, s->v};
-    ft_linear(s, mats, ys, 3, s->h, n);
-    /* Per-head q/k norm and RoPE, then K and V into the cache. */
-    for (uint32_t t = 0; t < n; t++) {
-        const uint32_t pos = s->n_past + t;
-        for (uint32_t h = 0; h < L->n_heads; h++) {
-            float *q = s->q + (size_t)t * qd + (size_t)h * hd;
-            ft_op_rmsnorm(q, q, L->q_norm, hd, m->norm_eps);
-            ft_op_rope_neox(q, m->rope_dim, s->engine->rope_inv_freq, pos);
-        }
-        float *kc = s->k_cache + ((size_t)layer * s->n_ctx + pos) * kv_stride;
-        float *vc = s->v_cache + ((size_t)layer * s->n_ctx + pos) * kv_stride;
-        for (uint32_t h = 0; h < L->n_kv_heads; h++) {
-            float *k = s->k + (size_t)t * kvd + (size_t)h * hd;
-            ft_op_rmsnorm(k, k, L->k_norm, hd, m->norm_eps);
-            ft_op_rope_neox(k, m->rope_dim, s->engine->rope_inv_freq, pos);
-        }
-        memcpy(kc, s->k + (size_t)t * kvd, kvd * sizeof(float));
-        memcpy(vc, s->v + (size_t)t * kvd, kvd * sizeof(float));
+    if (s->use_generated && L->attn_norm_prepare) { /* q, k, v share a format (model.c) */
+        ft_fwd_norm_prepare(s, L->attn_norm_prepare, s->x, L->attn_norm, L->wq.dtype, n, s->xp);
+        ft_fwd_linear_prepared(s, mats, ys, 3, n);
+    } else {
+        for (uint32_t t = 0; t < n; t++)
+            ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->attn_norm, d, m->norm_eps);
+        ft_fwd_linear(s, mats, ys, 3, s->h, n);
     }
-    ft_attn_run_t r = {s, L, layer, n};
+    /* Per-head q/k norm and RoPE, then K and V into the cache: on the pool
+     * for a batch (tokens are independent), inline for a decode token. */
+    ft_attn_run_t r = {s, L, layer, n, s->use_generated ? L->attn_kernel : NULL, ft_attn_can_prepare_wo(L)};
+    if (n < 4)
+        ft_qk_worker(&r, 0, 1);
+    else
+        ft_threadpool_run(s->engine->pool, ft_qk_worker, &r);
     ft_threadpool_run(s->engine->pool, ft_attn_worker, &r);
     const ft_mat_t *wo = &L->wo;
     float *o = s->h; /* h is free again: reuse it for the projection */
-    ft_linear(s, &wo, &o, 1, s->att, n);
+    if (r.prepare_wo)
+        ft_fwd_linear_prepared(s, &wo, &o, 1, n);
+    else
+        ft_fwd_linear(s, &wo, &o, 1, s->att, n);
     for (size_t i = 0; i < (size_t)n * d; i++)
         s->x[i] += o[i];
-}
-
-/* ---- mixture of experts ---------------------------------------------- */
-
-typedef struct ft_moe_run {
-    ft_session_t *s;
-    const ft_layer_t *L;
-    uint32_t n_active;
-    atomic_uint next; /* next entry of e_active to take */
-} ft_moe_run_t;
-
-/* y = W x over all rows of mat (weights at w): the generated kernel for
- * its shape when the plan has one, else the reference kernel. */
-static void ft_mat_apply(const ft_mat_t *mat, int use_generated, const uint8_t *w, const void *xp,
-                         uint32_t n, float *y, size_t ldy)
-{
-    if (mat->kernel && use_generated)
-        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
-}
-
-/* The expert as three products and a SwiGLU, into es->dn; xp holds the
- * inputs prepared for the gate's format, es->xrows the float rows. */
-static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t *es, const uint8_t *wg,
-                              const uint8_t *wu, const uint8_t *wd, uint32_t n_e, uint32_t d)
-{
-    const uint32_t ffn = L->expert_ffn;
-    ft_mat_apply(&L->gate, gen, wg, es->xp, n_e, es->g, ffn);
-    if (L->up.dtype != L->gate.dtype)
-        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_mat_apply(&L->up, gen, wu, es->xp, n_e, es->u, ffn);
-    ft_op_swiglu(es->g, es->u, n_e * ffn);
-    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
-    ft_mat_apply(&L->down, gen, wd, es->ap, n_e, es->dn, d);
-}
-
-/* One expert over the tokens routed to it: down(silu(gate x) * up x). */
-static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
-                      const uint8_t *blob)
-{
-    /* Weights from an offload slot or stream buffer when the dispatcher put
-     * the expert there, else from the mapped FTW stacks. */
-    const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
-    const uint8_t *wu = blob ? blob + L->off_up : ft_mat_expert(&L->up, e);
-    const uint8_t *wd = blob ? blob + L->off_down : ft_mat_expert(&L->down, e);
-    const uint32_t d = s->m->d_model, U = s->m->max_used;
-    const uint32_t n_e = s->e_count[e];
-    const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
-    for (uint32_t i = 0; i < n_e; i++)
-        memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
-    ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
-    if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
-        L->expert_kernel(wg, wu, wd, es->xp, n_e, es->g, es->u, es->ap, es->dn);
-    else
-        ft_expert_unfused(L, s->use_generated, es, wg, wu, wd, n_e, d);
-    for (uint32_t i = 0; i < n_e; i++)
-        memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
-}
-
-static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
-{
-    ft_moe_run_t *r = ctx;
-    (void)nt;
-    for (;;) {
-        uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
-        if (i >= r->n_active)
-            break;
-        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i]);
-    }
-}
-
-static void ft_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
-{
-    const ft_model_t *m = s->m;
-    const uint32_t d = m->d_model, E = L->n_experts, K = L->n_used, U = m->max_used;
-    for (uint32_t t = 0; t < n; t++)
-        ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->ffn_norm, d, m->norm_eps);
-    const ft_mat_t *router = &L->router;
-    ft_linear(s, &router, &s->router, 1, s->h, n);
-    memset(s->e_count, 0, E * sizeof(uint32_t));
-    for (uint32_t t = 0; t < n; t++) {
-        float *p = s->router + (size_t)t * E;
-        ft_op_softmax(p, E);
-        int32_t *sel = s->sel + (size_t)t * U;
-        float *w = s->sel_w + (size_t)t * U;
-        ft_op_topk(p, E, K, sel);
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++)
-            sum += (w[k] = p[sel[k]]);
-        for (uint32_t k = 0; k < K && L->norm_topk_prob; k++)
-            w[k] /= sum;
-        for (uint32_t k = 0; k < K; k++) {
-            const uint32_t e = (uint32_t)sel[k];
-            s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * U + k;
-        }
-    }
-    ft_moe_run_t r = {.s = s, .L = L};
-    for (uint32_t e = 0; e < E; e++)
-        if (s->e_count[e]) {
-            s->e_active_count[r.n_active] = s->e_count[e];
-            s->e_blob[r.n_active] = NULL;
-            s->e_active[r.n_active++] = (int32_t)e;
-        }
-    if (s->engine->routing) /* calibration: how often each expert is chosen */
-        for (uint32_t e = 0; e < E; e++)
-            s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
-    if (s->engine->offload)
-        ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
-    atomic_init(&r.next, 0);
-    ft_threadpool_run(s->engine->pool, ft_moe_worker, &r);
-    /* Combine in slot order, so the sum does not depend on scheduling. */
-    for (uint32_t t = 0; t < n; t++) {
-        float *x = s->x + (size_t)t * d;
-        for (uint32_t k = 0; k < K; k++) {
-            const float w = s->sel_w[(size_t)t * U + k];
-            const float *eo = s->eo + ((size_t)t * U + k) * d;
-            for (uint32_t i = 0; i < d; i++)
-                x[i] += w * eo[i];
-        }
-    }
 }
 
 /* ---- the whole pass -------------------------------------------------- */
@@ -304,7 +311,7 @@ void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float 
         ft_attention(s, &m->layers[l], l, n);
         if (off)
             ft_offload_attention(off, l, n);
-        ft_moe(s, &m->layers[l], l, n);
+        ft_fwd_moe(s, &m->layers[l], l, n);
     }
     if (off)
         ft_offload_step_end(off, n);
@@ -312,11 +319,18 @@ void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float 
         s->engine->routing_tokens += n;
     /* Logits: every row when asked for, else only the last. */
     const uint32_t first = all_logits ? 0 : n - 1;
-    for (uint32_t t = first; t < n; t++)
-        ft_op_rmsnorm(s->h + (size_t)(t - first) * d, s->x + (size_t)t * d, m->output_norm, d, m->norm_eps);
     const ft_mat_t *out = &m->output;
     float *y = all_logits ? all_logits : s->logits;
-    ft_linear(s, &out, &y, 1, s->h, n - first);
+    if (s->use_generated && m->output_norm_prepare) {
+        ft_fwd_norm_prepare(s, m->output_norm_prepare, s->x + (size_t)first * d, m->output_norm, out->dtype,
+                        n - first, s->xp);
+        ft_fwd_linear_prepared(s, &out, &y, 1, n - first);
+    } else {
+        for (uint32_t t = first; t < n; t++)
+            ft_op_rmsnorm(s->h + (size_t)(t - first) * d, s->x + (size_t)t * d, m->output_norm, d,
+                          m->norm_eps);
+        ft_fwd_linear(s, &out, &y, 1, s->h, n - first);
+    }
     if (all_logits)
         memcpy(s->logits, all_logits + (size_t)(n - 1) * m->vocab_size, m->vocab_size * sizeof(float));
     s->n_past += n;

@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
 
@@ -243,4 +244,36 @@ void ft_model_destroy(ft_model_t *m, const ft_allocator_t *alloc)
         return;
     ft_mem_free(alloc, m->layers);
     ft_mem_free(alloc, m);
+}
+
+void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
+{
+#define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, (mat).dtype, (mat).rows, (mat).cols))
+    FT_FIND(m->output);
+    m->output_norm_prepare = ft_cpu_module_find_norm_prepare(k, m->output.dtype, m->d_model);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        ft_layer_t *L = &m->layers[l];
+        FT_FIND(L->wq);
+        FT_FIND(L->wk);
+        FT_FIND(L->wv);
+        FT_FIND(L->wo);
+        FT_FIND(L->router);
+        FT_FIND(L->gate);
+        FT_FIND(L->up);
+        FT_FIND(L->down);
+        L->expert_kernel = L->gate.dtype == L->up.dtype
+                               ? ft_cpu_module_find_expert(k, L->gate.dtype, L->down.dtype,
+                                                           L->expert_ffn, m->d_model)
+                               : NULL;
+        const int qkv_one_format = L->wq.dtype == L->wk.dtype && L->wq.dtype == L->wv.dtype;
+        L->attn_norm_prepare = qkv_one_format ? ft_cpu_module_find_norm_prepare(k, L->wq.dtype, m->d_model)
+                                              : NULL;
+        L->ffn_norm_prepare = ft_cpu_module_find_norm_prepare(k, L->router.dtype, m->d_model);
+        L->ffn_norm_prepare_experts = L->gate.dtype == L->up.dtype
+                                          ? ft_cpu_module_find_norm_prepare(k, L->gate.dtype, m->d_model)
+                                          : NULL;
+        L->router_kernel = ft_cpu_module_find_router(k, L->router.dtype, L->n_experts, m->d_model);
+        L->attn_kernel = ft_cpu_module_find_attn(k, L->n_heads / L->n_kv_heads, L->head_dim);
+    }
+#undef FT_FIND
 }

@@ -52,6 +52,12 @@ typedef struct ft_layer {
     uint64_t blob_stride;
     uint64_t off_gate, off_up, off_down;
     ft_kabi_expert_fn expert_kernel; /* fused gate + up + SwiGLU + down, or NULL */
+    /* The plan's fusions (ABI 2), or NULL: the unfused path. */
+    ft_kabi_norm_prepare_fn attn_norm_prepare; /* attn_norm + preparation for wq's format */
+    ft_kabi_norm_prepare_fn ffn_norm_prepare;  /* ffn_norm + preparation for the router's */
+    ft_kabi_norm_prepare_fn ffn_norm_prepare_experts; /* ... for the experts' (gate = up) */
+    ft_kabi_router_fn router_kernel;           /* router + softmax + top-k + weights */
+    ft_kabi_attn_fn attn_kernel;               /* attention per (token, KV head) */
 } ft_layer_t;
 
 typedef struct ft_model {
@@ -62,6 +68,7 @@ typedef struct ft_model {
     ft_mat_t tok_embd;        /* [vocab, d_model] */
     ft_mat_t output;          /* [vocab, d_model]; the embedding when tied */
     ft_layer_t *layers;
+    ft_kabi_norm_prepare_fn output_norm_prepare; /* output_norm + preparation, or NULL */
     /* Largest per-layer sizes, for sizing buffers. */
     uint32_t max_q_dim, max_kv_dim, max_heads, max_experts, max_used, max_ffn;
     uint32_t max_group; /* query heads per KV head */
@@ -75,5 +82,12 @@ typedef struct ft_model {
 ft_status_t ft_model_create(const ft_bundle_t *bundle, const ft_allocator_t *alloc,
                             ft_model_t **out_model);
 void ft_model_destroy(ft_model_t *model, const ft_allocator_t *alloc);
+
+/* Points every matrix, expert and fusion that the kernel module has a
+ * kernel for at it (mod NULL: clears them all, the reference kernels).
+ * A fusion is bound only where the forward pass can use it: the norm
+ * before attention when q, k and v share a format. */
+typedef struct ft_cpu_module ft_cpu_module_t;
+void ft_model_bind_kernels(ft_model_t *model, const ft_cpu_module_t *mod);
 
 #endif

@@ -67,9 +67,10 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     for (uint32_t t = 0; t < n_threads; t++) {
         ft_expert_scratch_t tmp, *e = es ? &es[t] : &tmp;
         e->xp = ft_carve(c, B * act);
-        e->g = ft_carve(c, B * ffn * sizeof(float));
-        e->u = ft_carve(c, B * ffn * sizeof(float));
-        e->ap = ft_carve(c, B * act);
+        /* a decode token's experts share thread 0's g, u, ap: U rows (forward.c) */
+        e->g = ft_carve(c, (B > U ? B : U) * ffn * sizeof(float));
+        e->u = ft_carve(c, (B > U ? B : U) * ffn * sizeof(float));
+        e->ap = ft_carve(c, (B > U ? B : U) * act);
         e->dn = ft_carve(c, B * d * sizeof(float));
         e->xrows = ft_carve(c, B * d * sizeof(float));
     }

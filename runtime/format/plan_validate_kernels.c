@@ -39,7 +39,7 @@ static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKernel *k, size_t i
 {
     if (!k)
         return ft_status_make(FT_STATUS_FORMAT, "%s: cpu_module.kernels[%zu]: missing", name, i);
-    if (k->op != FT_KABI_OP_MATMUL && k->op != FT_KABI_OP_EXPERT)
+    if (k->op < FT_KABI_OP_MATMUL || k->op > FT_KABI_OP_ATTN)
         return ft_status_make(FT_STATUS_FORMAT, "%s: cpu_module.kernels[%zu].op: unknown op %u",
                               name, i, k->op);
     if (!ft_plan_enum_ok(&ftplan__weight_format__descriptor, k->format) ||

@@ -276,7 +276,7 @@ static void test_module_contract(void **state)
     assert_non_null(ft_cpu_module_find_matmul(mod, FT_DTYPE_Q8_0, 4, 64));
     ft_cpu_module_free(mod);
 
-    char *p = strstr(src, "#define FT_KABI_VERSION 1u");
+    char *p = strstr(src, "#define FT_KABI_VERSION 2u");
     assert_non_null(p);
     memcpy(p + strlen("#define FT_KABI_VERSION "), "7u", 2);
     free(b);

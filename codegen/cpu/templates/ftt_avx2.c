@@ -115,3 +115,4 @@ FTT_INLINE void ftt_decode_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, uin
 
 FTT_DEFINE_TILED_MATMUL(q8_0, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
 FTT_DEFINE_TILED_MATMUL(q4_k, (size_t)(cols / FTT_QK_K) * FTT_Q8_K_BYTES)
+FTT_DEFINE_ROWLOOP_MATMUL(f32, (size_t)cols * 4)

@@ -77,33 +77,49 @@ FTT_INLINE void ftt_tile_q8_0(uint32_t cols, const uint8_t *w, size_t wrb, const
             y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
+/* The mins term of one Q4_K super-block as 16 float lanes: lane i holds
+ * dmin * mins[i / 2] (weights) and xd * bsums[i] (activations), so one
+ * fnmadd per (row, token) removes dmin * xd * sum_j mins[j] * (bsums[2j]
+ * + bsums[2j + 1]) from the accumulator. Each lane product is float
+ * (rounded once), not the reference's exact integer sum times one scale:
+ * the difference is float32 roundoff, within the generated kernels'
+ * tolerance, and the same in the tiled and the decode paths. */
+FTT_INLINE __m512 ftt_q4_k_wmins(const uint8_t sm[16], float dmin)
+{
+    const __m128i m8 = _mm_loadl_epi64((const __m128i *)(sm + 8));
+    const __m128i m16 = _mm_unpacklo_epi8(m8, m8); /* mins[i / 2], i < 16 */
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m16)), _mm512_set1_ps(dmin));
+}
+
+FTT_INLINE __m512 ftt_q8_k_xbsums(const uint8_t *xb)
+{
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + 4 + FTT_QK_K));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)), _mm512_set1_ps(ftt_f32(xb)));
+}
+
 FTT_INLINE void ftt_tile_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, const int nr,
                               const uint8_t *x, size_t xrb, const int nt, float *y, size_t ldy)
 {
     const uint32_t nb = cols / FTT_QK_K;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m512 acc[4][4];
-    float accm[4][4];
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) {
+        for (int t = 0; t < nt; t++)
             acc[r][t] = _mm512_setzero_ps();
-            accm[r][t] = 0.0f;
-        }
     for (uint32_t b = 0; b < nb; b++) {
         float xd[4];
-        __m128i bs2[4]; /* pairwise sums of the 16 bsums: one per 32 elements */
+        __m512 xbs[4];
         for (int t = 0; t < nt; t++) {
             const uint8_t *xb = x + t * xrb + (size_t)b * FTT_Q8_K_BYTES;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + 4 + FTT_QK_K));
             xd[t] = ftt_f32(xb);
-            bs2[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            xbs[t] = ftt_q8_k_xbsums(xb);
         }
         for (int r = 0; r < nr; r++) {
             const uint8_t *wb = w + r * wrb + (size_t)b * FTT_Q4_K_BYTES;
             uint8_t sm[16];
             ftt_q4_k_scales(wb + 4, sm);
-            const float d = ftt_f16(wb), dmin = ftt_f16(wb + 2);
-            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+            const float d = ftt_f16(wb);
+            const __m512 wmins = ftt_q4_k_wmins(sm, ftt_f16(wb + 2));
             __m512i wq[4], sc[4];
             for (int j = 0; j < 4; j++) {
                 const __m256i bits = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * j));
@@ -120,16 +136,13 @@ FTT_INLINE void ftt_tile_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, const
                     sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(sc[j], _mm512_maddubs_epi16(wq[j], a)));
                 }
                 acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xd[t]), acc[r][t]);
-                __m128i pm = _mm_madd_epi16(mins, bs2[t]);
-                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
-                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
-                accm[r][t] += dmin * xd[t] * (float)_mm_cvtsi128_si32(pm);
+                acc[r][t] = _mm512_fnmadd_ps(wmins, xbs[t], acc[r][t]);
             }
         }
     }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++)
-            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]) - accm[r][t];
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 /* Decode (one token): one row at a time, as the reference kernels do
@@ -218,14 +231,13 @@ FTT_INLINE void ftt_decode_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, uin
     for (uint32_t r = r0; r < r1; r++) {
         const uint8_t *wr = w + (size_t)r * wrb;
         __m512 acc = _mm512_setzero_ps();
-        float accm = 0.0f;
         for (uint32_t b = 0; b < nb; b++) {
             const uint8_t *wb = wr + (size_t)b * FTT_Q4_K_BYTES, *xb = x + (size_t)b * FTT_Q8_K_BYTES;
             _mm_prefetch((const char *)(wb + FTT_PF_BYTES), _MM_HINT_T0);
             _mm_prefetch((const char *)(wb + FTT_PF_BYTES + 64), _MM_HINT_T0);
             uint8_t sm[16];
             ftt_q4_k_scales(wb + 4, sm);
-            const float d = ftt_f16(wb), dmin = ftt_f16(wb + 2), xd = ftt_f32(xb);
+            const float d = ftt_f16(wb), xd = ftt_f32(xb);
             const __m512i s16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)sm)));
             __m512i sumi = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
@@ -239,18 +251,247 @@ FTT_INLINE void ftt_decode_q4_k(uint32_t cols, const uint8_t *w, size_t wrb, uin
                 const __m512i a = _mm512_loadu_si512((const void *)(xb + 4 + 64 * j));
                 sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(sc, _mm512_maddubs_epi16(wq, a)));
             }
+            /* the tile's two steps, in its order */
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xd), acc);
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + 4 + FTT_QK_K));
-            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
-            __m128i pm = _mm_madd_epi16(mins, _mm_hadd_epi16(_mm256_castsi256_si128(bs),
-                                                             _mm256_extracti128_si256(bs, 1)));
-            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
-            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
-            accm += dmin * xd * (float)_mm_cvtsi128_si32(pm);
+            acc = _mm512_fnmadd_ps(ftt_q4_k_wmins(sm, ftt_f16(wb + 2)), ftt_q8_k_xbsums(xb), acc);
         }
-        y[r] = _mm512_reduce_add_ps(acc) - accm;
+        y[r] = _mm512_reduce_add_ps(acc);
     }
 }
 
+/* F32 x F32 tiles: ftt_dot_f32's eight partial sums per (row, token), each
+ * a separate multiply and add in the same order, reduced in its pairing,
+ * so a tile's results are bit-identical to the row loop's; a tile of four
+ * rows and four tokens keeps sixteen independent sums in flight where the
+ * row loop waits on one. Rows of a length that is not a multiple of 8 go
+ * through the row loop. */
+FTT_INLINE float ftt_hsum8_pairs(__m256 v)
+{
+    const __m256 p = _mm256_add_ps(v, _mm256_permute_ps(v, 0xB1)); /* s0+s1, s2+s3, ... */
+    const __m256 q = _mm256_add_ps(p, _mm256_permute_ps(p, 0x4E)); /* (s0+s1)+(s2+s3), ... */
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+}
+
+FTT_INLINE void ftt_tile_f32(uint32_t cols, const uint8_t *w, size_t wrb, const int nr,
+                             const uint8_t *x, size_t xrb, const int nt, float *y, size_t ldy)
+{
+    if (cols % 8) {
+        for (int r = 0; r < nr; r++)
+            for (int t = 0; t < nt; t++)
+                y[t * ldy + r] = ftt_dot_f32(cols, w + r * wrb, x + t * xrb);
+        return;
+    }
+    __m256 acc[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (uint32_t i = 0; i < cols; i += 8) {
+        __m256 xv[4];
+        for (int t = 0; t < nt; t++)
+            xv[t] = _mm256_loadu_ps((const float *)(x + t * xrb) + i);
+        for (int r = 0; r < nr; r++) {
+            const __m256 wv = _mm256_loadu_ps((const float *)(w + r * wrb) + i);
+            for (int t = 0; t < nt; t++)
+                acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(wv, xv[t]));
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[t * ldy + r] = ftt_hsum8_pairs(acc[r][t]);
+}
+
+FTT_INLINE void ftt_decode_f32(uint32_t cols, const uint8_t *w, size_t wrb, uint32_t r0,
+                               uint32_t r1, const uint8_t *x, float *y)
+{
+    uint32_t r = r0;
+    for (; r + 4 <= r1; r += 4)
+        ftt_tile_f32(cols, w + (size_t)r * wrb, wrb, 4, x, 0, 1, y + r, 0);
+    for (; r < r1; r++)
+        ftt_tile_f32(cols, w + (size_t)r * wrb, wrb, 1, x, 0, 1, y + r, 0);
+}
+
+#define ftt_matmul_q8_0 ftt_matmul_q8_0_tiles
 FTT_DEFINE_TILED_MATMUL(q8_0, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
+#undef ftt_matmul_q8_0
+
+/* Q8_0 prefill with the activation side prepared once per token tile:
+ * the tiled loop of ftt_tiled.c, except that the quants, bias corrections
+ * and scales of four tokens' block pairs (ftt_q8_0_xpair, 192 bytes per
+ * pair) are formed once and then read by every row tile of the weight
+ * block instead of being re-formed per row tile. Per (row, token) the
+ * arithmetic is ftt_tile_q8_0's, so the results are bit-identical to it
+ * and to the decode path. Odd block counts and rows past FTT_DEC_PAIRS
+ * pairs take the plain tiles. */
+FTT_INLINE void ftt_tile_q8_0_px(uint32_t np, const uint8_t *w, size_t wrb, const int nr,
+                                 const ftt_xpair_t *px, const int nt, float *y, size_t ldy)
+{
+    __m512 acc[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    for (uint32_t i = 0; i < np; i++) {
+        const size_t o = (size_t)i * 2 * FTT_Q8_0_BYTES;
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *wb = w + r * wrb + o;
+            const __m512i wq = _mm512_xor_si512(ftt_load2x32(wb + 2, wb + 2 + FTT_Q8_0_BYTES),
+                                                _mm512_set1_epi8((char)0x80));
+            const __m512 ws = ftt_scale2(wb, wb + FTT_Q8_0_BYTES);
+            for (int t = 0; t < nt; t++) {
+                const ftt_xpair_t *xp = &px[(size_t)t * FTT_DEC_PAIRS + i];
+                const __m512i p = _mm512_dpbusd_epi32(xp->c, wq, xp->q);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(ws, xp->s), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+FTT_INLINE void ftt_matmul_q8_0(uint32_t cols, const void *w, size_t wrb, const void *xp, uint32_t n_tok,
+                                uint32_t r0, uint32_t r1, float *y, size_t ldy)
+{
+    const uint8_t *wb = w, *xb = xp;
+    const size_t xrb = (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES;
+    const uint32_t nb = cols / FTT_QK8_0, np = nb / 2;
+    if (n_tok == 1) {
+        ftt_decode_q8_0(cols, wb, wrb, r0, r1, xb, y);
+        return;
+    }
+    if ((nb & 1) || np > FTT_DEC_PAIRS) { /* constants: one branch survives */
+        ftt_matmul_q8_0_tiles(cols, w, wrb, xp, n_tok, r0, r1, y, ldy);
+        return;
+    }
+    ftt_xpair_t px[4 * FTT_DEC_PAIRS];
+    uint32_t rpb = wrb >= FTT_W_BLOCK ? 4 : (uint32_t)(FTT_W_BLOCK / wrb) & ~3u;
+    if (rpb < 4)
+        rpb = 4;
+    for (uint32_t rb = r0; rb < r1; rb += rpb) {
+        const uint32_t re = r1 - rb < rpb ? r1 : rb + rpb;
+        for (uint32_t t = 0; t < n_tok; t += 4) {
+            const int nt = n_tok - t >= 4 ? 4 : (int)(n_tok - t);
+            for (int k = 0; k < nt; k++)
+                for (uint32_t i = 0; i < np; i++)
+                    px[(size_t)k * FTT_DEC_PAIRS + i] = ftt_q8_0_xpair(xb + (t + k) * xrb + (size_t)i * 2 * FTT_Q8_0_BYTES);
+            uint32_t r = rb;
+            if (nt == 4) {
+                for (; r + 4 <= re; r += 4)
+                    ftt_tile_q8_0_px(np, wb + r * wrb, wrb, 4, px, 4, y + t * ldy + r, ldy);
+                for (; r < re; r++)
+                    ftt_tile_q8_0_px(np, wb + r * wrb, wrb, 1, px, 4, y + t * ldy + r, ldy);
+            } else {
+                for (int k = 0; k < nt; k++) {
+                    for (r = rb; r + 4 <= re; r += 4)
+                        ftt_tile_q8_0_px(np, wb + r * wrb, wrb, 4, px + (size_t)k * FTT_DEC_PAIRS, 1,
+                                         y + (t + k) * ldy + r, ldy);
+                    for (; r < re; r++)
+                        ftt_tile_q8_0_px(np, wb + r * wrb, wrb, 1, px + (size_t)k * FTT_DEC_PAIRS, 1,
+                                         y + (t + k) * ldy + r, ldy);
+                }
+            }
+        }
+    }
+}
+
+/* Q4_K prefill with each tile of four weight rows unpacked once: the
+ * nibbles, sub-block scales, mins and d of its super-blocks as the tile
+ * forms them (640 bytes per super-block, on the stack), then every token
+ * tile passes over them; the activations of all tokens (1168 bytes per 256
+ * columns and token) stay in L2. Per (row, token) the arithmetic is
+ * ftt_tile_q4_k's, so the results are bit-identical to it and to the
+ * decode path. Rows longer than FTT_UNP_BLOCKS super-blocks take the
+ * plain tiles. */
+typedef struct ftt_q4k_unp {
+    __m512i wq[4], sc[4];
+    __m512 wmins;
+    float d;
+} ftt_q4k_unp_t;
+enum { FTT_UNP_BLOCKS = 16 }; /* super-blocks per row: 4096 columns, 40 KiB for four rows */
+
+FTT_INLINE void ftt_q4_k_unpack(const uint8_t *wb, ftt_q4k_unp_t *u)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    uint8_t sm[16];
+    ftt_q4_k_scales(wb + 4, sm);
+    u->d = ftt_f16(wb);
+    u->wmins = ftt_q4_k_wmins(sm, ftt_f16(wb + 2));
+    for (int j = 0; j < 4; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * j));
+        u->wq[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
+                                      _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
+        u->sc[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(sm[2 * j])),
+                                      _mm256_set1_epi16(sm[2 * j + 1]), 1);
+    }
+}
+
+FTT_INLINE void ftt_tile_q4_k_unp(uint32_t nb, const ftt_q4k_unp_t *wu, const int nr, const uint8_t *x,
+                                  size_t xrb, const int nt, float *y, size_t ldy)
+{
+    __m512 acc[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    for (uint32_t b = 0; b < nb; b++) {
+        float xd[4];
+        __m512 xbs[4];
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *xb = x + t * xrb + (size_t)b * FTT_Q8_K_BYTES;
+            xd[t] = ftt_f32(xb);
+            xbs[t] = ftt_q8_k_xbsums(xb);
+        }
+        for (int r = 0; r < nr; r++) {
+            const ftt_q4k_unp_t *u = &wu[(size_t)r * nb + b];
+            for (int t = 0; t < nt; t++) {
+                const uint8_t *q8 = x + t * xrb + (size_t)b * FTT_Q8_K_BYTES + 4;
+                __m512i sumi = _mm512_setzero_si512();
+                for (int j = 0; j < 4; j++) {
+                    const __m512i a = _mm512_loadu_si512((const void *)(q8 + 64 * j));
+                    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(u->sc[j], _mm512_maddubs_epi16(u->wq[j], a)));
+                }
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(u->d * xd[t]), acc[r][t]);
+                acc[r][t] = _mm512_fnmadd_ps(u->wmins, xbs[t], acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+/* nr (4 or 1) weight rows at w against every token. */
+FTT_INLINE void ftt_q4_k_rows(uint32_t nb, const uint8_t *w, size_t wrb, const int nr, const uint8_t *x,
+                              size_t xrb, uint32_t n_tok, float *y, size_t ldy, ftt_q4k_unp_t *wu)
+{
+    for (int k = 0; k < nr; k++)
+        for (uint32_t b = 0; b < nb; b++)
+            ftt_q4_k_unpack(w + k * wrb + (size_t)b * FTT_Q4_K_BYTES, &wu[(size_t)k * nb + b]);
+    uint32_t t = 0;
+    for (; t + 4 <= n_tok; t += 4)
+        ftt_tile_q4_k_unp(nb, wu, nr, x + t * xrb, xrb, 4, y + t * ldy, ldy);
+    for (; t < n_tok; t++)
+        ftt_tile_q4_k_unp(nb, wu, nr, x + t * xrb, xrb, 1, y + t * ldy, ldy);
+}
+
+#define ftt_matmul_q4_k ftt_matmul_q4_k_tiles
 FTT_DEFINE_TILED_MATMUL(q4_k, (size_t)(cols / FTT_QK_K) * FTT_Q8_K_BYTES)
+#undef ftt_matmul_q4_k
+
+FTT_INLINE void ftt_matmul_q4_k(uint32_t cols, const void *w, size_t wrb, const void *xp, uint32_t n_tok,
+                                uint32_t r0, uint32_t r1, float *y, size_t ldy)
+{
+    const uint32_t nb = cols / FTT_QK_K;
+    const size_t xrb = (size_t)nb * FTT_Q8_K_BYTES;
+    if (n_tok == 1 || nb > FTT_UNP_BLOCKS) { /* constants: one branch survives */
+        ftt_matmul_q4_k_tiles(cols, w, wrb, xp, n_tok, r0, r1, y, ldy);
+        return;
+    }
+    const uint8_t *wb = w;
+    ftt_q4k_unp_t wu[4 * FTT_UNP_BLOCKS];
+    uint32_t r = r0;
+    for (; r + 4 <= r1; r += 4)
+        ftt_q4_k_rows(nb, wb + (size_t)r * wrb, wrb, 4, xp, xrb, n_tok, y + r, ldy, wu);
+    for (; r < r1; r++)
+        ftt_q4_k_rows(nb, wb + (size_t)r * wrb, wrb, 1, xp, xrb, n_tok, y + r, ldy, wu);
+}
+
+FTT_DEFINE_TILED_MATMUL(f32, (size_t)cols * 4)

@@ -179,6 +179,23 @@ ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, ft_dtype
                                                  (uint32_t)down, ffn, d_model);
 }
 
+ft_kabi_norm_prepare_fn ft_cpu_module_find_norm_prepare(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+                                                        uint32_t d)
+{
+    return (ft_kabi_norm_prepare_fn)ft_cpu_module_find(mod, FT_KABI_OP_NORM_PREPARE, (uint32_t)wtype, 0, d, d);
+}
+
+ft_kabi_router_fn ft_cpu_module_find_router(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+                                            uint32_t n_experts, uint32_t d_model)
+{
+    return (ft_kabi_router_fn)ft_cpu_module_find(mod, FT_KABI_OP_ROUTER, (uint32_t)wtype, 0, n_experts, d_model);
+}
+
+ft_kabi_attn_fn ft_cpu_module_find_attn(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim)
+{
+    return (ft_kabi_attn_fn)ft_cpu_module_find(mod, FT_KABI_OP_ATTN, FT_KABI_FMT_F32, 0, group, head_dim);
+}
+
 void ft_cpu_module_matmul(const ft_cpu_module_t *mod, ft_dtype_t wtype, const void *w,
                           size_t w_row_bytes, const void *xp, uint32_t n_tok, uint32_t rows,
                           uint32_t cols, uint32_t r0, uint32_t r1, float *y, size_t ldy)

@@ -34,6 +34,16 @@ ft_kabi_matmul_fn ft_cpu_module_find_matmul(const ft_cpu_module_t *mod, ft_dtype
 ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, ft_dtype_t gate_up,
                                             ft_dtype_t down, uint32_t ffn, uint32_t d_model);
 
+/* The ABI 2 fusions for this key, or NULL (mod may be NULL): RMSNorm +
+ * preparation of d-element rows for weights of wtype; the router of
+ * [n_experts, d_model] weights of wtype; attention for `group` query heads
+ * per KV head of head_dim floats. */
+ft_kabi_norm_prepare_fn ft_cpu_module_find_norm_prepare(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+                                                        uint32_t d);
+ft_kabi_router_fn ft_cpu_module_find_router(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+                                            uint32_t n_experts, uint32_t d_model);
+ft_kabi_attn_fn ft_cpu_module_find_attn(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim);
+
 /* ft_cpu_matmul through the module: the generated kernel for (wtype,
  * rows, cols) when the module has one, else the reference kernel. Same
  * arguments as ft_cpu_matmul plus the matrix's row count. mod may be NULL.

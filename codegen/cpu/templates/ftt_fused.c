@@ -1,0 +1,300 @@
+/* template: the fused kernels of ABI 2 (codegen/include/ft_kernel_abi.h),
+ * shared by every ISA and emitted after the ISA's matrix products:
+ *
+ *  - RMSNorm + activation preparation in one pass over the row;
+ *  - router matvec + softmax + top-k + weights per token;
+ *  - one token's attention over the KV cache per KV head.
+ *
+ * Each does the float operations of the runtime's unfused path in the
+ * same order (runtime/exec/ops.c, runtime/format/convert.c, quant_k.c,
+ * runtime/exec/forward.c), so the results are bit-identical to it for
+ * finite inputs: the module is built with -std=c11, which turns off FMA
+ * contraction as the runtime's build does, and calls the same libm. */
+
+/* fp32 -> fp16, round to nearest even (the runtime's ft_fp32_to_fp16 for
+ * every finite value: F16C's conversion, or the same bit recipe). */
+FTT_INLINE uint16_t ftt_to_f16(float f)
+{
+#if defined(__F16C__)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    uint32_t w, bits;
+    memcpy(&w, &f, 4);
+    float base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f, bias_f;
+    const uint32_t shl1_w = w + w, sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u)
+        bias = 0x71000000u;
+    bias = (bias >> 1) + 0x07800000u;
+    memcpy(&bias_f, &bias, 4);
+    base = bias_f + base;
+    memcpy(&bits, &base, 4);
+    const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+#endif
+}
+
+/* One Q8_0 block of 32 floats, as ft_quantize_row_q8_0. */
+FTT_INLINE void ftt_quant_q8_0_block_c(const float *x, uint8_t *out)
+{
+    float amax = 0.0f;
+    for (int j = 0; j < FTT_QK8_0; j++) {
+        const float a = fabsf(x[j]);
+        amax = amax > a ? amax : a;
+    }
+    const float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = ftt_to_f16(d);
+    memcpy(out, &dh, 2);
+    for (int j = 0; j < FTT_QK8_0; j++) {
+        const float r = roundf(x[j] * id);
+        const int8_t q = r >= -128.0f && r <= 127.0f ? (int8_t)r : r > 127.0f ? 127 : r < -128.0f ? -128 : 0;
+        memcpy(out + 2 + j, &q, 1);
+    }
+}
+
+/* Q8_0 of n floats (n a multiple of 32), as ft_quantize_row_q8_0. */
+FTT_INLINE void ftt_quant_q8_0(const float *x, uint8_t *out, uint32_t n)
+{
+    for (uint32_t b = 0; b < n / FTT_QK8_0; b++, x += FTT_QK8_0, out += FTT_Q8_0_BYTES) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__)
+        /* amax is a max (order free); round(v) = trunc(v + copysign(0.5 -
+         * 2^-25, v)) equals roundf for |v| < 2^23 (the sum reaches the next
+         * integer exactly when v's fraction is >= 0.5); the saturating pack
+         * is the reference's clamp to [-128, 127]. A block so small that
+         * 1 / d overflows takes the scalar path (inf and NaN products). */
+        const __m512 sgn = _mm512_set1_ps(-0.0f), half = _mm512_set1_ps(0x1.fffffep-2f);
+        const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sgn, x0),
+                                                              _mm512_andnot_ps(sgn, x1)));
+        const float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (!(id <= 0x1.fffffep+127f) || amax != amax) {
+            ftt_quant_q8_0_block_c(x, out);
+            continue;
+        }
+        const uint16_t dh = ftt_to_f16(d);
+        memcpy(out, &dh, 2);
+        const __m512 vid = _mm512_set1_ps(id);
+        for (int h = 0; h < 2; h++) {
+            const __m512 v = _mm512_mul_ps(h ? x1 : x0, vid);
+            const __m512 r = _mm512_roundscale_ps(_mm512_add_ps(v, _mm512_or_ps(half, _mm512_and_ps(v, sgn))),
+                                                  _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            _mm_storeu_si128((__m128i *)(out + 2 + 16 * h), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(r)));
+        }
+#else
+        ftt_quant_q8_0_block_c(x, out);
+#endif
+    }
+}
+
+/* Q8_K of n floats (n a multiple of 256), as ft_quantize_row_q8_k. */
+FTT_INLINE void ftt_quant_q8_k(const float *x, uint8_t *out, uint32_t n)
+{
+    for (uint32_t b = 0; b < n / FTT_QK_K; b++, x += FTT_QK_K, out += FTT_Q8_K_BYTES) {
+        /* max: the first element of the largest magnitude, with its sign */
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < FTT_QK_K; j++) {
+            const float ax = fabsf(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (!amax) {
+            memset(out, 0, FTT_Q8_K_BYTES);
+            continue;
+        }
+        const float iscale = -127.f / max, d = 1 / iscale;
+        memcpy(out, &d, 4);
+        for (int g = 0; g < FTT_QK_K / 16; g++) {
+            int sum = 0;
+            for (int l = 0; l < 16; l++) {
+                /* nearest, ties to even: the reference's 1.5 * 2^23 trick */
+                const float fv = iscale * x[16 * g + l] + 12582912.f;
+                int32_t iv;
+                memcpy(&iv, &fv, 4);
+                int v = (iv & 0x007fffff) - 0x00400000;
+                v = v < 127 ? v : 127;
+                const int8_t q = (int8_t)v;
+                memcpy(out + 4 + 16 * g + l, &q, 1);
+                sum += q;
+            }
+            const int16_t s16 = (int16_t)sum;
+            memcpy(out + 4 + FTT_QK_K + 2 * g, &s16, 2);
+        }
+    }
+}
+
+/* ---- RMSNorm + activation preparation --------------------------------- */
+
+enum { FTT_NP_CHUNK = 256 }; /* floats normalized at a time: stays in L1 */
+
+/* kind: 0 float32 rows, 1 Q8_0, 2 Q8_K; orb: bytes of one prepared row. */
+FTT_INLINE void ftt_norm_prepare(const int kind, uint32_t cols, size_t orb, const float *x, size_t ldx,
+                                 const float *w, float eps, uint32_t n_rows, void *out)
+{
+    for (uint32_t t = 0; t < n_rows; t++) {
+        const float *xr = x + (size_t)t * ldx;
+        uint8_t *o = (uint8_t *)out + (size_t)t * orb;
+        double ss = 0.0; /* ft_op_rmsnorm: in double, in index order */
+        for (uint32_t i = 0; i < cols; i++)
+            ss += (double)xr[i] * xr[i];
+        const float scale = (float)(1.0 / sqrt(ss / cols + eps));
+        for (uint32_t c0 = 0; c0 < cols; c0 += FTT_NP_CHUNK) {
+            const uint32_t n = cols - c0 < FTT_NP_CHUNK ? cols - c0 : FTT_NP_CHUNK;
+            float h[FTT_NP_CHUNK];
+            float *dst = kind == 0 ? (float *)(o + (size_t)c0 * 4) : h;
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = xr[c0 + i] * scale * w[c0 + i];
+            if (kind == 1)
+                ftt_quant_q8_0(h, o + (size_t)(c0 / FTT_QK8_0) * FTT_Q8_0_BYTES, n);
+            else if (kind == 2)
+                ftt_quant_q8_k(h, o + (size_t)(c0 / FTT_QK_K) * FTT_Q8_K_BYTES, n);
+        }
+    }
+}
+
+/* ---- router ----------------------------------------------------------- */
+
+/* ft_op_softmax. */
+FTT_INLINE void ftt_softmax(float *x, uint32_t n)
+{
+    if (n == 0)
+        return;
+    float mx = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    float sum = 0.0f;
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum;
+    for (uint32_t i = 0; i < n; i++)
+        x[i] *= inv;
+}
+
+/* Softmax, top-k (ft_op_topk: insertion into a sorted list) and the
+ * chosen weights of n_tok rows of `rows` logits. */
+FTT_INLINE void ftt_router_tail(uint32_t rows, float *probs, uint32_t n_tok, uint32_t k, int norm_topk,
+                                int32_t *sel, float *sel_w, size_t ld_sel)
+{
+    for (uint32_t t = 0; t < n_tok; t++) {
+        float *p = probs + (size_t)t * rows, *w = sel_w + t * ld_sel;
+        int32_t *out_idx = sel + t * ld_sel;
+        ftt_softmax(p, rows);
+        uint32_t have = 0;
+        for (uint32_t i = 0; i < rows; i++) {
+            uint32_t pos = have;
+            while (pos > 0 && p[out_idx[pos - 1]] < p[i])
+                pos--;
+            if (pos >= k)
+                continue;
+            for (uint32_t j = have < k ? have : k - 1; j > pos; j--)
+                out_idx[j] = out_idx[j - 1];
+            out_idx[pos] = (int32_t)i;
+            if (have < k)
+                have++;
+        }
+        float sum = 0.0f;
+        for (uint32_t j = 0; j < k; j++)
+            sum += (w[j] = p[out_idx[j]]);
+        for (uint32_t j = 0; j < k && norm_topk; j++)
+            w[j] /= sum;
+    }
+}
+
+/* ---- attention over the KV cache -------------------------------------- */
+
+/* ft_dot8: eight partial sums, combined as the runtime does. */
+FTT_INLINE float ftt_dot8(const float *restrict a, const float *restrict b, uint32_t n)
+{
+    float acc[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+#if defined(__AVX2__)
+/* ftt_dot8's combination of its eight lanes: ((0+4) + (1+5)) + ((2+6) + (3+7)). */
+FTT_INLINE float ftt_dot8_lanes(__m256 acc)
+{
+    const __m128 u = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 p = _mm_add_ps(u, _mm_shuffle_ps(u, u, 0xB1));
+    return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehl_ps(p, p)));
+}
+#endif
+
+/* G query heads of HD floats against one KV head: the runtime's per-item
+ * loop with the sizes as constants. With AVX2 and HD a multiple of 8 the
+ * same operations are arranged for the vector units: a dot is ftt_dot8's
+ * eight lanes (separate multiply and add) combined in its order, the G
+ * dots of a key run side by side, and the value pass keeps G x 32 output
+ * floats in registers across all keys, each still summed over the keys in
+ * order from zero. Otherwise the output rows stay in a local array. */
+enum { FTT_ATTN_MAX = 8192 }; /* floats: 32 KiB of stack; the emitter checks */
+
+FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const float *q, const float *k,
+                         const float *v, size_t kv_stride, uint32_t n_keys, float scale, float *scores,
+                         size_t ld, float *out)
+{
+#if defined(__AVX2__)
+    if (HD % 8 == 0 && G <= 16) {
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *kp = k + (size_t)p * kv_stride;
+            for (uint32_t g = 0; g < G; g++) {
+                __m256 acc = _mm256_setzero_ps();
+                for (uint32_t i = 0; i < HD; i += 8)
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i),
+                                                           _mm256_loadu_ps(kp + i)));
+                scores[(size_t)g * ld + p] = ftt_dot8_lanes(acc) * scale;
+            }
+        }
+        for (uint32_t g = 0; g < G; g++)
+            ftt_softmax(scores + (size_t)g * ld, n_keys);
+        enum { C = 4 }; /* 8-float columns per pass */
+        const uint32_t cw = G <= 4 ? C : G <= 8 ? 2 : 1;
+        for (uint32_t i0 = 0; i0 < HD; i0 += 8 * cw) {
+            const uint32_t nc = (HD - i0) / 8 < cw ? (HD - i0) / 8 : cw;
+            __m256 o[16][C];
+            for (uint32_t g = 0; g < G; g++)
+                for (uint32_t c = 0; c < nc; c++)
+                    o[g][c] = _mm256_setzero_ps();
+            for (uint32_t p = 0; p < n_keys; p++) {
+                const float *vp = v + (size_t)p * kv_stride + i0;
+                for (uint32_t g = 0; g < G; g++) {
+                    const __m256 wg = _mm256_broadcast_ss(scores + (size_t)g * ld + p);
+                    for (uint32_t c = 0; c < nc; c++)
+                        o[g][c] = _mm256_add_ps(o[g][c], _mm256_mul_ps(wg, _mm256_loadu_ps(vp + 8 * c)));
+                }
+            }
+            for (uint32_t g = 0; g < G; g++)
+                for (uint32_t c = 0; c < nc; c++)
+                    _mm256_storeu_ps(out + (size_t)g * HD + i0 + 8 * c, o[g][c]);
+        }
+        return;
+    }
+#endif
+    for (uint32_t p = 0; p < n_keys; p++) {
+        const float *kp = k + (size_t)p * kv_stride;
+        for (uint32_t g = 0; g < G; g++)
+            scores[(size_t)g * ld + p] = ftt_dot8(q + (size_t)g * HD, kp, HD) * scale;
+    }
+    for (uint32_t g = 0; g < G; g++)
+        ftt_softmax(scores + (size_t)g * ld, n_keys);
+    float o[FTT_ATTN_MAX];
+    memset(o, 0, (size_t)G * HD * sizeof(float));
+    for (uint32_t p = 0; p < n_keys; p++) {
+        const float *vp = v + (size_t)p * kv_stride;
+        for (uint32_t g = 0; g < G; g++) {
+            const float wgt = scores[(size_t)g * ld + p];
+            for (uint32_t i = 0; i < HD; i++)
+                o[g * HD + i] += wgt * vp[i];
+        }
+    }
+    memcpy(out, o, (size_t)G * HD * sizeof(float));
+}

@@ -1,0 +1,295 @@
+/* The mixture-of-experts half of a layer (see forward_internal.h): the
+ * FFN norm, routing, the experts over the tokens routed to them, and the
+ * weighted combination into the residual stream. */
+#include "forward_internal.h"
+
+#include "../backends/cpu/kernels.h"
+#include "ops.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* ---- mixture of experts ---------------------------------------------- */
+
+typedef struct ft_moe_run {
+    ft_session_t *s;
+    const ft_layer_t *L;
+    uint32_t n_active;
+    atomic_uint next; /* next entry of e_active to take */
+    /* The normed rows already prepared for the experts' format by the
+     * fused norm + preparation (s->xp when the router shares the format,
+     * else s->h), or NULL: gather float rows of s->h and prepare them per
+     * expert. */
+    const uint8_t *xp_rows;
+} ft_moe_run_t;
+
+/* y = W x over all rows of mat (weights at w): the generated kernel for
+ * its shape when the plan has one, else the reference kernel. */
+static void ft_mat_apply(const ft_mat_t *mat, int use_generated, const uint8_t *w, const void *xp,
+                         uint32_t n, float *y, size_t ldy)
+{
+    if (mat->kernel && use_generated)
+        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
+    else
+        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
+}
+
+/* The expert as three products and a SwiGLU, into es->dn; xp holds the
+ * inputs prepared for the gate's format, es->xrows the float rows. */
+static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t *es, const uint8_t *wg,
+                              const uint8_t *wu, const uint8_t *wd, uint32_t n_e, uint32_t d)
+{
+    const uint32_t ffn = L->expert_ffn;
+    ft_mat_apply(&L->gate, gen, wg, es->xp, n_e, es->g, ffn);
+    if (L->up.dtype != L->gate.dtype)
+        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
+    ft_mat_apply(&L->up, gen, wu, es->xp, n_e, es->u, ffn);
+    ft_op_swiglu(es->g, es->u, n_e * ffn);
+    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
+    ft_mat_apply(&L->down, gen, wd, es->ap, n_e, es->dn, d);
+}
+
+/* One expert over the tokens routed to it: down(silu(gate x) * up x). */
+static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
+                      const uint8_t *blob, const uint8_t *xp_rows)
+{
+    /* Weights from an offload slot or stream buffer when the dispatcher put
+     * the expert there, else from the mapped FTW stacks. */
+    const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
+    const uint8_t *wu = blob ? blob + L->off_up : ft_mat_expert(&L->up, e);
+    const uint8_t *wd = blob ? blob + L->off_down : ft_mat_expert(&L->down, e);
+    const uint32_t d = s->m->d_model, U = s->m->max_used;
+    const uint32_t n_e = s->e_count[e];
+    const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
+    if (xp_rows) { /* prepared once per token: gather the prepared rows */
+        const size_t xrb = ft_cpu_act_row_bytes(L->gate.dtype, d);
+        for (uint32_t i = 0; i < n_e; i++)
+            memcpy((uint8_t *)es->xp + (size_t)i * xrb, xp_rows + (size_t)(list[i] / U) * xrb, xrb);
+    } else {
+        for (uint32_t i = 0; i < n_e; i++)
+            memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
+        ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
+    }
+    if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
+        L->expert_kernel(wg, wu, wd, es->xp, n_e, es->g, es->u, es->ap, es->dn);
+    else
+        ft_expert_unfused(L, s->use_generated, es, wg, wu, wd, n_e, d);
+    for (uint32_t i = 0; i < n_e; i++)
+        memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
+}
+
+static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    ft_moe_run_t *r = ctx;
+    (void)nt;
+    for (;;) {
+        uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+        if (i >= r->n_active)
+            break;
+        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i], r->xp_rows);
+    }
+}
+
+/* ---- decode: every expert split across the threads ------------------- */
+
+/* One decode token routes to K experts. Handing whole experts to threads
+ * leaves one thread idle for up to an expert's time at the end (8 experts
+ * on 2 threads, each a DRAM stream); instead both threads take part of
+ * every expert: run 1 computes gate and up rows, SwiGLU and the down
+ * input's blocks for a share of each expert's ffn rows, run 2 a share of
+ * each expert's down rows. The same operations on the same rows as the
+ * whole-expert path (the fused kernel's template quantizer equals the
+ * runtime's), so the results are bit-identical to it. Scratch: thread 0's
+ * expert buffers, which hold max_used rows (session.c). */
+typedef struct ft_moe_dec_run {
+    ft_session_t *s;
+    const ft_layer_t *L;
+    uint32_t n_active;
+    const uint8_t *xp; /* the token's row prepared for gate/up */
+} ft_moe_dec_run_t;
+
+static void ft_moe_dec_weights(const ft_moe_dec_run_t *r, uint32_t j, const uint8_t **wg, const uint8_t **wu,
+                               const uint8_t **wd)
+{
+    const ft_layer_t *L = r->L;
+    const uint8_t *blob = r->s->e_blob[j];
+    const uint32_t e = (uint32_t)r->s->e_active[j];
+    *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
+    *wu = blob ? blob + L->off_up : ft_mat_expert(&L->up, e);
+    *wd = blob ? blob + L->off_down : ft_mat_expert(&L->down, e);
+}
+
+static void ft_mat_rows(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp, uint32_t r0,
+                        uint32_t r1, float *y)
+{
+    if (mat->kernel && gen)
+        mat->kernel(w, mat->row_bytes, xp, 1, r0, r1, y, mat->rows);
+    else
+        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, 1, mat->cols, r0, r1, y, mat->rows);
+}
+
+static void ft_moe_dec_gate_up(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_moe_dec_run_t *r = ctx;
+    const ft_layer_t *L = r->L;
+    ft_expert_scratch_t *es = &r->s->es[0];
+    const uint32_t ffn = L->expert_ffn;
+    const uint32_t blk = ft_cpu_act_type(L->down.dtype) == FT_DTYPE_Q8_K ? 256 : 32;
+    const size_t arb = ft_cpu_act_row_bytes(L->down.dtype, ffn);
+    uint64_t b, e;
+    ft_split_range(ffn, ffn % blk ? ffn : blk, ti, nt, &b, &e);
+    if (b >= e)
+        return;
+    for (uint32_t j = 0; j < r->n_active; j++) {
+        const uint8_t *wg, *wu, *wd;
+        ft_moe_dec_weights(r, j, &wg, &wu, &wd);
+        float *g = es->g + (size_t)j * ffn, *u = es->u + (size_t)j * ffn;
+        ft_mat_rows(&L->gate, r->s->use_generated, wg, r->xp, (uint32_t)b, (uint32_t)e, g);
+        ft_mat_rows(&L->up, r->s->use_generated, wu, r->xp, (uint32_t)b, (uint32_t)e, u);
+        ft_op_swiglu(g + b, u + b, (uint32_t)(e - b));
+        ft_cpu_act_prepare(L->down.dtype, g + b, ffn, 1, (uint32_t)(e - b),
+                           (uint8_t *)es->ap + j * arb + ft_cpu_act_row_bytes(L->down.dtype, (uint32_t)b));
+    }
+}
+
+static void ft_moe_dec_down(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_moe_dec_run_t *r = ctx;
+    const ft_layer_t *L = r->L;
+    ft_session_t *s = r->s;
+    const uint32_t d = s->m->d_model;
+    const size_t arb = ft_cpu_act_row_bytes(L->down.dtype, L->expert_ffn);
+    uint64_t b, e;
+    ft_split_range(d, FT_MM_GRAIN, ti, nt, &b, &e);
+    for (uint32_t j = 0; j < r->n_active && b < e; j++) {
+        const uint8_t *wg, *wu, *wd;
+        ft_moe_dec_weights(r, j, &wg, &wu, &wd);
+        const uint32_t ex = (uint32_t)s->e_active[j];
+        float *y = s->eo + (size_t)s->e_list[(size_t)ex * s->n_batch] * d; /* its one slot */
+        ft_mat_rows(&L->down, s->use_generated, wd, (const uint8_t *)s->es[0].ap + j * arb, (uint32_t)b,
+                    (uint32_t)e, y);
+    }
+}
+
+/* The experts of one decode token, split by rows (see above). */
+static void ft_moe_decode(ft_session_t *s, const ft_layer_t *L, uint32_t n_active, const uint8_t *xp_rows)
+{
+    const uint32_t d = s->m->d_model;
+    const uint8_t *xp = xp_rows;
+    if (!xp) {
+        ft_cpu_act_prepare(L->gate.dtype, s->h, d, 1, d, s->es[0].xp);
+        xp = s->es[0].xp;
+    }
+    ft_moe_dec_run_t r = {s, L, n_active, xp};
+    ft_threadpool_run(s->engine->pool, ft_moe_dec_gate_up, &r);
+    ft_threadpool_run(s->engine->pool, ft_moe_dec_down, &r);
+}
+
+typedef struct ft_router_run {
+    ft_session_t *s;
+    const ft_layer_t *L;
+    uint32_t n;
+} ft_router_run_t;
+
+/* The plan's router kernel over a share of the tokens. */
+static void ft_router_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_router_run_t *r = ctx;
+    const ft_layer_t *L = r->L;
+    ft_session_t *s = r->s;
+    const uint32_t U = s->m->max_used;
+    const size_t xrb = ft_cpu_act_row_bytes(L->router.dtype, L->router.cols);
+    uint64_t b, e;
+    ft_split_range(r->n, 1, ti, nt, &b, &e);
+    if (b < e)
+        L->router_kernel(L->router.data, L->router.row_bytes, (const uint8_t *)s->xp + b * xrb, (uint32_t)(e - b),
+                         L->n_used, L->norm_topk_prob, s->router + b * L->n_experts, s->sel + b * U,
+                         s->sel_w + b * U, U);
+}
+
+/* Routing of n tokens into s->sel / s->sel_w: the plan's fused router, or
+ * the router product then softmax, top-k and weights. */
+static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepared)
+{
+    const uint32_t E = L->n_experts, K = L->n_used, U = s->m->max_used;
+    /* A decode token's router runs split by rows on every thread; the
+     * fused kernel (per token, one thread each) pays off from a few tokens. */
+    if (prepared && L->router_kernel && n >= 4) {
+        ft_router_run_t rr = {s, L, n};
+        ft_threadpool_run(s->engine->pool, ft_router_worker, &rr);
+        return;
+    }
+    const ft_mat_t *router = &L->router;
+    if (prepared)
+        ft_fwd_linear_prepared(s, &router, &s->router, 1, n);
+    else
+        ft_fwd_linear(s, &router, &s->router, 1, s->h, n);
+    for (uint32_t t = 0; t < n; t++) {
+        float *p = s->router + (size_t)t * E;
+        ft_op_softmax(p, E);
+        int32_t *sel = s->sel + (size_t)t * U;
+        float *w = s->sel_w + (size_t)t * U;
+        ft_op_topk(p, E, K, sel);
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < K; k++)
+            sum += (w[k] = p[sel[k]]);
+        for (uint32_t k = 0; k < K && L->norm_topk_prob; k++)
+            w[k] /= sum;
+    }
+}
+
+void ft_fwd_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
+{
+    const ft_model_t *m = s->m;
+    const uint32_t d = m->d_model, E = L->n_experts, K = L->n_used, U = m->max_used;
+    /* Fused: the normed rows exist only prepared: for the router's format
+     * in s->xp, which the experts gather when theirs is the same, else also
+     * for the experts' format in s->h (as bytes: a prepared row never takes
+     * more than its floats). */
+    const int same = L->gate.dtype == L->router.dtype;
+    const int fused = s->use_generated && L->ffn_norm_prepare && L->up.dtype == L->gate.dtype &&
+                      (same || L->ffn_norm_prepare_experts);
+    if (fused) {
+        ft_fwd_norm_prepare(s, L->ffn_norm_prepare, s->x, L->ffn_norm, L->router.dtype, n, s->xp);
+        if (!same)
+            ft_fwd_norm_prepare(s, L->ffn_norm_prepare_experts, s->x, L->ffn_norm, L->gate.dtype, n, s->h);
+    } else {
+        for (uint32_t t = 0; t < n; t++)
+            ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->ffn_norm, d, m->norm_eps);
+    }
+    ft_route(s, L, n, fused);
+    memset(s->e_count, 0, E * sizeof(uint32_t));
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t k = 0; k < K; k++) {
+            const uint32_t e = (uint32_t)s->sel[(size_t)t * U + k];
+            s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * U + k;
+        }
+    ft_moe_run_t r = {.s = s, .L = L, .xp_rows = !fused ? NULL : same ? s->xp : (const uint8_t *)s->h};
+    for (uint32_t e = 0; e < E; e++)
+        if (s->e_count[e]) {
+            s->e_active_count[r.n_active] = s->e_count[e];
+            s->e_blob[r.n_active] = NULL;
+            s->e_active[r.n_active++] = (int32_t)e;
+        }
+    if (s->engine->routing) /* calibration: how often each expert is chosen */
+        for (uint32_t e = 0; e < E; e++)
+            s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
+    if (s->engine->offload)
+        ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
+    if (n == 1 && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
+        ft_moe_decode(s, L, r.n_active, r.xp_rows);
+    } else {
+        atomic_init(&r.next, 0);
+        ft_threadpool_run(s->engine->pool, ft_moe_worker, &r);
+    }
+    /* Combine in slot order, so the sum does not depend on scheduling. */
+    for (uint32_t t = 0; t < n; t++) {
+        float *x = s->x + (size_t)t * d;
+        for (uint32_t k = 0; k < K; k++) {
+            const float w = s->sel_w[(size_t)t * U + k];
+            const float *eo = s->eo + ((size_t)t * U + k) * d;
+            for (uint32_t i = 0; i < d; i++)
+                x[i] += w * eo[i];
+        }
+    }
+}
