@@ -12,6 +12,9 @@
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>(q, k, v, kv_stride, n_pos, scratch,
  *                                      max_pos, out)
  *   ft_router_topk_e<NE>_k<K>(logits, n_tok, ids, weights)
+ *   ft_attn_decode_pos_h<HD>_q<NH>_kv<NKV>(q, k, v, kv_stride, pos, scratch,
+ *                                          max_pos, out)  n_pos = pos[0] + 1
+ *   ft_kv_append(k, v, k_cache, v_cache, kv_dim, pos, n_tok)
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
  * Launch shapes are in cuda_codegen's kernel table (ft_cg_cuda_kernel_t).
  * Generated source carries a "do not edit" banner and is never committed.
@@ -39,6 +42,8 @@ typedef enum ft_cg_cuda_op {
     FT_CG_CUDA_OP_ROWS_GATHER = 8,
     FT_CG_CUDA_OP_ROWS_SCATTER_ADD = 9,
     FT_CG_CUDA_OP_SWIGLU = 10,
+    FT_CG_CUDA_OP_KV_APPEND = 11,
+    FT_CG_CUDA_OP_ATTN_DECODE_POS = 12,
 } ft_cg_cuda_op_t;
 
 /* One weight matrix shape the model multiplies by: format and columns

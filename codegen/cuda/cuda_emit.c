@@ -204,6 +204,21 @@ static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s, const ft_cg_cud
             "}\n",
             name, sp->head_dim, sp->n_heads, sp->n_kv_heads);
     }
+    /* The decode step's graph-friendly forms (position from device memory). */
+    if (!st) {
+        snprintf(name, sizeof(name), "ft_attn_decode_pos_h%u_q%u_kv%u", sp->head_dim, sp->n_heads,
+                 sp->n_kv_heads);
+        st = ft_cg_cuda_kernel(
+            s, FT_CG_CUDA_OP_ATTN_DECODE_POS, FT_DTYPE_INVALID, sp->head_dim, 128, name,
+            "extern \"C\" __global__ void __launch_bounds__(128)\n"
+            "%s(const float *q, const float *k, const float *v, int kv_stride, const int *pos,\n"
+            "    float *scratch, int max_pos, float *out)\n"
+            "{ ft_attn_decode_body<%u, %u, %u>(q, k, v, kv_stride, pos[0] + 1, scratch, max_pos, out); "
+            "}\n",
+            name, sp->head_dim, sp->n_heads, sp->n_kv_heads);
+    }
+    if (!st) /* written out in the layer template: a table entry only */
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_INVALID, 0, 256, "ft_kv_append", "%s", "");
     return st;
 }
 
@@ -232,6 +247,21 @@ static ft_status_t ft_cg_cuda_emit_moe(ft_cg_cuda_source_t *s, const ft_cg_cuda_
             name, sp->n_experts, sp->n_experts_used, sp->norm_topk_prob ? "true" : "false");
     }
     return st;
+}
+
+/* The constants baked into the kernels, also as one string in the module
+ * (a __device__ global, so it stays in the cubin's data and in the PTX):
+ * a driver that cannot run cubins (the test driver, tests/cuda_fake) reads
+ * them from there. Format: "ft_spec v1 norm_eps=E rope_theta=T
+ * norm_topk_prob=0|1". */
+static ft_status_t ft_cg_cuda_emit_spec_line(ft_cg_cuda_source_t *s, const ft_cg_cuda_spec_t *sp)
+{
+    char text[256];
+    snprintf(text, sizeof(text),
+             "extern \"C\" __device__ const char ft_spec[] =\n"
+             "    \"ft_spec v1 norm_eps=%.9g rope_theta=%.17g norm_topk_prob=%d\";\n",
+             (double)sp->norm_eps, sp->rope_theta, sp->norm_topk_prob ? 1 : 0);
+    return ft_cg_cuda_source_append(s, "spec", text);
 }
 
 static ft_status_t ft_cg_cuda_check_spec(const ft_cg_cuda_spec_t *sp)
@@ -285,6 +315,7 @@ ft_status_t ft_cg_cuda_emit(const ft_cg_cuda_spec_t *spec, ft_cg_cuda_source_t *
         snprintf(section, sizeof(section), "template %s", ft_cg_cuda_templates[i].name);
         st = ft_cg_cuda_source_append(out, section, ft_cg_cuda_templates[i].text);
     }
+    if (!st) st = ft_cg_cuda_emit_spec_line(out, spec);
     for (uint32_t i = 0; i < spec->n_matmuls && !st; i++) {
         /* Identical shapes (q and o of a square model) share kernels. */
         int dup = 0;

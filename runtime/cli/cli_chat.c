@@ -69,14 +69,14 @@ static void ft_chat_stats(const ft_engine_t *e)
 {
     ft_engine_stats_t s;
     ft_engine_stats(e, &s);
-    if (!s.predicted) {
+    if (!s.predicted && !s.vram_bytes) { /* the cuda backend always has a budget */
         printf("[cpu backend: no offloading statistics]\n");
         return;
     }
     const double n = (double)(s.expert_hits + s.expert_misses);
-    printf("[vram %.1f MiB, %u slots, hit rate %.1f%%, %.2f MB copied, %llu tokens, %.3f s modelled]\n",
+    printf("[vram %.1f MiB, %u slots, hit rate %.1f%%, %.2f MB copied, %llu tokens, %.3f s %s]\n",
            s.vram_bytes / 1048576.0, s.n_slots, n > 0 ? 100.0 * s.expert_hits / n : 0.0, s.bytes_copied / 1e6,
-           (unsigned long long)s.n_tokens, s.device_seconds);
+           (unsigned long long)s.n_tokens, s.device_seconds, s.predicted ? "modelled" : "measured");
 }
 
 /* Returns 1 when the line was a command (handled), 2 to quit, 0 otherwise. */

@@ -2,6 +2,7 @@
  * tokenizer, thread pool). */
 #include "engine_internal.h"
 
+#include "../backends/cuda/cuda_engine.h"
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
 #include "../text/chat.h"
@@ -84,14 +85,67 @@ static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_engine_options_t *
     return FT_OK;
 }
 
+/* Calibration from ftc compile --calibrate: which experts to pin, as
+ * fractions of tokens; NULL when the plan has none. */
+static ft_status_t ft_engine_popularity(const ft_engine_t *e, float **out)
+{
+    *out = NULL;
+    const Ftplan__Calibration *cal = e->bundle->plan->calibration;
+    const uint32_t stride = e->model->max_experts;
+    if (!cal || !cal->n_tokens || cal->n_experts != stride || cal->n_counts != (size_t)e->model->n_layers * stride)
+        return FT_OK;
+    float *pop = ft_mem_calloc(e->a, cal->n_counts, sizeof(float));
+    if (!pop)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
+    for (size_t i = 0; i < cal->n_counts; i++)
+        pop[i] = (float)((double)cal->counts[i] / (double)cal->n_tokens);
+    *out = pop;
+    return FT_OK;
+}
+
+/* The cuda backend: the real GPU (or a driver the caller named), planned
+ * with the device's free VRAM unless --vram says otherwise, and then
+ * polling free VRAM to re-plan. The q* split uses the profile given, else
+ * the bundle's, else generic figures. */
+static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opts)
+{
+    const Ftplan__Plan *plan = e->bundle->plan;
+    ft_hw_t hw;
+    int have_hw = 0;
+    ft_status_t st = FT_OK;
+    if (opts->hw_profile) {
+        if ((st = ft_hw_load(opts->hw_profile, &hw)))
+            return ft_status_annotate(st, "%s", opts->hw_profile);
+        have_hw = 1;
+    } else if (plan->hw_profile) {
+        st = ft_hw_from_profile(plan->hw_profile, &hw);
+        have_hw = !st;
+        ft_status_free(st); /* a profile the planner cannot use: generic figures */
+    }
+    ft_cuda_engine_options_t co = {0};
+    co.hw = have_hw ? &hw : NULL;
+    co.vram_bytes = opts->vram_bytes;
+    co.plan_ctx = opts->plan_ctx ? opts->plan_ctx : plan->budget && plan->budget->ctx ? plan->budget->ctx : 4096;
+    co.poll_vram = opts->vram_bytes == 0; /* a budget given is kept */
+    co.popularity_stride = e->model->max_experts;
+    float *pop = NULL;
+    if ((st = ft_engine_popularity(e, &pop)))
+        return st;
+    co.popularity = pop;
+    st = ft_cuda_engine_create(e->bundle, e->model, e->pool, &co, e->a, &e->cuda);
+    ft_mem_free(e->a, pop);
+    if (!st)
+        e->offload = ft_cuda_engine_offload(e->cuda);
+    return st;
+}
+
 /* The backend: cpu needs nothing more; sim models the profile's GPU with
- * the offload machinery; cuda is not built into this runtime yet. */
+ * the offload machinery; cuda drives a real GPU with the same machinery. */
 static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *opts)
 {
     switch (opts->backend) {
     case FT_BACKEND_CPU: return FT_OK;
-    case FT_BACKEND_CUDA:
-        return ft_status_make(FT_STATUS_UNAVAILABLE, "the cuda backend is not part of this build");
+    case FT_BACKEND_CUDA: return ft_engine_cuda(e, opts);
     case FT_BACKEND_SIM: break;
     default: return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "unknown backend %d", (int)opts->backend);
     }
@@ -118,19 +172,10 @@ static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *
                     : from_plan && plan->budget->vram_bytes ? plan->budget->vram_bytes
                                                             : hw.gpu.vram_free_bytes;
     uint32_t ctx = opts->plan_ctx ? opts->plan_ctx : from_plan && plan->budget->ctx ? plan->budget->ctx : 4096;
-    /* Calibration from ftc compile --calibrate: which experts to pin. */
     float *pop = NULL;
-    const Ftplan__Calibration *cal = plan->calibration;
-    const uint32_t stride = e->model->max_experts;
-    if (cal && cal->n_tokens && cal->n_experts == stride &&
-        cal->n_counts == (size_t)e->model->n_layers * stride) {
-        pop = ft_mem_calloc(e->a, cal->n_counts, sizeof(float));
-        if (!pop)
-            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
-        for (size_t i = 0; i < cal->n_counts; i++)
-            pop[i] = (float)((double)cal->counts[i] / (double)cal->n_tokens);
-    }
-    st = ft_offload_create(e->model, &hw, vram, ctx, pop, stride, e->a, &e->offload);
+    if ((st = ft_engine_popularity(e, &pop)))
+        return st;
+    st = ft_offload_create(e->model, &hw, vram, ctx, pop, e->model->max_experts, e->a, &e->offload);
     ft_mem_free(e->a, pop);
     return st;
 }
@@ -176,6 +221,10 @@ void ft_engine_close(ft_engine_t *e)
     if (!e)
         return;
     const ft_allocator_t *a = e->a ? &e->alloc : NULL;
+    if (e->cuda) { /* it owns the offload state and unpins the weights */
+        ft_cuda_engine_destroy(e->cuda);
+        e->offload = NULL;
+    }
     ft_offload_destroy(e->offload);
     ft_mem_free(a, e->routing);
     ft_mem_free(a, e->rope_inv_freq);
@@ -235,7 +284,7 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     ft_offload_stats_t st;
     ft_offload_stats(e->offload, &st);
     const ft_plan_result_t *plan = ft_offload_plan(e->offload);
-    out->predicted = 1;
+    out->predicted = e->cuda == NULL; /* sim: modelled; cuda: measured */
     out->expert_hits = st.hits;
     out->expert_misses = st.misses;
     out->misses_to_gpu = st.misses_to_gpu;

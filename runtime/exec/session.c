@@ -3,6 +3,7 @@
 #include "engine_internal.h"
 
 #include "../backends/cpu/kernels.h"
+#include "../backends/cuda/cuda_engine.h"
 #include "../base/alloc.h"
 #include "forward.h"
 
@@ -40,7 +41,8 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
 {
     const ft_model_t *m = s->m;
     const size_t B = s->n_batch, d = m->d_model, ffn = m->max_ffn, U = m->max_used;
-    const size_t kv = (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
+    /* The cuda backend keeps the KV cache on the device. */
+    const size_t kv = s->engine->cuda ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
     const size_t act = ft_max_act_row(m);
     const size_t wide = d > m->max_q_dim ? d : m->max_q_dim;
     s->k_cache = ft_carve(c, kv * sizeof(float));
@@ -117,6 +119,14 @@ ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *o
     }
     ft_carver_t carve = {(unsigned char *)(((uintptr_t)s->block + 63) & ~(uintptr_t)63), 0};
     ft_session_layout(s, &carve, n_threads);
+    if (engine->cuda) {
+        ft_status_t st = ft_cuda_session_create(engine->cuda, n_ctx, n_batch, &s->cuda);
+        if (st) {
+            ft_mem_free(engine->a, s->block);
+            ft_mem_free(engine->a, s);
+            return st;
+        }
+    }
     engine->n_sessions++;
     *out_session = s;
     return FT_OK;
@@ -127,6 +137,7 @@ void ft_session_destroy(ft_session_t *s)
     if (!s)
         return;
     s->engine->n_sessions--;
+    ft_cuda_session_destroy(s->cuda);
     ft_mem_free(s->engine->a, s->block);
     ft_mem_free(s->engine->a, s);
 }
@@ -148,7 +159,18 @@ ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n, 
     for (uint32_t done = 0; done < n;) {
         uint32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
         float *rows = out_all_logits ? out_all_logits + (size_t)done * s->m->vocab_size : NULL;
-        ft_forward_chunk(s, tokens + done, chunk, rows);
+        if (s->cuda) {
+            ft_status_t st = ft_cuda_forward_chunk(s->cuda, tokens + done, chunk, s->n_past, rows, s->logits,
+                                                   s->engine->routing);
+            if (st)
+                return st;
+            if (s->engine->routing)
+                s->engine->routing_tokens += chunk;
+            s->n_past += chunk;
+            s->has_logits = 1;
+        } else {
+            ft_forward_chunk(s, tokens + done, chunk, rows);
+        }
         done += chunk;
     }
     return FT_OK;

@@ -2,13 +2,19 @@
  * weights resident, routed experts in the global LRU expert cache, missed
  * experts split by q* between the CPU (computing from the mapped weights)
  * and copies into cache slots, and prefill that streams whole layers through
- * two buffers. This is the runtime side of DESIGN.md sections 5 and 6; it
- * drives the simulated device now (runtime/backends/sim) and will drive the
- * CUDA backend with the same decisions.
+ * two buffers. This is the runtime side of DESIGN.md sections 5 and 6.
  *
- * The numerics stay on the CPU kernels: an expert served from a slot or a
- * stream buffer is computed from the bytes copied there, so any mistake in
- * the cache or the streaming shows up as different tokens. */
+ * The decisions are device-agnostic (ft_offload_dispatch): per active
+ * expert of a layer, a slot that already holds it, a slot to copy it into,
+ * a streaming buffer, or the CPU. Two devices turn them into work:
+ *  - the simulated device (ft_offload_create, ft_offload_moe): host memory
+ *    stands in for slots and buffers, time runs on a virtual clock, and the
+ *    numerics stay on the CPU kernels (an expert served from a slot or a
+ *    stream buffer is computed from the bytes copied there, so any mistake
+ *    in the cache or the streaming shows up as different tokens);
+ *  - a real device the caller drives (ft_offload_create_device, the CUDA
+ *    backend): the slots live in its memory, the cache only maps experts to
+ *    slot numbers, and the caller issues the copies and kernels. */
 #ifndef FT_MOE_OFFLOAD_H
 #define FT_MOE_OFFLOAD_H
 
@@ -25,7 +31,7 @@ typedef struct ft_offload_stats {
     uint64_t hits, misses, misses_to_gpu, misses_to_cpu, streamed;
     uint64_t bytes_copied;
     uint64_t n_tokens, n_steps;
-    double modelled_seconds; /* virtual time of all steps */
+    double modelled_seconds; /* virtual time of all steps (sim), else measured */
     uint64_t order_violations;
     uint32_t n_slots;
     uint64_t vram_bytes;
@@ -39,14 +45,78 @@ typedef struct ft_offload_stats {
 ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
                               uint32_t ctx, const float *popularity, uint32_t popularity_stride,
                               const ft_allocator_t *alloc, ft_offload_t **out);
+
+/* Where one active expert of a layer is computed this step. */
+typedef enum ft_offload_where {
+    FT_OFFLOAD_HIT = 0,    /* already in cache slot `slot` */
+    FT_OFFLOAD_COPY = 1,   /* copy it into cache slot `slot`, then compute it there */
+    FT_OFFLOAD_STREAM = 2, /* in streaming buffer `slot` (0 or 1): the layer is streamed */
+    FT_OFFLOAD_CPU = 3,    /* on the CPU, from the mapped weights */
+} ft_offload_where_t;
+
+typedef struct ft_offload_item {
+    uint32_t index; /* into the layer's active[] */
+    int32_t slot;   /* cache slot, or streaming buffer; -1 for the CPU */
+    ft_offload_where_t where;
+} ft_offload_item_t;
+
+/* One layer's decisions. items: one per active expert, in the order the
+ * device work should be issued (hits in active order, then the misses with
+ * the most tokens first; for a streamed layer, active order). Valid until
+ * the next dispatch. */
+typedef struct ft_offload_decision {
+    int streamed;      /* the whole layer goes through streaming buffer `buffer` */
+    uint32_t buffer;
+    uint32_t n_items, n_hits, n_copies, n_cpu, n_streamed;
+    const ft_offload_item_t *items;
+} ft_offload_decision_t;
+
+/* A device the caller drives. reserve: make room for n_slots expert slots
+ * of slot_bytes and, when stream_bytes != 0, two streaming buffers of
+ * stream_bytes each (called at create and on re-plan; on failure the old
+ * memory must stay as it was). fill: copy an expert blob (n_bytes from the
+ * mapped weights) into a slot outside any step (warming; after a re-plan,
+ * which renumbers slots). */
+typedef struct ft_offload_device {
+    void *user;
+    ft_status_t (*reserve)(void *user, uint32_t n_slots, uint64_t slot_bytes, uint64_t stream_bytes);
+    ft_status_t (*fill)(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes);
+} ft_offload_device_t;
+
+/* As ft_offload_create, for a device the caller drives: no simulated
+ * device, no host slot memory, a KV cache of float32 (the planner reserves
+ * 4 bytes per element); dev is copied. */
+ft_status_t ft_offload_create_device(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
+                                     uint32_t ctx, const float *popularity, uint32_t popularity_stride,
+                                     const ft_offload_device_t *dev, const ft_allocator_t *alloc,
+                                     ft_offload_t **out);
 void ft_offload_destroy(ft_offload_t *off);
+
+/* The shared decision for one layer's active experts (counts[i]: tokens
+ * routed to active[i] this step): unlocks the previous layer's slots, then
+ * either streams the whole layer (prefill batches at or above the plan's
+ * threshold, when it reserves streaming buffers) or looks every expert up
+ * in the cache (hits are locked for the step), and splits the misses of
+ * each token-count bucket by the plan's q*, most tokens first: the first
+ * round(q * misses) get a slot (an insert that evicts the least recently
+ * used unlocked expert), the rest, and any that find every slot locked,
+ * run on the CPU. Counts hits, misses, copies and bytes. */
+void ft_offload_dispatch(ft_offload_t *off, uint32_t layer, uint32_t n_tok, const int32_t *active,
+                         const uint32_t *counts, uint32_t n_active, ft_offload_decision_t *out);
+/* Bytes of one streaming buffer (the largest layer's experts), 0 when the
+ * plan has none. */
+uint64_t ft_offload_stream_bytes(const ft_offload_t *off);
+/* A device the caller drives: a step of n_tok tokens took seconds. */
+void ft_offload_record_step(ft_offload_t *off, uint32_t n_tok, double seconds);
 const ft_plan_result_t *ft_offload_plan(const ft_offload_t *off);
 
+/* The simulated device's step (offload_sim.c; no-ops on the clock for a
+ * driven device, whose caller calls ft_offload_dispatch itself). */
 void ft_offload_step_begin(ft_offload_t *off);
 /* Attention and router of a layer on the device (resident weights). */
 void ft_offload_attention(ft_offload_t *off, uint32_t layer, uint32_t n_tok);
-/* Decides where each active expert of a layer runs and fills slots or a
- * stream buffer (real copies). blobs[i] receives the expert blob to compute
+/* ft_offload_dispatch, then the sim's copies into its host slots or a
+ * stream buffer (real copies) and their times. blobs[i] receives the expert blob to compute
  * active[i] from, or NULL for the mapped weights (CPU path). */
 void ft_offload_moe(ft_offload_t *off, uint32_t layer, uint32_t n_tok, const int32_t *active,
                     const uint32_t *counts, uint32_t n_active, const uint8_t **blobs);

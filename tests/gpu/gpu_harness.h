@@ -1,5 +1,6 @@
-/* The GPU test harness: one device, one module compiled by NVRTC for this
- * GPU from the emitted source, one stream, and helpers that upload, launch
+/* The GPU test harness: one device, one module (compiled by NVRTC for this
+ * GPU from the emitted source, or prebuilt images read from a directory
+ * where the machine has no NVRTC), one stream, and helpers that upload, launch
  * by kernel name, download and compare with a normalized error
  * ||y - ref|| / ||ref|| (ggml's test-backend-ops measure). A test program:
  * it prints and exits, unlike library code. */
@@ -7,7 +8,7 @@
 #define FT_TEST_GPU_HARNESS_H
 
 #include "backends/cuda/cuda_device.h"
-#include "cuda_codegen.h"
+#include "format/dtype.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -18,7 +19,6 @@ typedef struct gk {
     ft_cuda_device_t *dev;
     ft_cuda_module_t *mod;
     ft_cu_stream s;
-    ft_cg_cuda_source_t src;
     int n_checks, n_failures;
     uint64_t rng;
 } gk_t;
@@ -100,7 +100,8 @@ static inline void gk_report(gk_t *g, const char *what, double err, double tol)
 /* Qwen3-30B-A3B's shapes: d_model 2048, 32 query / 4 KV heads of 128,
  * 128 experts (8 used) with an expert FFN of 768. Every format gets a GEMV,
  * a grouped expert GEMV and a GEMM over 2048 columns; Q4_K and Q6_K also
- * over 768 (the down projection). */
+ * over 768 (the down projection). MXFP4, NVFP4 and FP8 (float formats of
+ * gpt-oss and DeepSeek-V3) over 2048. */
 enum {
     GK_D = 2048,
     GK_HEADS = 32,
@@ -117,9 +118,28 @@ static const struct {
     {FT_DTYPE_F32, GK_D},    {FT_DTYPE_F16, GK_D},    {FT_DTYPE_BF16, GK_D},
     {FT_DTYPE_Q8_0, GK_D},   {FT_DTYPE_Q4_0, GK_D},   {FT_DTYPE_Q4_K, GK_D},
     {FT_DTYPE_Q6_K, GK_D},   {FT_DTYPE_Q4_K, GK_FFN}, {FT_DTYPE_Q6_K, GK_FFN},
-    {FT_DTYPE_Q8_0, GK_FFN}, {FT_DTYPE_BF16, GK_FFN},
+    {FT_DTYPE_Q8_0, GK_FFN}, {FT_DTYPE_BF16, GK_FFN}, {FT_DTYPE_MXFP4, GK_D},
+    {FT_DTYPE_NVFP4, GK_D},  {FT_DTYPE_FP8, GK_D},
 };
 enum { GK_N_MATMULS = sizeof(gk_matmuls) / sizeof(gk_matmuls[0]) };
+
+/* Kernel images of the test module (data owned, malloc'ed). */
+enum { GK_MAX_IMAGES = 8 };
+typedef struct gk_images {
+    uint32_t n;
+    ft_cuda_image_t im[GK_MAX_IMAGES];
+} gk_images_t;
+
+/* gpu_images.c: DIR/images.txt lists one image a line, "sm is_ptx file". */
+void gk_images_read(const char *dir, gk_images_t *out);
+void gk_images_write(const char *dir, const gk_images_t *images);
+void gk_images_free(gk_images_t *images);
+
+/* gpu_nvrtc.c (gpu_kernels) emits the test module's source for the
+ * shapes below and compiles it for archs (cubins, plus PTX for the
+ * lowest); gpu_no_nvrtc.c (gpu_kernels_prebuilt, which runs where NVRTC
+ * is absent) says it cannot and exits. */
+void gk_images_compile(const uint32_t *archs, uint32_t n, gk_images_t *out);
 
 /* gpu_matmul.c */
 void gk_check_matmuls(gk_t *g);

@@ -2,8 +2,10 @@
  * against runtime/exec/ops.c (same float32 formulas; tolerances cover the
  * GPU's different summation order and expf/sqrt ulps: 1e-5), decode
  * attention against a float64 softmax-attention (1e-5), the router against
- * ft_op_softmax + ft_op_topk (same experts, weights to 1e-5), and the
- * data movers (expert copy, gather, scatter-add) bit-exact. */
+ * ft_op_softmax + ft_op_topk (same experts, weights to 1e-5), the decode
+ * graph's KV append (bit-exact) and position-from-memory attention (as
+ * the plain one), and the data movers (expert copy, gather, scatter-add)
+ * bit-exact. */
 #include "gpu_harness.h"
 
 #include "exec/ops.h"
@@ -224,12 +226,74 @@ static void gk_check_movers(gk_t *g)
     ft_cuda_free(g->dev, dwt), ft_cuda_free(g->dev, dy);
 }
 
+/* The decode graph's forms: ft_kv_append writes rows bit-exact where
+ * pos[] says, and ft_attn_decode_pos (length pos[0] + 1 from device
+ * memory) equals ft_attn_decode given that length as an argument. */
+static void gk_check_decode_pos(gk_t *g)
+{
+    enum { POS = 300, STRIDE = GK_KV * GK_HD, TOK = 3, LEN = 200 };
+    const size_t nkv = (size_t)POS * STRIDE, nq = (size_t)GK_HEADS * GK_HD;
+    float *k = gk_xmalloc(sizeof(float) * nkv), *v = gk_xmalloc(sizeof(float) * nkv);
+    float *rows = gk_xmalloc(sizeof(float) * 2 * TOK * STRIDE),
+          *back = gk_xmalloc(sizeof(float) * nkv);
+    float *q = gk_xmalloc(sizeof(float) * nq), *y0 = gk_xmalloc(sizeof(float) * nq);
+    float *y1 = gk_xmalloc(sizeof(float) * nq);
+    double *ref = gk_xmalloc(sizeof(double) * nq);
+    for (size_t i = 0; i < nkv; i++)
+        k[i] = gk_randn(g), v[i] = gk_randn(g);
+    for (size_t i = 0; i < 2 * TOK * STRIDE; i++)
+        rows[i] = gk_randn(g);
+    for (size_t i = 0; i < nq; i++)
+        q[i] = gk_randn(g);
+    const int pos[TOK] = {LEN - 1, 7, POS - 1}, len_pos[1] = {LEN - 1};
+    ft_cu_deviceptr dk = gk_upload(g, k, sizeof(float) * nkv),
+                    dv = gk_upload(g, v, sizeof(float) * nkv);
+    ft_cu_deviceptr dr = gk_upload(g, rows, sizeof(float) * 2 * TOK * STRIDE);
+    ft_cu_deviceptr dpos = gk_upload(g, pos, sizeof(pos)),
+                    dlen = gk_upload(g, len_pos, sizeof(len_pos));
+    ft_cu_deviceptr drv = dr + sizeof(float) * TOK * STRIDE,
+                    dq = gk_upload(g, q, sizeof(float) * nq);
+    ft_cu_deviceptr dout = gk_upload(g, y0, sizeof(float) * nq), dscr;
+    GK_OK(ft_cuda_alloc(g->dev, sizeof(float) * GK_HEADS * POS, &dscr));
+    int kv_dim = STRIDE, n_tok = TOK;
+    void *pa[] = {&dr, &drv, &dk, &dv, &kv_dim, &dpos, &n_tok};
+    gk_launch(g, "ft_kv_append", TOK, 1, 256, pa);
+    for (int t = 0; t < TOK; t++) {
+        memcpy(k + (size_t)pos[t] * STRIDE, rows + (size_t)t * STRIDE, sizeof(float) * STRIDE);
+        memcpy(v + (size_t)pos[t] * STRIDE, rows + (size_t)(TOK + t) * STRIDE,
+               sizeof(float) * STRIDE);
+    }
+    gk_download(g, back, dk, sizeof(float) * nkv);
+    int same = memcmp(back, k, sizeof(float) * nkv) == 0;
+    gk_download(g, back, dv, sizeof(float) * nkv);
+    same &= memcmp(back, v, sizeof(float) * nkv) == 0;
+    gk_report(g, "ft_kv_append (1 = differ)", !same, 0.0);
+    int stride = STRIDE, n_pos = LEN, max_pos = POS;
+    char name[80];
+    void *p0[] = {&dq, &dk, &dv, &stride, &n_pos, &dscr, &max_pos, &dout};
+    snprintf(name, sizeof(name), "ft_attn_decode_h%d_q%d_kv%d", GK_HD, GK_HEADS, GK_KV);
+    gk_launch(g, name, GK_HEADS, 1, 128, p0);
+    gk_download(g, y0, dout, sizeof(float) * nq);
+    void *p1[] = {&dq, &dk, &dv, &stride, &dlen, &dscr, &max_pos, &dout};
+    snprintf(name, sizeof(name), "ft_attn_decode_pos_h%d_q%d_kv%d", GK_HD, GK_HEADS, GK_KV);
+    gk_launch(g, name, GK_HEADS, 1, 128, p1);
+    gk_download(g, y1, dout, sizeof(float) * nq);
+    for (size_t i = 0; i < nq; i++)
+        ref[i] = y0[i];
+    gk_report(g, name, gk_nerr(y1, ref, nq), 1e-6);
+    ft_cuda_free(g->dev, dk), ft_cuda_free(g->dev, dv), ft_cuda_free(g->dev, dr);
+    ft_cuda_free(g->dev, dpos), ft_cuda_free(g->dev, dlen), ft_cuda_free(g->dev, dq);
+    ft_cuda_free(g->dev, dout), ft_cuda_free(g->dev, dscr);
+    free(k), free(v), free(rows), free(back), free(q), free(y0), free(y1), free(ref);
+}
+
 void gk_check_layer_ops(gk_t *g)
 {
     gk_check_rmsnorm(g, GK_D);
     gk_check_rmsnorm(g, GK_HD);
     gk_check_rope(g);
     gk_check_attention(g);
+    gk_check_decode_pos(g);
     gk_check_router(g);
     gk_check_movers(g);
 }

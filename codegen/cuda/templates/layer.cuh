@@ -104,3 +104,20 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const float 
         out[(size_t)h * HD + d] = acc * inv;
     }
 }
+
+/* The decode step as a replayable CUDA graph: the position comes from
+ * device memory (pos[0], written before the step) instead of a launch
+ * argument, so the captured launches stay valid from token to token.
+ * ft_kv_append: token t's K and V rows (kv_dim floats) into the cache at
+ * row pos[t]; ft_attn_decode_pos: ft_attn_decode over pos[0] + 1 keys. */
+extern "C" __global__ void ft_kv_append(const float *k, const float *v, float *kc, float *vc, int kv_dim,
+                                        const int *pos, int n_tok)
+{
+    for (int t = blockIdx.x; t < n_tok; t += gridDim.x) {
+        const size_t row = (size_t)pos[t] * kv_dim;
+        for (int c = threadIdx.x; c < kv_dim; c += blockDim.x) {
+            kc[row + c] = k[(size_t)t * kv_dim + c];
+            vc[row + c] = v[(size_t)t * kv_dim + c];
+        }
+    }
+}

@@ -1,6 +1,7 @@
 #include "cuda_api.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Versioned names where cuda.h maps the plain name to a _v2 entry point. */
@@ -55,10 +56,26 @@ static const struct {
 #undef FT_CU_SYM
 };
 
+/* Entry points the backend runs without (CUDA graphs): NULL when absent. */
+static const struct {
+    const char *name;
+    size_t offset;
+} ft_cuda_optional_syms[] = {
+    {"cuStreamBeginCapture_v2", offsetof(ft_cuda_api_t, cuStreamBeginCapture)},
+    {"cuStreamEndCapture", offsetof(ft_cuda_api_t, cuStreamEndCapture)},
+    {"cuGraphInstantiateWithFlags", offsetof(ft_cuda_api_t, cuGraphInstantiateWithFlags)},
+    {"cuGraphLaunch", offsetof(ft_cuda_api_t, cuGraphLaunch)},
+    {"cuGraphDestroy", offsetof(ft_cuda_api_t, cuGraphDestroy)},
+    {"cuGraphExecDestroy", offsetof(ft_cuda_api_t, cuGraphExecDestroy)},
+};
+
 ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api)
 {
     memset(api, 0, sizeof(*api));
-    const char *name = lib_name ? lib_name : "libcuda.so.1";
+    /* FT_CUDA_LIB names another driver library (tests point it at the fake
+     * driver, tests/cuda_fake); an explicit lib_name still wins. */
+    const char *env = getenv("FT_CUDA_LIB");
+    const char *name = lib_name ? lib_name : env && *env ? env : "libcuda.so.1";
     api->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!api->lib) {
         const char *e = dlerror();
@@ -74,6 +91,10 @@ ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api)
         }
         /* POSIX guarantees data and function pointers convert (dlsym). */
         memcpy((char *)api + ft_cuda_syms[i].offset, &sym, sizeof(sym));
+    }
+    for (size_t i = 0; i < sizeof(ft_cuda_optional_syms) / sizeof(ft_cuda_optional_syms[0]); i++) {
+        void *sym = dlsym(api->lib, ft_cuda_optional_syms[i].name);
+        memcpy((char *)api + ft_cuda_optional_syms[i].offset, &sym, sizeof(sym));
     }
     return FT_OK;
 }

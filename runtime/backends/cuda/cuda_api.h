@@ -19,6 +19,8 @@ typedef void *ft_cu_event;
 typedef void *ft_cu_module;
 typedef void *ft_cu_function;
 typedef unsigned long long ft_cu_deviceptr;
+typedef void *ft_cu_graph;
+typedef void *ft_cu_graph_exec;
 
 /* cuda.h values used here. */
 enum {
@@ -38,6 +40,7 @@ enum {
     FT_CU_MEMHOSTREGISTER_READ_ONLY = 8,
     FT_CU_STREAM_NON_BLOCKING = 1,
     FT_CU_MEMHOSTALLOC_PORTABLE = 1,
+    FT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
 typedef struct ft_cuda_api {
@@ -87,10 +90,18 @@ typedef struct ft_cuda_api {
     ft_cu_result (*cuStreamWaitEvent)(ft_cu_stream s, ft_cu_event e, unsigned flags);
     ft_cu_result (*cuMemsetD8Async)(ft_cu_deviceptr dst, unsigned char value, size_t n,
                                     ft_cu_stream s);
+    /* Optional (NULL when the driver lacks them): CUDA graphs. */
+    ft_cu_result (*cuStreamBeginCapture)(ft_cu_stream s, int mode);
+    ft_cu_result (*cuStreamEndCapture)(ft_cu_stream s, ft_cu_graph *graph);
+    ft_cu_result (*cuGraphInstantiateWithFlags)(ft_cu_graph_exec *exec, ft_cu_graph graph,
+                                                unsigned long long flags);
+    ft_cu_result (*cuGraphLaunch)(ft_cu_graph_exec exec, ft_cu_stream s);
+    ft_cu_result (*cuGraphDestroy)(ft_cu_graph graph);
+    ft_cu_result (*cuGraphExecDestroy)(ft_cu_graph_exec exec);
 } ft_cuda_api_t;
 
 /* Opens the driver library (lib_name NULL: "libcuda.so.1") and resolves
- * every entry point. FT_STATUS_UNAVAILABLE, with dlerror's text, when the
+ * every entry point (the optional ones are left NULL when absent). FT_STATUS_UNAVAILABLE, with dlerror's text, when the
  * library or a symbol is missing. */
 ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api);
 void ft_cuda_api_close(ft_cuda_api_t *api);

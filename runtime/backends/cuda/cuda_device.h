@@ -135,4 +135,15 @@ typedef struct ft_cuda_launch {
 ft_status_t ft_cuda_launch_kernel(ft_cuda_device_t *dev, ft_cu_function fn,
                                   const ft_cuda_launch_t *geom, ft_cu_stream stream, void **params);
 
+/* CUDA graphs (cuda_graph.c). Supported when the driver has the optional
+ * entry points. Between capture_begin and capture_end, work queued on the
+ * stream is recorded, not run; capture_end always ends the capture and,
+ * when it succeeded, instantiates it into *out_exec (replay with
+ * ft_cuda_graph_launch, release with ft_cuda_graph_destroy). */
+int ft_cuda_graphs_supported(const ft_cuda_device_t *dev);
+ft_status_t ft_cuda_capture_begin(ft_cuda_device_t *dev, ft_cu_stream stream);
+ft_status_t ft_cuda_capture_end(ft_cuda_device_t *dev, ft_cu_stream stream, ft_cu_graph_exec *out_exec);
+ft_status_t ft_cuda_graph_launch(ft_cuda_device_t *dev, ft_cu_graph_exec exec, ft_cu_stream stream);
+void ft_cuda_graph_destroy(ft_cuda_device_t *dev, ft_cu_graph_exec exec);
+
 #endif

@@ -1,0 +1,383 @@
+/* The MoE half of a layer on the CUDA device: FFN norm, router and top-k
+ * on the GPU; the chosen experts and weights to the host; the shared
+ * dispatch (ft_offload_dispatch) decides per expert; copies of missed
+ * experts into slots (or of the whole layer into a streaming buffer) run
+ * on the copy stream and the compute stream waits on their events; the
+ * GPU's experts are the grouped GEMV (one token) or GEMMs over the
+ * gathered tokens (prefill); the CPU's experts read the normalized
+ * activations on the host and their rows come back; the outputs are
+ * combined on the device in slot order, as the CPU forward does.
+ *
+ * Expert outputs live slot-major in eo: row k * n + t is token t's k-th
+ * choice, so the combine adds them to x in the order k = 0, 1, ... */
+#include "cuda_engine_internal.h"
+
+#include "../../exec/ops.h"
+#include "../cpu/kernels.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* Per-layer host tables, packed for one upload: the blob table of the
+ * grouped GEMV (u64 device pointers), then n * K ints each of scatter
+ * rows (GPU experts), gather rows and scatter rows (CPU experts), then the
+ * router weights slot-major [K][n]. */
+typedef struct ft_cuda_meta {
+    uint64_t *tab;
+    int32_t *sidx, *gidx, *cidx;
+    float *wt;
+    uint64_t bytes;
+    uint64_t off_sidx, off_gidx, off_cidx, off_wt;
+} ft_cuda_meta_t;
+
+static void ft_cuda_meta_layout(ft_cuda_session_t *s, uint32_t n, ft_cuda_meta_t *mt)
+{
+    const ft_layer_t *L = &s->ce->m->layers[0];
+    const uint64_t nk = (uint64_t)n * L->n_used * 4;
+    mt->off_sidx = (uint64_t)L->n_experts * 8;
+    mt->off_gidx = mt->off_sidx + nk;
+    mt->off_cidx = mt->off_gidx + nk;
+    mt->off_wt = mt->off_cidx + nk;
+    mt->bytes = mt->off_wt + nk;
+    mt->tab = (uint64_t *)s->meta_host;
+    mt->sidx = (int32_t *)(s->meta_host + mt->off_sidx);
+    mt->gidx = (int32_t *)(s->meta_host + mt->off_gidx);
+    mt->cidx = (int32_t *)(s->meta_host + mt->off_cidx);
+    mt->wt = (float *)(s->meta_host + mt->off_wt);
+}
+
+ft_status_t ft_cuda_route(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const ft_cuda_layer_t *C = &ce->layers[layer];
+    int rows = (int)n;
+    void *pn[] = {&s->x, (void *)&C->ffn_norm, &s->h, &rows};
+    ft_status_t st = ft_cuda_launch(ce, ce->fn.rms_d, n, 1, 256, pn);
+    if (!st) st = ft_cuda_linear(ce, &C->router, s->h, s->rl, n);
+    void *pr[] = {&s->rl, &rows, &s->ids, &s->wts};
+    return st ? st : ft_cuda_launch(ce, ce->fn.router, (n + 3) / 4, 1, 128, pr);
+}
+
+/* The router's choices and weights to the host: the one wait of the
+ * layer (the host decides what runs where). */
+static ft_status_t ft_cuda_read_routes(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const uint32_t K = ce->m->layers[layer].n_used;
+    ft_status_t st = ft_cuda_copy_d2h(ce->dev, s->ids_host, s->ids, (size_t)n * K * 4, ce->cs);
+    if (!st) st = ft_cuda_copy_d2h(ce->dev, s->wts_host, s->wts, (size_t)n * K * 4, ce->cs);
+    return st ? st : ft_cuda_stream_sync(ce->dev, ce->cs);
+}
+
+/* Tokens per expert (e_list: t * K + k) and the active experts. */
+static ft_status_t ft_cuda_group(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+                                 uint32_t *out_active)
+{
+    const ft_layer_t *L = &s->ce->m->layers[layer];
+    const uint32_t E = L->n_experts, K = L->n_used;
+    memset(s->e_count, 0, E * sizeof(uint32_t));
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t k = 0; k < K; k++) {
+            const int32_t e = s->ids_host[t * K + k];
+            if (e < 0 || (uint32_t)e >= E)
+                return ft_status_make(FT_STATUS_INTERNAL,
+                                      "cuda: layer %u: the router chose expert %d of %u", layer, e,
+                                      E);
+            s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * K + k;
+        }
+    uint32_t na = 0;
+    for (uint32_t e = 0; e < E && s->routing;
+         e++) /* calibration: how often each expert is chosen */
+        s->routing[(size_t)layer * s->ce->m->max_experts + e] += s->e_count[e];
+    for (uint32_t e = 0; e < E; e++)
+        if (s->e_count[e]) {
+            s->e_active[na] = (int32_t)e;
+            s->e_active_count[na++] = s->e_count[e];
+        }
+    *out_active = na;
+    return FT_OK;
+}
+
+/* Where an active expert's blob is on the device. */
+static ft_cu_deviceptr ft_cuda_blob(const ft_cuda_engine_t *ce, const ft_layer_t *L,
+                                    const ft_offload_item_t *it, int32_t e)
+{
+    if (it->where == FT_OFFLOAD_STREAM) return ce->stream[it->slot] + (uint64_t)e * L->blob_stride;
+    return ce->slots + (uint64_t)it->slot * ce->slot_bytes;
+}
+
+/* Queues layer's experts into streaming buffer b on the copy stream. */
+static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uint32_t layer, uint32_t b)
+{
+    const ft_layer_t *L = &ce->m->layers[layer];
+    ft_status_t st = ft_cuda_copy_h2d(ce->dev, ce->stream[b], L->blob0,
+                                      (size_t)L->n_experts * L->blob_stride, ce->xs);
+    if (!st) st = ft_cuda_event_record(ce->dev, ce->streamed[b], ce->xs);
+    ce->stream_layer[b] = st ? -1 : (int32_t)layer;
+    return st;
+}
+
+/* The copies the dispatch asked for, on the copy stream: the layer into
+ * its streaming buffer (unless the previous layer already queued it), and
+ * the next layer into the other buffer, double-buffered: that buffer's
+ * last reader, the layer before this one, has finished (its results were
+ * read back before this layer's routing); or each copied miss into its
+ * slot. */
+static ft_status_t ft_cuda_copies(ft_cuda_session_t *s, uint32_t layer,
+                                  const ft_offload_decision_t *d)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const ft_layer_t *L = &ce->m->layers[layer];
+    ft_status_t st = FT_OK;
+    if (d->streamed) {
+        if (ce->stream_layer[d->buffer] != (int32_t)layer)
+            st = ft_cuda_stream_layer(ce, layer, d->buffer);
+        if (!st && layer + 1 < ce->m->n_layers)
+            st = ft_cuda_stream_layer(ce, layer + 1, (layer + 1) % 2);
+        return st;
+    }
+    if (!d->n_copies) return FT_OK;
+    for (uint32_t k = 0; k < d->n_items && !st; k++) {
+        const ft_offload_item_t *it = &d->items[k];
+        if (it->where == FT_OFFLOAD_COPY)
+            st = ft_cuda_copy_h2d(ce->dev, ft_cuda_blob(ce, L, it, 0),
+                                  L->blob0 + (uint64_t)s->e_active[it->index] * L->blob_stride,
+                                  L->blob_stride, ce->xs);
+    }
+    return st ? st : ft_cuda_event_record(ce->dev, ce->copied, ce->xs);
+}
+
+/* Decode: the experts of a group (hits, or copied misses) in one grouped
+ * GEMV each for gate, up and down. base: the group's first table entry. */
+static ft_status_t ft_cuda_group_gemv(ft_cuda_session_t *s, uint32_t layer, uint32_t base,
+                                      uint32_t n_g, ft_cu_deviceptr sidx)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const ft_cuda_layer_t *C = &ce->layers[layer];
+    const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
+    ft_cu_deviceptr tab = s->meta + (uint64_t)base * 8, g = s->g + (uint64_t)base * ffn * 4,
+                    u = s->u + (uint64_t)base * ffn * 4, dn = s->dn + (uint64_t)base * d * 4;
+    uint64_t zero = 0, x_ffn = ffn;
+    uint64_t og = C->gate.offset, ou = C->up.offset, od = C->down.offset;
+    int r_ffn = (int)ffn, r_d = (int)d, total = (int)(n_g * ffn);
+    void *pg[] = {&tab, &og, &s->h, &zero, &g, &r_ffn};
+    void *pu[] = {&tab, &ou, &s->h, &zero, &u, &r_ffn};
+    void *ps[] = {&g, &u, &g, &total};
+    void *pd[] = {&tab, &od, &g, &x_ffn, &dn, &r_d};
+    ft_status_t st = ft_cuda_launch(ce, C->gate.gemv_experts, (ffn + 3) / 4, n_g, 128, pg);
+    if (!st) st = ft_cuda_launch(ce, C->up.gemv_experts, (ffn + 3) / 4, n_g, 128, pu);
+    if (!st) st = ft_cuda_launch(ce, ce->fn.swiglu, (n_g * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_cuda_launch(ce, C->down.gemv_experts, (d + 3) / 4, n_g, 128, pd);
+    return st ? st : ft_cuda_scatter_add(ce, dn, sidx, s->ones, n_g, s->eo, d);
+}
+
+/* Prefill: one expert over its gathered tokens with the GEMM kernels. */
+static ft_status_t ft_cuda_expert_gemm(ft_cuda_session_t *s, uint32_t layer, ft_cu_deviceptr blob,
+                                       ft_cu_deviceptr gidx, ft_cu_deviceptr sidx, uint32_t n_e)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const ft_cuda_layer_t *C = &ce->layers[layer];
+    const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
+    ft_cu_deviceptr wg = blob + C->gate.offset, wu = blob + C->up.offset,
+                    wd = blob + C->down.offset;
+    int ld_d = (int)d, ld_f = (int)ffn, n = (int)n_e, total = (int)(n_e * ffn);
+    void *pa[] = {&s->h, &ld_d, &gidx, &n, &s->xg, &ld_d};
+    void *pg[] = {&wg, &s->xg, &ld_d, &s->g, &ld_f, &ld_f, &n};
+    void *pu[] = {&wu, &s->xg, &ld_d, &s->u, &ld_f, &ld_f, &n};
+    void *ps[] = {&s->g, &s->u, &s->g, &total};
+    void *pd[] = {&wd, &s->g, &ld_f, &s->dn, &ld_d, &ld_d, &n};
+    ft_status_t st = ft_cuda_launch(ce, ce->fn.gather, n_e, 1, 256, pa);
+    if (!st) st = ft_cuda_launch(ce, C->gate.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pg);
+    if (!st) st = ft_cuda_launch(ce, C->up.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pu);
+    if (!st) st = ft_cuda_launch(ce, ce->fn.swiglu, (n_e * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_cuda_launch(ce, C->down.gemm, (d + 31) / 32, (n_e + 31) / 32, 256, pd);
+    return st ? st : ft_cuda_scatter_add(ce, s->dn, sidx, s->ones, n_e, s->eo, d);
+}
+
+/* Fills the tables for the GPU's experts (blob table in item order,
+ * gather and scatter rows) and the CPU's (their output rows), and the
+ * router weights slot-major. Returns the CPU rows in *out_cpu_rows. */
+static void ft_cuda_tables(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+                           const ft_offload_decision_t *d, const ft_cuda_meta_t *mt,
+                           uint32_t *out_cpu_rows, uint32_t *out_n_cpu)
+{
+    const ft_cuda_engine_t *ce = s->ce;
+    const ft_layer_t *L = &ce->m->layers[layer];
+    const uint32_t K = L->n_used;
+    uint32_t g_row = 0, c_row = 0, n_cpu = 0, n_gpu = 0;
+    for (uint32_t k = 0; k < d->n_items; k++) {
+        const ft_offload_item_t *it = &d->items[k];
+        const uint32_t i = it->index, e = (uint32_t)s->e_active[i], n_e = s->e_active_count[i];
+        const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
+        if (it->where == FT_OFFLOAD_CPU) {
+            s->cpu_items[n_cpu++] = i;
+            s->cpu_row0[i] = c_row;
+            for (uint32_t j = 0; j < n_e; j++)
+                mt->cidx[c_row++] = (int32_t)((list[j] % K) * n + list[j] / K);
+            continue;
+        }
+        mt->tab[n_gpu++] = ft_cuda_blob(ce, L, it, (int32_t)e);
+        for (uint32_t j = 0; j < n_e; j++, g_row++) {
+            mt->gidx[g_row] = (int32_t)(list[j] / K);
+            mt->sidx[g_row] = (int32_t)((list[j] % K) * n + list[j] / K);
+        }
+    }
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t k = 0; k < K; k++)
+            mt->wt[k * n + t] = s->wts_host[t * K + k];
+    *out_cpu_rows = c_row;
+    *out_n_cpu = n_cpu;
+}
+
+/* The GPU's experts, in the dispatch's order: those already on the device
+ * first, then (after waiting for their copies) the copied ones. */
+static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+                                       const ft_offload_decision_t *d, const ft_cuda_meta_t *mt)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    ft_status_t st = FT_OK;
+    if (d->streamed) st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->streamed[d->buffer]);
+    if (n == 1) {
+        /* One token: runs of experts that are ready together (hits, or
+         * copied misses) in one grouped GEMV each; the table holds the
+         * GPU's experts in item order. */
+        uint32_t g = 0, k = 0;
+        int waited = 0;
+        while (!st && k < d->n_items) {
+            if (d->items[k].where == FT_OFFLOAD_CPU) {
+                k++;
+                continue;
+            }
+            const int copy = d->items[k].where == FT_OFFLOAD_COPY;
+            uint32_t run = 0;
+            for (; k < d->n_items; k++) {
+                if (d->items[k].where == FT_OFFLOAD_CPU) continue;
+                if ((d->items[k].where == FT_OFFLOAD_COPY) != copy) break;
+                run++;
+            }
+            if (copy && !waited) {
+                waited = 1;
+                if ((st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+            }
+            st = ft_cuda_group_gemv(s, layer, g, run, s->meta + mt->off_sidx + 4ull * g);
+            g += run;
+        }
+        return st;
+    }
+    uint32_t row = 0, g = 0;
+    int waited = 0;
+    for (uint32_t k = 0; k < d->n_items && !st; k++) {
+        const ft_offload_item_t *it = &d->items[k];
+        if (it->where == FT_OFFLOAD_CPU) continue;
+        if (it->where == FT_OFFLOAD_COPY && !waited) {
+            waited = 1;
+            if ((st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+        }
+        const uint32_t n_e = s->e_active_count[it->index];
+        st = ft_cuda_expert_gemm(s, layer, mt->tab[g++], s->meta + mt->off_gidx + 4ull * row,
+                                 s->meta + mt->off_sidx + 4ull * row, n_e);
+        row += n_e;
+    }
+    return st;
+}
+
+/* ---- the experts the dispatch keeps on the CPU ------------------------ */
+
+typedef struct ft_cuda_cpu_run {
+    ft_cuda_session_t *s;
+    const ft_layer_t *L;
+    uint32_t n_items;
+    atomic_uint next;
+} ft_cuda_cpu_run_t;
+
+/* One expert over its tokens with the CPU's reference kernels, from the
+ * mapped weights: down(silu(gate x) * up x) into its rows of cpu_out. */
+static void ft_cuda_cpu_expert(ft_cuda_session_t *s, const ft_layer_t *L, ft_cuda_cpu_scratch_t *sc,
+                               uint32_t i)
+{
+    const uint32_t d = s->ce->m->d_model, K = L->n_used, ffn = L->expert_ffn;
+    const uint32_t e = (uint32_t)s->e_active[i], n_e = s->e_active_count[i];
+    const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
+    for (uint32_t j = 0; j < n_e; j++)
+        memcpy(sc->xrows + (size_t)j * d, s->h_host + (size_t)(list[j] / K) * d, d * sizeof(float));
+    ft_cpu_act_prepare(L->gate.dtype, sc->xrows, d, n_e, d, sc->xp);
+    ft_cpu_matmul(L->gate.dtype, ft_mat_expert(&L->gate, e), L->gate.row_bytes, sc->xp, n_e, d, 0,
+                  ffn, sc->g, ffn);
+    if (L->up.dtype != L->gate.dtype) ft_cpu_act_prepare(L->up.dtype, sc->xrows, d, n_e, d, sc->xp);
+    ft_cpu_matmul(L->up.dtype, ft_mat_expert(&L->up, e), L->up.row_bytes, sc->xp, n_e, d, 0, ffn,
+                  sc->u, ffn);
+    ft_op_swiglu(sc->g, sc->u, n_e * ffn);
+    ft_cpu_act_prepare(L->down.dtype, sc->g, ffn, n_e, ffn, sc->ap);
+    ft_cpu_matmul(L->down.dtype, ft_mat_expert(&L->down, e), L->down.row_bytes, sc->ap, n_e, ffn, 0,
+                  d, s->cpu_out + (size_t)s->cpu_row0[i] * d, d);
+}
+
+static void ft_cuda_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    ft_cuda_cpu_run_t *r = ctx;
+    (void)nt;
+    for (;;) {
+        const uint32_t j = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+        if (j >= r->n_items) break;
+        ft_cuda_cpu_expert(r->s, r->L, &r->s->scratch[ti], r->s->cpu_items[j]);
+    }
+}
+
+/* Runs while the GPU computes its experts; then the rows go to the device
+ * and into their slots of eo. */
+static ft_status_t ft_cuda_cpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n_items,
+                                       uint32_t n_rows, const ft_cuda_meta_t *mt)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    ft_cuda_cpu_run_t r = {.s = s, .L = &ce->m->layers[layer], .n_items = n_items};
+    atomic_init(&r.next, 0);
+    ft_threadpool_run(ce->pool, ft_cuda_cpu_worker, &r);
+    const uint32_t d = ce->m->d_model;
+    ft_status_t st =
+        ft_cuda_copy_h2d(ce->dev, s->cpu_rows, s->cpu_out, (size_t)n_rows * d * 4, ce->cs);
+    return st ? st
+              : ft_cuda_scatter_add(ce, s->cpu_rows, s->meta + mt->off_cidx, s->ones, n_rows, s->eo,
+                                    d);
+}
+
+/* ---- the layer --------------------------------------------------------- */
+
+ft_status_t ft_cuda_moe(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const uint32_t d = ce->m->d_model, K = ce->m->layers[layer].n_used;
+    uint32_t n_active = 0, n_cpu_rows = 0, n_cpu = 0;
+    ft_status_t st = ft_cuda_read_routes(s, layer, n);
+    if (!st) st = ft_cuda_group(s, layer, n, &n_active);
+    if (st) return st;
+    ft_offload_decision_t dec;
+    ft_offload_dispatch(ce->off, layer, n, s->e_active, s->e_active_count, n_active, &dec);
+    ft_cuda_meta_t mt;
+    ft_cuda_meta_layout(s, n, &mt);
+    ft_cuda_tables(s, layer, n, &dec, &mt, &n_cpu_rows, &n_cpu);
+    /* The copies start first so they overlap everything below. The CPU's
+     * inputs come back while the compute stream is idle (after routing). */
+    if ((st = ft_cuda_copies(s, layer, &dec))) return st;
+    if (n_cpu && (st = ft_cuda_copy_d2h(ce->dev, s->h_host, s->h, (size_t)n * d * 4, ce->cs)))
+        return st;
+    if ((st = ft_cuda_copy_h2d(ce->dev, s->meta, s->meta_host, mt.bytes, ce->cs)) ||
+        (st = ft_cuda_memset(ce->dev, s->eo, 0, (size_t)K * n * d * 4, ce->cs)) ||
+        (st = ft_cuda_gpu_experts(s, layer, n, &dec, &mt)))
+        return st;
+    return n_cpu ? ft_cuda_cpu_experts(s, layer, n_cpu, n_cpu_rows, &mt) : FT_OK;
+}
+
+ft_status_t ft_cuda_combine(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const ft_layer_t *L = &ce->m->layers[layer];
+    const uint32_t d = ce->m->d_model, K = L->n_used;
+    ft_cuda_meta_t mt;
+    ft_cuda_meta_layout(s, n, &mt);
+    /* x += w_k * eo_k for k = 0, 1, ..., the CPU forward's order. */
+    ft_status_t st = FT_OK;
+    for (uint32_t k = 0; k < K && !st; k++)
+        st = ft_cuda_scatter_add(ce, s->eo + (uint64_t)k * n * d * 4, s->iota,
+                                 s->meta + mt.off_wt + 4ull * k * n, n, s->x, d);
+    return st;
+}

@@ -1,0 +1,172 @@
+/* A CUDA session: its KV cache and activations in one device allocation,
+ * the host staging for the experts the CPU computes in one host
+ * allocation, both made once so a step allocates nothing. */
+#include "cuda_engine_internal.h"
+
+#include "../../base/alloc.h"
+#include "../cpu/kernels.h"
+
+#include <string.h>
+
+typedef struct ft_dev_carver {
+    ft_cu_deviceptr base;
+    uint64_t used;
+} ft_dev_carver_t;
+
+static ft_cu_deviceptr ft_dev_carve(ft_dev_carver_t *c, uint64_t n_bytes)
+{
+    const ft_cu_deviceptr p = c->base + c->used;
+    c->used += (n_bytes + 255) / 256 * 256;
+    return p;
+}
+
+static size_t ft_cuda_act_bytes(const ft_layer_t *L, uint32_t d)
+{
+    size_t a = ft_cpu_act_row_bytes(L->gate.dtype, d), b = ft_cpu_act_row_bytes(L->up.dtype, d);
+    return a > b ? a : b;
+}
+
+static void ft_cuda_session_layout_dev(ft_cuda_session_t *s, ft_dev_carver_t *c)
+{
+    const ft_model_t *m = s->ce->m;
+    const ft_layer_t *L = &m->layers[0];
+    const uint64_t B = s->n_batch, d = m->d_model, qd = (uint64_t)L->n_heads * L->head_dim,
+                   kvd = m->max_kv_dim;
+    const uint64_t E = L->n_experts, K = L->n_used, ffn = L->expert_ffn, R = B > K ? B : K;
+    const uint64_t kv = (uint64_t)m->n_layers * s->n_ctx * kvd * 4;
+    s->k_cache = ft_dev_carve(c, kv);
+    s->v_cache = ft_dev_carve(c, kv);
+    s->x = ft_dev_carve(c, B * d * 4);
+    s->h = ft_dev_carve(c, B * (d > qd ? d : qd) * 4);
+    s->q = ft_dev_carve(c, B * qd * 4);
+    s->k = ft_dev_carve(c, B * kvd * 4);
+    s->v = ft_dev_carve(c, B * kvd * 4);
+    s->att = ft_dev_carve(c, B * qd * 4);
+    s->o = ft_dev_carve(c, B * d * 4);
+    s->rl = ft_dev_carve(c, B * E * 4);
+    s->ids = ft_dev_carve(c, B * K * 4);
+    s->wts = ft_dev_carve(c, B * K * 4);
+    s->eo = ft_dev_carve(c, K * B * d * 4);
+    s->xg = ft_dev_carve(c, B * d * 4);
+    s->g = ft_dev_carve(c, R * ffn * 4);
+    s->u = ft_dev_carve(c, R * ffn * 4);
+    s->dn = ft_dev_carve(c, R * d * 4);
+    s->scores = ft_dev_carve(c, (uint64_t)L->n_heads * s->n_ctx * 4);
+    s->logits = ft_dev_carve(c, B * m->vocab_size * 4);
+    s->pos = ft_dev_carve(c, B * 4);
+    s->iota = ft_dev_carve(c, B * 4);
+    s->ones = ft_dev_carve(c, B * K * 4);
+    s->cpu_rows = ft_dev_carve(c, B * K * d * 4);
+    /* Per layer: the blob table of the grouped GEMV (8 bytes per active
+     * expert), gather, scatter and CPU-row indices (B * K ints each), and
+     * the router weights slot-major (K * B floats). */
+    s->meta_bytes = E * 8 + 4 * B * K * 4;
+    s->meta = ft_dev_carve(c, s->meta_bytes);
+}
+
+static void ft_cuda_session_layout_host(ft_cuda_session_t *s, ft_carver_t *c, uint32_t n_threads)
+{
+    const ft_model_t *m = s->ce->m;
+    const ft_layer_t *L = &m->layers[0];
+    const size_t B = s->n_batch, d = m->d_model, E = L->n_experts, K = L->n_used,
+                 ffn = L->expert_ffn;
+    s->x_host = ft_carve(c, B * d * sizeof(float));
+    s->h_host = ft_carve(c, B * d * sizeof(float));
+    s->cpu_out = ft_carve(c, B * K * d * sizeof(float));
+    s->ids_host = ft_carve(c, B * K * sizeof(int32_t));
+    s->wts_host = ft_carve(c, B * K * sizeof(float));
+    s->meta_host = ft_carve(c, s->meta_bytes);
+    s->e_count = ft_carve(c, E * sizeof(uint32_t));
+    s->e_list = ft_carve(c, E * B * sizeof(uint32_t));
+    s->e_active = ft_carve(c, E * sizeof(int32_t));
+    s->e_active_count = ft_carve(c, E * sizeof(uint32_t));
+    s->cpu_row0 = ft_carve(c, E * sizeof(uint32_t));
+    s->cpu_items = ft_carve(c, E * sizeof(uint32_t));
+    s->graphs = ft_carve(c, ((size_t)m->n_layers + 1) * sizeof(ft_cu_graph_exec));
+    ft_cuda_cpu_scratch_t *sc = ft_carve(c, n_threads * sizeof(*sc));
+    for (uint32_t t = 0; t < n_threads; t++) {
+        ft_cuda_cpu_scratch_t tmp, *x = sc ? &sc[t] : &tmp;
+        x->xrows = ft_carve(c, B * d * sizeof(float));
+        x->xp = ft_carve(c, B * ft_cuda_act_bytes(L, (uint32_t)d));
+        x->ap = ft_carve(c, B * ft_cpu_act_row_bytes(L->down.dtype, (uint32_t)ffn));
+        x->g = ft_carve(c, B * ffn * sizeof(float));
+        x->u = ft_carve(c, B * ffn * sizeof(float));
+    }
+    s->scratch = sc;
+}
+
+/* The constant rows: iota (0, 1, ...) and ones, the index and weight of
+ * residual adds (ft_rows_scatter_add with weight 1 adds exactly). */
+static ft_status_t ft_cuda_session_constants(ft_cuda_session_t *s)
+{
+    ft_cuda_engine_t *ce = s->ce;
+    const uint32_t n_ones = s->n_batch * ce->m->layers[0].n_used;
+    int32_t *iota = (int32_t *)s->ids_host; /* free until the first step */
+    float *ones = s->cpu_out;
+    for (uint32_t i = 0; i < s->n_batch; i++)
+        iota[i] = (int32_t)i;
+    for (uint32_t i = 0; i < n_ones; i++)
+        ones[i] = 1.0f;
+    ft_status_t st = ft_cuda_copy_h2d(ce->dev, s->iota, iota, s->n_batch * 4ull, ce->cs);
+    if (!st) st = ft_cuda_copy_h2d(ce->dev, s->ones, ones, n_ones * 4ull, ce->cs);
+    return st ? st : ft_cuda_stream_sync(ce->dev, ce->cs);
+}
+
+ft_status_t ft_cuda_session_create(ft_cuda_engine_t *ce, uint32_t n_ctx, uint32_t n_batch,
+                                   ft_cuda_session_t **out)
+{
+    *out = NULL;
+    ft_cuda_session_t *s = ft_mem_calloc(ce->a, 1, sizeof(*s));
+    if (!s) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda session: out of memory");
+    s->ce = ce;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    const uint32_t n_threads = ft_threadpool_size(ce->pool);
+    ft_dev_carver_t dm = {0, 0};
+    ft_cuda_session_layout_dev(s, &dm);
+    ft_carver_t hm = {0};
+    ft_cuda_session_layout_host(s, &hm, n_threads);
+    ft_status_t st = FT_OK;
+    if (dm.used > SIZE_MAX)
+        st = ft_status_make(FT_STATUS_OUT_OF_RANGE, "cuda session: %llu bytes of device buffers",
+                            (unsigned long long)dm.used);
+    if (!st)
+        st = ft_status_annotate(
+            ft_cuda_alloc(ce->dev, (size_t)dm.used, &s->block),
+            "cuda session: KV cache for %u tokens and buffers for batches of %u", n_ctx, n_batch);
+    if (!st && !(s->host = ft_mem_alloc(ce->a, hm.used + 64)))
+        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda session: %zu bytes of host buffers",
+                            hm.used);
+    if (st) {
+        ft_cuda_session_destroy(s);
+        return st;
+    }
+    s->block_bytes = dm.used;
+    ce->session_bytes += s->block_bytes;
+    ft_dev_carver_t dc = {s->block, 0};
+    ft_cuda_session_layout_dev(s, &dc);
+    ft_carver_t hc = {(unsigned char *)(((uintptr_t)s->host + 63) & ~(uintptr_t)63), 0};
+    ft_cuda_session_layout_host(s, &hc, n_threads);
+    memset(s->graphs, 0, ((size_t)ce->m->n_layers + 1) * sizeof(ft_cu_graph_exec));
+    s->graphs_off = !ft_cuda_graphs_supported(ce->dev) || !ce->fn.kv_append || !ce->fn.attn_pos;
+    if ((st = ft_cuda_session_constants(s))) {
+        ft_cuda_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return FT_OK;
+}
+
+void ft_cuda_session_destroy(ft_cuda_session_t *s)
+{
+    if (!s) return;
+    for (uint32_t l = 0; s->host && l <= s->ce->m->n_layers; l++)
+        ft_cuda_graph_destroy(s->ce->dev, s->graphs[l]);
+    if (s->block) {
+        ft_status_free(ft_cuda_stream_sync(s->ce->dev, s->ce->cs)); /* nothing may still use them */
+        ft_cuda_free(s->ce->dev, s->block);
+        s->ce->session_bytes -= s->block_bytes;
+    }
+    ft_mem_free(s->ce->a, s->host);
+    ft_mem_free(s->ce->a, s);
+}
