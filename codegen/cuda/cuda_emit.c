@@ -5,6 +5,8 @@
 #include "cuda_codegen.h"
 #include "cuda_templates.h"
 
+#include "../../runtime/backends/cuda/cuda_kernel_names.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,38 +75,9 @@ void ft_cg_cuda_source_free(ft_cg_cuda_source_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* The format's template struct and the short name used in kernel names. */
-static const char *ft_cg_cuda_fmt(ft_dtype_t t)
-{
-    switch (t) {
-    case FT_DTYPE_F32:
-        return "f32";
-    case FT_DTYPE_F16:
-        return "f16";
-    case FT_DTYPE_BF16:
-        return "bf16";
-    case FT_DTYPE_Q8_0:
-        return "q8_0";
-    case FT_DTYPE_Q4_0:
-        return "q4_0";
-    case FT_DTYPE_Q4_K:
-        return "q4_k";
-    case FT_DTYPE_Q6_K:
-        return "q6_k";
-    case FT_DTYPE_MXFP4:
-        return "mxfp4";
-    case FT_DTYPE_NVFP4:
-        return "nvfp4";
-    case FT_DTYPE_FP8:
-        return "fp8";
-    default:
-        return NULL;
-    }
-}
-
 int ft_cg_cuda_supports(ft_dtype_t wtype)
 {
-    return ft_cg_cuda_fmt(wtype) != NULL;
+    return ft_cuda_kernel_format(wtype) != NULL;
 }
 
 /* Appends one kernel: its table entry and its wrapper (printf-style). */
@@ -138,7 +111,7 @@ static ft_status_t ft_cg_cuda_kernel(ft_cg_cuda_source_t *s, ft_cg_cuda_op_t op,
 
 static ft_status_t ft_cg_cuda_emit_matmul(ft_cg_cuda_source_t *s, const ft_cg_cuda_matmul_t *m)
 {
-    const char *f = ft_cg_cuda_fmt(m->wtype);
+    const char *f = ft_cuda_kernel_format(m->wtype);
     char name[64];
     ft_status_t st;
     snprintf(name, sizeof(name), "ft_gemv_%s_k%u", f, m->cols);

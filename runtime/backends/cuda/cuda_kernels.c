@@ -6,39 +6,10 @@
 #include "cuda_engine_internal.h"
 
 #include "../../format/dtype.h"
+#include "cuda_kernel_names.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-
-/* The short format names of the emitted kernels (as cuda_emit.c's
- * ft_cg_cuda_fmt). */
-static const char *ft_cuda_fmt(ft_dtype_t t)
-{
-    switch (t) {
-    case FT_DTYPE_F32:
-        return "f32";
-    case FT_DTYPE_F16:
-        return "f16";
-    case FT_DTYPE_BF16:
-        return "bf16";
-    case FT_DTYPE_Q8_0:
-        return "q8_0";
-    case FT_DTYPE_Q4_0:
-        return "q4_0";
-    case FT_DTYPE_Q4_K:
-        return "q4_k";
-    case FT_DTYPE_Q6_K:
-        return "q6_k";
-    case FT_DTYPE_MXFP4:
-        return "mxfp4";
-    case FT_DTYPE_NVFP4:
-        return "nvfp4";
-    case FT_DTYPE_FP8:
-        return "fp8";
-    default:
-        return NULL;
-    }
-}
 
 static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -59,7 +30,7 @@ static ft_status_t ft_cuda_mat_kernels(ft_cuda_engine_t *ce, const ft_mat_t *w, 
                                        ft_cu_function *gemv, ft_cu_function *gemm,
                                        ft_cu_function *experts)
 {
-    const char *f = ft_cuda_fmt(w->dtype);
+    const char *f = ft_cuda_kernel_format(w->dtype);
     if (!f)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "cuda: %s: weight format %s has no CUDA kernel", what,
