@@ -127,6 +127,7 @@ static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opt
     co.vram_bytes = opts->vram_bytes;
     co.plan_ctx = opts->plan_ctx ? opts->plan_ctx : plan->budget && plan->budget->ctx ? plan->budget->ctx : 4096;
     co.poll_vram = opts->vram_bytes == 0; /* a budget given is kept */
+    co.gen_min_tokens = e->kmod ? e->gen_min_tokens : 0;
     co.popularity_stride = e->model->max_experts;
     float *pop = NULL;
     if ((st = ft_engine_popularity(e, &pop)))

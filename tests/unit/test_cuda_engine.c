@@ -94,6 +94,10 @@ static int setup(void **state)
     return 0;
 }
 
+/* The CPU kernels both backends run (the cuda backend for the experts the
+ * dispatch keeps on the CPU). */
+static ft_kernels_kind_t g_kernels = FT_KERNELS_REFERENCE;
+
 /* Called before decode step i of run(), when set. */
 static void (*g_at_step)(int i, ft_engine_t *e);
 
@@ -115,7 +119,7 @@ static void run(ft_backend_kind_t backend, const char *hw, uint64_t vram, const 
     eo.hw_profile = hw;
     eo.vram_bytes = vram;
     eo.plan_ctx = 64;
-    eo.kernels = FT_KERNELS_REFERENCE;
+    eo.kernels = g_kernels;
     ft_engine_t *e = NULL;
     ft_status_t st = ft_engine_open(g_bundle, &eo, &e);
     if (st) fail_msg("open: %s", ft_status_message(st));
@@ -195,6 +199,24 @@ static void test_cuda_matches_cpu(void **state)
     free(cpu.logits);
     free(all.logits);
     free(copies.logits);
+    free(on_cpu.logits);
+}
+
+/* With the plan's generated CPU kernels, the experts the cuda backend
+ * keeps on the CPU run them too: the same tokens as the cpu backend with
+ * generated kernels. */
+static void test_cpu_experts_generated(void **state)
+{
+    (void)state;
+    if (!g_can_run) skip();
+    run_out_t cpu = {0}, on_cpu = {0};
+    g_kernels = FT_KERNELS_GENERATED;
+    run(FT_BACKEND_CPU, NULL, 0, NULL, 0, &cpu);
+    run(FT_BACKEND_CUDA, g_laptop, g_quarter, NULL, 4, &on_cpu);
+    g_kernels = FT_KERNELS_REFERENCE;
+    expect_same(&cpu, &on_cpu);
+    assert_true(on_cpu.stats.misses_to_cpu > 0);
+    free(cpu.logits);
     free(on_cpu.logits);
 }
 
@@ -454,6 +476,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_matches_cpu),
+        cmocka_unit_test(test_cpu_experts_generated),
         cmocka_unit_test(test_replan_mid_generation),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_free_vram_polling),

@@ -282,6 +282,7 @@ static ft_status_t ft_cuda_engine_setup(ft_cuda_engine_t *ce, const ft_cuda_engi
     if (!st) st = ft_cuda_check_plan(ce, vram);
     if (!st) ft_cuda_policy(ce);
     ce->poll_vram = o->poll_vram;
+    ce->gen_min_tokens = o->gen_min_tokens;
     return st;
 }
 

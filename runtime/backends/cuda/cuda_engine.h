@@ -34,6 +34,10 @@ typedef struct ft_cuda_engine_options {
     const float *popularity; /* calibration for pinning, or NULL (see ft_offload_create) */
     uint32_t popularity_stride;
     int poll_vram; /* 1: re-plan when free VRAM changes under us */
+    /* Experts the dispatch keeps on the CPU run the plan's generated
+     * kernels (bound in the model) when they have at least this many
+     * tokens, as the cpu backend's do; 0: always the reference kernels. */
+    uint32_t gen_min_tokens;
 } ft_cuda_engine_options_t;
 
 /* Opens the device, loads the plan's CUDA module (cubin for this GPU, else

@@ -65,6 +65,7 @@ struct ft_cuda_engine {
     uint64_t session_bytes; /* device memory held by live sessions */
     /* Free-VRAM polling (vram_policy.h). */
     int poll_vram;
+    uint32_t gen_min_tokens; /* CPU experts: generated kernels from this many tokens; 0: never */
     ft_vram_policy_t policy;
     uint32_t steps_since_poll;
     uint64_t last_poll_ns;
