@@ -130,6 +130,24 @@ void ft_cuda_free(ft_cuda_device_t *d, ft_cu_deviceptr ptr)
     if (ptr && !ft_cuda_enter(d)) d->cu.cuMemFree(ptr);
 }
 
+ft_status_t ft_cuda_host_alloc(ft_cuda_device_t *d, size_t n_bytes, void **out_p)
+{
+    *out_p = NULL;
+    ft_status_t st = ft_cuda_enter(d);
+    if (st) return st;
+    const ft_cu_result rc = d->cu.cuMemHostAlloc(out_p, n_bytes, FT_CU_MEMHOSTALLOC_PORTABLE);
+    if (rc == FT_CU_SUCCESS) return FT_OK;
+    *out_p = NULL;
+    char what[192];
+    snprintf(what, sizeof(what), "cuMemHostAlloc of %zu bytes for %.128s", n_bytes, d->info.name);
+    return ft_cuda_check(&d->cu, rc, what);
+}
+
+void ft_cuda_host_free(ft_cuda_device_t *d, void *p)
+{
+    if (p && !ft_cuda_enter(d)) d->cu.cuMemFreeHost(p);
+}
+
 ft_status_t ft_cuda_host_register(ft_cuda_device_t *d, void *p, size_t n_bytes, int read_only,
                                   ft_cu_deviceptr *out_dev_ptr)
 {

@@ -51,6 +51,12 @@ ft_status_t ft_cuda_mem_info(ft_cuda_device_t *dev, size_t *out_free, size_t *ou
 ft_status_t ft_cuda_alloc(ft_cuda_device_t *dev, size_t n_bytes, ft_cu_deviceptr *out_ptr);
 void ft_cuda_free(ft_cuda_device_t *dev, ft_cu_deviceptr ptr);
 
+/* Page-locked host memory (cuMemHostAlloc, portable): copies from and to
+ * it run asynchronously at full PCIe speed, where pageable memory is
+ * staged by the driver through a bounce buffer. */
+ft_status_t ft_cuda_host_alloc(ft_cuda_device_t *dev, size_t n_bytes, void **out_p);
+void ft_cuda_host_free(ft_cuda_device_t *dev, void *p);
+
 /* Page-locks an existing host range in place (a mapped FTW file: pin after
  * mapping, never a second copy) so async copies from it run at full PCIe
  * speed, and maps it into the device's address space (out_dev_ptr, may be

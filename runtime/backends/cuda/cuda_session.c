@@ -134,9 +134,12 @@ ft_status_t ft_cuda_session_create(ft_cuda_engine_t *ce, uint32_t n_ctx, uint32_
         st = ft_status_annotate(
             ft_cuda_alloc(ce->dev, (size_t)dm.used, &s->block),
             "cuda session: KV cache for %u tokens and buffers for batches of %u", n_ctx, n_batch);
-    if (!st && !(s->host = ft_mem_alloc(ce->a, hm.used + 64)))
-        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda session: %zu bytes of host buffers",
-                            hm.used);
+    /* Host buffers page-locked: the per-layer routing reads, the CPU
+     * experts' inputs and outputs and the dispatch tables are copied
+     * every layer. */
+    if (!st)
+        st = ft_status_annotate(ft_cuda_host_alloc(ce->dev, hm.used + 64, &s->host),
+                                "cuda session: %zu bytes of page-locked host buffers", hm.used);
     if (st) {
         ft_cuda_session_destroy(s);
         return st;
@@ -167,6 +170,6 @@ void ft_cuda_session_destroy(ft_cuda_session_t *s)
         ft_cuda_free(s->ce->dev, s->block);
         s->ce->session_bytes -= s->block_bytes;
     }
-    ft_mem_free(s->ce->a, s->host);
+    ft_cuda_host_free(s->ce->dev, s->host);
     ft_mem_free(s->ce->a, s);
 }
