@@ -13,7 +13,8 @@
 static ft_dtype_t ft_pm_hf_dense(const ft_meta_t *meta)
 {
     const char *q = ft_meta_get_string(meta, "quantization_config.quant_method");
-    if (q && strcmp(q, "fp8") == 0) return FT_DTYPE_F8_E4M3;
+    /* An FP8 checkpoint compiles to our FP8 blocks (E4M3 + a scale per 128). */
+    if (q && strcmp(q, "fp8") == 0) return FT_DTYPE_FP8;
     static const char *const keys[] = {"torch_dtype", "dtype", "text_config.torch_dtype",
                                        "text_config.dtype"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
