@@ -1,6 +1,6 @@
 /* ftc: the freetoken compiler driver.
  *
- *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--svg FILE]
+ *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule] [--svg FILE]
  *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
  *               [--cpu-isa avx512|avx2|portable|none] [--cuda-arch LIST|none]
  *               [--hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]] [--calibrate FILE]
@@ -18,6 +18,7 @@
 #include "../codegen/cpu/cg_cpu.h"
 #include "import.h"
 #include "plan_report.h"
+#include "schedule_report.h"
 #include "summary.h"
 
 #include <getopt.h>
@@ -31,7 +32,7 @@ static const char ftc_usage[] =
     "usage: ftc <command> [options]\n"
     "\n"
     "commands:\n"
-    "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir]\n"
+    "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule]\n"
     "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
     "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4|nvfp4|fp8]\n"
     "          [--json] [--quiet]\n"
@@ -78,17 +79,18 @@ static void ftc_progress(void *user, const char *stage, uint64_t done, uint64_t 
 
 static int ftc_inspect(int argc, char **argv)
 {
-    int json = 0, tensors = 0, ir = 0;
+    int json = 0, tensors = 0, ir = 0, schedule = 0;
     const char *svg = NULL;
     static const struct option longopts[] = {
         {"json", no_argument, 0, 'j'}, {"tensors", no_argument, 0, 't'}, {"ir", no_argument, 0, 'i'},
-        {"svg", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"schedule", no_argument, 0, 'S'}, {"svg", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 't': tensors = 1; break;
         case 'i': ir = 1; break;
+        case 'S': schedule = 1; break;
         case 's': svg = optarg; break;
         case 'h': fputs(ftc_usage, stdout); return 0;
         default: fputs(ftc_usage, stderr); return 2;
@@ -110,6 +112,10 @@ static int ftc_inspect(int argc, char **argv)
             fputs("ftc inspect: --ir is for models, not bundles\n", stderr);
             return 2;
         }
+        if (schedule && json) {
+            fputs("ftc inspect: --json always includes the schedule; --schedule is its text form\n", stderr);
+            return 2;
+        }
         ft_bundle_t *b = NULL;
         if ((st = ft_bundle_open(path, &b)))
             return ftc_fail(st);
@@ -117,12 +123,21 @@ static int ftc_inspect(int argc, char **argv)
             ft_bundle_close(b);
             return ftc_fail(st);
         }
+        if (schedule) {
+            ft_schedule_print(b->plan, stdout);
+            ft_bundle_close(b);
+            return 0;
+        }
         st = ft_summary_from_plan(b->plan, b->plan_file->data, b->plan_file->size, &s);
         if (!st)
             st = json ? ft_summary_print_json(&s, tensors, stdout) : (ft_summary_print(&s, tensors, stdout), FT_OK);
         ft_summary_release(&s);
         ft_bundle_close(b);
         return st ? ftc_fail(st) : 0;
+    }
+    if (schedule) {
+        fputs("ftc inspect: --schedule shows a compiled bundle's program\n", stderr);
+        return 2;
     }
     ft_ir_model_t *m = NULL;
     if ((st = ft_import_model(path, &m)))

@@ -174,6 +174,9 @@ ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
     plan->weight_files = wfs;
     if (!(plan->tokenizer = ft_pb_tokenizer(&m->tok, a)))
         goto oom;
+    ft_status_t st = ft_plan_add_schedule(m, plan, a);
+    if (st)
+        return st;
     *out_plan = plan;
     return FT_OK;
 oom:

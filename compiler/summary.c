@@ -1,6 +1,7 @@
 #include "summary.h"
 
 #include "plan_report.h"
+#include "schedule_report.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -304,6 +305,8 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
         if (s->plan)
             ft_summary_json_kernels(s->plan, o);
         ft_status_t st = s->plan ? ft_plan_report_json(s->plan, o) : FT_OK;
+        if (!st && s->plan)
+            st = ft_schedule_json(s->plan, o);
         if (st) {
             json_decref(o);
             return st;

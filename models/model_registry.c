@@ -1,5 +1,7 @@
 #include "model_registry.h"
 
+#include "lowering.h"
+
 #include <string.h>
 
 /* The architecture a checkpoint declares, in GGUF's naming. */
@@ -45,4 +47,16 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
     }
     *out_model = model;
     return FT_OK;
+}
+
+ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
+{
+    switch (model->hp.arch) {
+    case FT_ARCH_QWEN3MOE:
+        return ft_lower_moe_decoder(model, out);
+    case FT_ARCH_UNKNOWN:
+        break;
+    }
+    return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: architecture '%s' has no lowering to an op schedule",
+                          model->source_name, ft_arch_name(model->hp.arch));
 }

@@ -17,17 +17,6 @@ void ft_engine_options_init(ft_engine_options_t *opts)
     memset(opts, 0, sizeof(*opts));
 }
 
-static ft_status_t ft_engine_rope(ft_engine_t *e)
-{
-    const ft_model_t *m = e->model;
-    e->rope_inv_freq = ft_mem_calloc(e->a, m->rope_dim / 2 ? m->rope_dim / 2 : 1, sizeof(float));
-    if (!e->rope_inv_freq)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
-    for (uint32_t i = 0; i < m->rope_dim / 2; i++)
-        e->rope_inv_freq[i] = (float)pow((double)m->rope_theta, -2.0 * i / m->rope_dim);
-    return FT_OK;
-}
-
 static void ft_engine_fill_info(ft_engine_t *e)
 {
     const ft_model_t *m = e->model;
@@ -201,7 +190,7 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
         (st = ft_model_create(e->bundle, e->a, &e->model)) || (st = ft_engine_kernels(e, opts)) ||
         (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
-        (st = ft_threadpool_create(opts->n_threads, &e->pool)) || (st = ft_engine_rope(e)) ||
+        (st = ft_threadpool_create(opts->n_threads, &e->pool)) ||
         (st = ft_engine_backend(e, opts)))
         goto fail;
     if (ft_tokenizer_n_vocab(e->tok) > e->model->vocab_size) {
@@ -228,7 +217,6 @@ void ft_engine_close(ft_engine_t *e)
     }
     ft_offload_destroy(e->offload);
     ft_mem_free(a, e->routing);
-    ft_mem_free(a, e->rope_inv_freq);
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);
     ft_model_destroy(e->model, a);

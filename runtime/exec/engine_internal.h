@@ -20,7 +20,6 @@ struct ft_engine {
     ft_tokenizer_t *tok;
     ft_threadpool_t *pool;
     ft_model_info_t info;
-    float *rope_inv_freq; /* [rope_dim / 2] */
     uint32_t n_sessions;
     ft_offload_t *offload; /* sim and cuda backends: expert cache, q* dispatch, streaming; else NULL */
     struct ft_cuda_engine *cuda; /* cuda backend (owns offload then), else NULL */
@@ -49,10 +48,14 @@ struct ft_session {
     void *block;      /* every buffer below lives in this one allocation */
     float *k_cache;   /* [n_layers][n_ctx][max_kv_dim] */
     float *v_cache;
-    float *x, *h;     /* [n_batch, d] residual stream and normed copy */
-    float *q, *k, *v; /* [n_batch, q_dim / kv_dim] */
-    float *att;       /* [n_batch, q_dim] attention output */
+    float **bufs;     /* [prog->n_buffers] the schedule's buffers, [n_batch][width] each
+                         (the logits buffer: NULL, the step's output goes there) */
     void *xp;         /* prepared activations, [n_batch] rows of the widest format */
+    /* Where prepared rows of a buffer are, between the op that made them
+     * and its consumers (executor.c): in xp, and a second format in the
+     * buffer's own memory (alt). -1: none. */
+    int32_t xp_buf, alt_buf;
+    ft_dtype_t xp_type, alt_type;
     float *scores;    /* [n_threads][max_group][n_ctx] */
     float *router;    /* [n_batch, max_experts] */
     int32_t *sel;     /* [n_batch, max_used] chosen experts */

@@ -1,12 +1,24 @@
-/* Internal to the forward pass (forward.c, forward_moe.c): the matrix
- * products on the thread pool, the plan's fused norm + preparation, and
- * the MoE half of a layer. */
+/* Internal to the executor (executor.c) and its CPU ops (forward.c,
+ * forward_moe.c): one step's view of the session's buffers, the matrix
+ * products on the thread pool, and the ops. */
 #ifndef FT_EXEC_FORWARD_INTERNAL_H
 #define FT_EXEC_FORWARD_INTERNAL_H
 
 #include "engine_internal.h"
+#include "program.h"
 
 #define FT_MM_GRAIN 4 /* rows per split unit of a product */
+#define FT_STEP_MAX_BUFFERS 64 /* = the plan validator's limit */
+
+/* The buffers one list of ops runs on: the session's, offset to the first
+ * row the list computes (the epilogue computes only the rows whose logits
+ * are asked for), the logits buffer pointing at the output. */
+typedef struct ft_step {
+    ft_session_t *s;
+    float *buf[FT_STEP_MAX_BUFFERS];
+    uint32_t n;     /* rows */
+    uint32_t pos0;  /* position of row 0 (n_past for the blocks) */
+} ft_step_t;
 
 /* y_j = W_j x for up to three matrices of one format over n activation
  * rows already prepared for that format in s->xp. */
@@ -18,14 +30,24 @@ void ft_fwd_linear_prepared(ft_session_t *s, const ft_mat_t *const *mats, float 
 void ft_fwd_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
                    const float *x, uint32_t n);
 
-/* out = prepare(rmsnorm(x rows [0, n), w)) for weights of wtype through
- * the module's fused kernel fn: bit-identical to ft_op_rmsnorm followed by
- * ft_cpu_act_prepare. Rows split over the pool when there are several (a
- * decode token runs on the calling thread: no barrier). */
+/* out = prepare(rmsnorm(x rows [0, n), w)) of d floats for weights of
+ * wtype through the module's fused kernel fn: bit-identical to
+ * ft_op_rmsnorm followed by ft_cpu_act_prepare. Rows split over the pool
+ * when there are several (a decode token runs on the calling thread: no
+ * barrier). */
 void ft_fwd_norm_prepare(ft_session_t *s, ft_kabi_norm_prepare_fn fn, const float *x, const float *w,
-                         ft_dtype_t wtype, uint32_t n, void *out);
+                         float eps, uint32_t d, ft_dtype_t wtype, uint32_t n, void *out);
 
-/* The MoE half of layer `layer` for n tokens: s->x += sum_k w_k E_k(norm(s->x)). */
-void ft_fwd_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n);
+/* The ops (program.h documents the fields each reads). */
+void ft_xop_head_norm(ft_step_t *st, const ft_xop_t *x);
+void ft_xop_rope(ft_step_t *st, const ft_xop_t *x);
+void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x);
+void ft_xop_attention(ft_step_t *st, const ft_xop_t *x);
+/* ROUTER into s->sel / s->sel_w; prepared: the input's rows are in s->xp
+ * for the router's format. */
+void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared);
+/* MOE over the ROUTER's choice; xp_rows: the input prepared for the
+ * experts' format, or NULL: prepare its float rows per expert. */
+void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows);
 
 #endif

@@ -1,6 +1,7 @@
-/* The mixture-of-experts half of a layer (see forward_internal.h): the
- * FFN norm, routing, the experts over the tokens routed to them, and the
- * weighted combination into the residual stream. */
+/* The ROUTER and MOE ops on the CPU (see forward_internal.h): routing,
+ * the experts over the tokens routed to them (through the offload's
+ * decisions when there is one), and the weighted combination into the
+ * output buffer. */
 #include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
@@ -14,6 +15,7 @@
 typedef struct ft_moe_run {
     ft_session_t *s;
     const ft_layer_t *L;
+    const float *hin; /* the input rows as floats */
     uint32_t n_active;
     atomic_uint next; /* next entry of e_active to take */
     /* The normed rows already prepared for the experts' format by the
@@ -51,7 +53,7 @@ static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t 
 
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
 static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
-                      const uint8_t *blob, const uint8_t *xp_rows)
+                      const uint8_t *blob, const uint8_t *xp_rows, const float *hin)
 {
     /* Weights from an offload slot or stream buffer when the dispatcher put
      * the expert there, else from the mapped FTW stacks. */
@@ -67,7 +69,7 @@ static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t 
             memcpy((uint8_t *)es->xp + (size_t)i * xrb, xp_rows + (size_t)(list[i] / U) * xrb, xrb);
     } else {
         for (uint32_t i = 0; i < n_e; i++)
-            memcpy(es->xrows + (size_t)i * d, s->h + (size_t)(list[i] / U) * d, d * sizeof(float));
+            memcpy(es->xrows + (size_t)i * d, hin + (size_t)(list[i] / U) * d, d * sizeof(float));
         ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
     }
     if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
@@ -86,7 +88,7 @@ static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
         uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
         if (i >= r->n_active)
             break;
-        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i], r->xp_rows);
+        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i], r->xp_rows, r->hin);
     }
 }
 
@@ -172,12 +174,13 @@ static void ft_moe_dec_down(void *ctx, uint32_t ti, uint32_t nt)
 }
 
 /* The experts of one decode token, split by rows (see above). */
-static void ft_moe_decode(ft_session_t *s, const ft_layer_t *L, uint32_t n_active, const uint8_t *xp_rows)
+static void ft_moe_decode(ft_session_t *s, const ft_layer_t *L, uint32_t n_active, const uint8_t *xp_rows,
+                          const float *hin)
 {
     const uint32_t d = s->m->d_model;
     const uint8_t *xp = xp_rows;
     if (!xp) {
-        ft_cpu_act_prepare(L->gate.dtype, s->h, d, 1, d, s->es[0].xp);
+        ft_cpu_act_prepare(L->gate.dtype, hin, d, 1, d, s->es[0].xp);
         xp = s->es[0].xp;
     }
     ft_moe_dec_run_t r = {s, L, n_active, xp};
@@ -209,7 +212,7 @@ static void ft_router_worker(void *ctx, uint32_t ti, uint32_t nt)
 
 /* Routing of n tokens into s->sel / s->sel_w: the plan's fused router, or
  * the router product then softmax, top-k and weights. */
-static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepared)
+static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepared, const float *hin)
 {
     const uint32_t E = L->n_experts, K = L->n_used, U = s->m->max_used;
     /* A decode token's router runs split by rows on every thread; the
@@ -223,7 +226,7 @@ static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepa
     if (prepared)
         ft_fwd_linear_prepared(s, &router, &s->router, 1, n);
     else
-        ft_fwd_linear(s, &router, &s->router, 1, s->h, n);
+        ft_fwd_linear(s, &router, &s->router, 1, hin, n);
     for (uint32_t t = 0; t < n; t++) {
         float *p = s->router + (size_t)t * E;
         ft_op_softmax(p, E);
@@ -238,33 +241,28 @@ static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepa
     }
 }
 
-void ft_fwd_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n)
+void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared)
 {
+    ft_session_t *s = st->s;
+    if (s->engine->offload) /* the modelled device's attention and router (sim) */
+        ft_offload_attention(s->engine->offload, (uint32_t)x->layer, st->n);
+    ft_route(s, x->L, st->n, prepared, st->buf[x->in[0]]);
+}
+
+void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows)
+{
+    ft_session_t *s = st->s;
     const ft_model_t *m = s->m;
+    const ft_layer_t *L = x->L;
+    const uint32_t layer = (uint32_t)x->layer, n = st->n;
     const uint32_t d = m->d_model, E = L->n_experts, K = L->n_used, U = m->max_used;
-    /* Fused: the normed rows exist only prepared: for the router's format
-     * in s->xp, which the experts gather when theirs is the same, else also
-     * for the experts' format in s->h (as bytes: a prepared row never takes
-     * more than its floats). */
-    const int same = L->gate.dtype == L->router.dtype;
-    const int fused = s->use_generated && L->ffn_norm_prepare && L->up.dtype == L->gate.dtype &&
-                      (same || L->ffn_norm_prepare_experts);
-    if (fused) {
-        ft_fwd_norm_prepare(s, L->ffn_norm_prepare, s->x, L->ffn_norm, L->router.dtype, n, s->xp);
-        if (!same)
-            ft_fwd_norm_prepare(s, L->ffn_norm_prepare_experts, s->x, L->ffn_norm, L->gate.dtype, n, s->h);
-    } else {
-        for (uint32_t t = 0; t < n; t++)
-            ft_op_rmsnorm(s->h + (size_t)t * d, s->x + (size_t)t * d, L->ffn_norm, d, m->norm_eps);
-    }
-    ft_route(s, L, n, fused);
     memset(s->e_count, 0, E * sizeof(uint32_t));
     for (uint32_t t = 0; t < n; t++)
         for (uint32_t k = 0; k < K; k++) {
             const uint32_t e = (uint32_t)s->sel[(size_t)t * U + k];
             s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * U + k;
         }
-    ft_moe_run_t r = {.s = s, .L = L, .xp_rows = !fused ? NULL : same ? s->xp : (const uint8_t *)s->h};
+    ft_moe_run_t r = {.s = s, .L = L, .hin = st->buf[x->in[0]], .xp_rows = xp_rows};
     for (uint32_t e = 0; e < E; e++)
         if (s->e_count[e]) {
             s->e_active_count[r.n_active] = s->e_count[e];
@@ -277,19 +275,20 @@ void ft_fwd_moe(ft_session_t *s, const ft_layer_t *L, uint32_t layer, uint32_t n
     if (s->engine->offload)
         ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
     if (n == 1 && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
-        ft_moe_decode(s, L, r.n_active, r.xp_rows);
+        ft_moe_decode(s, L, r.n_active, r.xp_rows, r.hin);
     } else {
         atomic_init(&r.next, 0);
         ft_threadpool_run(s->engine->pool, ft_moe_worker, &r);
     }
     /* Combine in slot order, so the sum does not depend on scheduling. */
+    float *out = st->buf[x->out[0]];
     for (uint32_t t = 0; t < n; t++) {
-        float *x = s->x + (size_t)t * d;
+        float *y = out + (size_t)t * d;
         for (uint32_t k = 0; k < K; k++) {
             const float w = s->sel_w[(size_t)t * U + k];
             const float *eo = s->eo + ((size_t)t * U + k) * d;
             for (uint32_t i = 0; i < d; i++)
-                x[i] += w * eo[i];
+                y[i] += w * eo[i];
         }
     }
 }

@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "program.h"
+
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
@@ -7,46 +9,21 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Roles (plan.proto TensorRole) this executor reads. */
-enum {
-    R_TOKEN_EMBD = 1, R_OUTPUT_NORM = 2, R_OUTPUT = 3, R_ATTN_NORM = 4, R_Q = 5, R_K = 6, R_V = 7,
-    R_O = 8, R_Q_NORM = 9, R_K_NORM = 10, R_FFN_NORM = 11, R_ROUTER = 12, R_GATE_EXPS = 13,
-    R_UP_EXPS = 14, R_DOWN_EXPS = 15,
-};
-
 typedef struct ft_model_ctx {
     const ft_bundle_t *b;
     const char *where; /* the plan file, for messages */
 } ft_model_ctx_t;
 
-static const Ftplan__Tensor *ft_find(const ft_bundle_t *b, int role, int32_t layer)
-{
-    for (size_t i = 0; i < b->plan->n_tensors; i++)
-        if ((int)b->plan->tensors[i]->role == role && b->plan->tensors[i]->layer == layer)
-            return b->plan->tensors[i];
-    return NULL;
-}
-
-static ft_status_t ft_missing(const ft_model_ctx_t *c, int role, int32_t layer)
-{
-    return ft_status_make(FT_STATUS_FORMAT, "%s: the plan has no tensor of role %d for layer %d",
-                          c->where, role, layer);
-}
-
-/* Resolves a tensor's bytes in its weight file (validated by the plan
- * reader; ft_ftw_range checks again at no cost). */
 static ft_status_t ft_bytes(const ft_model_ctx_t *c, const Ftplan__Tensor *t, uint64_t n_bytes,
                             const uint8_t **out)
 {
     return ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, out);
 }
 
-static ft_status_t ft_vec(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n,
-                          const float **out)
+/* An f32 vector of n elements: plan tensor ti. */
+static ft_status_t ft_vec(const ft_model_ctx_t *c, uint32_t ti, uint32_t n, const float **out)
 {
-    const Ftplan__Tensor *t = ft_find(c->b, role, layer);
-    if (!t)
-        return ft_missing(c, role, layer);
+    const Ftplan__Tensor *t = c->b->plan->tensors[ti];
     if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || t->n_shape != 1 || t->shape[0] != n)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: tensor '%s': expected an f32 vector of %u elements", c->where,
@@ -57,20 +34,18 @@ static ft_status_t ft_vec(const ft_model_ctx_t *c, int role, int32_t layer, uint
     return st;
 }
 
-/* A plain [rows, cols] matrix, or with n_experts > 0 a [n_experts, rows,
- * cols] stack. */
-static ft_status_t ft_matrix(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n_experts,
-                             uint32_t rows, uint32_t cols, ft_mat_t *out)
+/* Plan tensor ti as a [rows, cols] matrix, or with n_experts > 0 a
+ * [n_experts, rows, cols] stack; rows and cols come from its shape. */
+static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti, uint32_t n_experts, ft_mat_t *out)
 {
-    const Ftplan__Tensor *t = ft_find(c->b, role, layer);
-    if (!t)
-        return ft_missing(c, role, layer);
+    const Ftplan__Tensor *t = c->b->plan->tensors[ti];
     const uint32_t nd = n_experts ? 3 : 2;
-    int ok = t->n_shape == nd && t->shape[nd - 2] == rows && t->shape[nd - 1] == cols &&
+    int ok = t->n_shape == nd && t->shape[nd - 2] <= UINT32_MAX && t->shape[nd - 1] <= UINT32_MAX &&
              (!n_experts || (t->shape[0] == n_experts && t->expert_stride != 0));
     if (!ok)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' does not have the shape the model implies",
-                              c->where, t->name);
+        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is not a %s", c->where, t->name,
+                              n_experts ? "stack of expert matrices of the op's expert count" : "matrix");
+    const uint32_t rows = (uint32_t)t->shape[nd - 2], cols = (uint32_t)t->shape[nd - 1];
     ft_dtype_t dt = (ft_dtype_t)t->format;
     if (!ft_cpu_supports(dt))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
@@ -123,45 +98,113 @@ static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t
     return FT_OK;
 }
 
-static ft_status_t ft_layer_load(const ft_model_ctx_t *c, const Ftplan__Block *blk, uint32_t l,
-                                 uint32_t d, ft_layer_t *L)
+/* Resolves every weight of one op: matrices into m->mats (once per
+ * tensor), vectors checked where the program binds them. */
+static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftplan__Op *op, ft_model_t *m)
 {
-    const Ftplan__Attention *a = blk->attn;
-    if (!a || a->kind != FTPLAN__ATTN_KIND__ATTN_GQA || a->sliding_window || a->has_sinks || a->has_bias)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: layer %u: only full causal GQA attention without bias or sinks runs here",
-                              c->where, l);
-    if (!blk->is_moe || !blk->moe || blk->moe->scoring != FTPLAN__ROUTER_SCORING__ROUTER_SOFTMAX ||
-        blk->moe->n_shared_experts || blk->moe->has_router_bias || blk->act != FTPLAN__ACTIVATION__ACT_SILU)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: layer %u: only softmax-routed SwiGLU MoE layers run here", c->where, l);
-    if (a->value_head_dim != a->head_dim || !a->qk_norm || a->n_kv_heads == 0 ||
-        a->n_heads % a->n_kv_heads || a->head_dim % 2 || blk->moe->n_experts_used == 0 ||
-        blk->moe->n_experts_used > blk->moe->n_experts)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u: attention or MoE shape not supported",
-                              c->where, l);
-    L->n_heads = a->n_heads;
-    L->n_kv_heads = a->n_kv_heads;
-    L->head_dim = a->head_dim;
-    L->n_experts = blk->moe->n_experts;
-    L->n_used = blk->moe->n_experts_used;
-    L->expert_ffn = blk->moe->expert_ffn;
-    L->norm_topk_prob = blk->moe->norm_topk_prob;
-    const uint32_t q = L->n_heads * L->head_dim, kv = L->n_kv_heads * L->head_dim;
-    const int32_t li = (int32_t)l;
-    ft_status_t st;
-    if ((st = ft_vec(c, R_ATTN_NORM, li, d, &L->attn_norm)) ||
-        (st = ft_vec(c, R_FFN_NORM, li, d, &L->ffn_norm)) ||
-        (st = ft_vec(c, R_Q_NORM, li, L->head_dim, &L->q_norm)) ||
-        (st = ft_vec(c, R_K_NORM, li, L->head_dim, &L->k_norm)) ||
-        (st = ft_matrix(c, R_Q, li, 0, q, d, &L->wq)) || (st = ft_matrix(c, R_K, li, 0, kv, d, &L->wk)) ||
-        (st = ft_matrix(c, R_V, li, 0, kv, d, &L->wv)) || (st = ft_matrix(c, R_O, li, 0, d, q, &L->wo)) ||
-        (st = ft_matrix(c, R_ROUTER, li, 0, L->n_experts, d, &L->router)) ||
-        (st = ft_matrix(c, R_GATE_EXPS, li, L->n_experts, L->expert_ffn, d, &L->gate)) ||
-        (st = ft_matrix(c, R_UP_EXPS, li, L->n_experts, L->expert_ffn, d, &L->up)) ||
-        (st = ft_matrix(c, R_DOWN_EXPS, li, L->n_experts, d, L->expert_ffn, &L->down)))
-        return st;
+    const int stack = op->kind == FTPLAN__OP_KIND__OP_MOE;
+    const int mat = stack || op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
+                    op->kind == FTPLAN__OP_KIND__OP_ROUTER;
+    for (size_t j = 0; mat && j < op->n_weights; j++) {
+        ft_mat_t *w = &m->mats[op->weights[j]];
+        if (w->data) {
+            if (w->n_experts != (stack ? op->n_experts : 1))
+                return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is used both as a matrix and as an "
+                                      "expert stack", c->where, c->b->plan->tensors[op->weights[j]]->name);
+            continue;
+        }
+        ft_status_t st = ft_matrix(c, op->weights[j], stack ? op->n_experts : 0, w);
+        if (st)
+            return st;
+    }
+    return FT_OK;
+}
+
+/* The layer's FTW expert block (above), after the MOE op's stacks. */
+static ft_status_t ft_layer_moe(const ft_model_ctx_t *c, const ft_model_t *m, const Ftplan__Op *op, uint32_t l,
+                                ft_layer_t *L)
+{
+    L->gate = m->mats[op->weights[0]];
+    L->up = m->mats[op->weights[1]];
+    L->down = m->mats[op->weights[2]];
+    L->n_experts = op->n_experts;
+    L->n_used = op->n_experts_used;
+    L->expert_ffn = op->expert_ffn;
+    const uint32_t d = m->d_model, ffn = op->expert_ffn;
+    if (L->gate.rows != ffn || L->gate.cols != d || L->up.rows != ffn || L->up.cols != d || L->down.rows != d ||
+        L->down.cols != ffn)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: block %u: the expert stacks are not [%u, %u, %u] x2 and "
+                              "[%u, %u, %u]", c->where, l, op->n_experts, ffn, d, op->n_experts, d, ffn);
     return ft_layer_blob(c, l, L);
+}
+
+/* Gathers block l's layer view from its ops (see ft_layer_t): the first
+ * RMSNORM is the attention norm and the one after the attention the FFN
+ * norm; the three-output LINEAR is q, k, v and the LINEAR reading the
+ * attention's output is wo; HEAD_NORMs name their buffer. */
+static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_model_t *m, uint32_t l, ft_layer_t *L)
+{
+    const Ftplan__BlockOps *blk = c->b->plan->schedule->blocks[l];
+    const float **norm_slot[2] = {&L->attn_norm, &L->ffn_norm};
+    uint32_t n_norms = 0, q_buf = ~0u, k_buf = ~0u, att_buf = ~0u;
+    for (size_t i = 0; i < blk->n_ops; i++) {
+        const Ftplan__Op *op = blk->ops[i];
+        ft_status_t st = ft_op_mats(c, op, m);
+        if (st)
+            return st;
+        const float *vec = NULL;
+        switch (op->kind) {
+        case FTPLAN__OP_KIND__OP_RMSNORM:
+            if ((st = ft_vec(c, op->weights[0], m->d_model, &vec)))
+                return st;
+            if (n_norms < 2)
+                *norm_slot[n_norms++] = vec;
+            break;
+        case FTPLAN__OP_KIND__OP_LINEAR:
+            if (op->n_weights == 3) {
+                L->wq = m->mats[op->weights[0]];
+                L->wk = m->mats[op->weights[1]];
+                L->wv = m->mats[op->weights[2]];
+                q_buf = op->outputs[0];
+                k_buf = op->outputs[1];
+            } else if (op->inputs[0] == att_buf) {
+                L->wo = m->mats[op->weights[0]];
+            }
+            break;
+        case FTPLAN__OP_KIND__OP_HEAD_NORM:
+            if ((st = ft_vec(c, op->weights[0], op->head_dim, &vec)))
+                return st;
+            if (op->inputs[0] == q_buf)
+                L->q_norm = vec;
+            else if (op->inputs[0] == k_buf)
+                L->k_norm = vec;
+            break;
+        case FTPLAN__OP_KIND__OP_ROPE:
+            m->rope_dim = op->rope_dim;
+            m->rope_theta = op->rope_theta;
+            break;
+        case FTPLAN__OP_KIND__OP_ATTENTION:
+            L->n_heads = op->n_heads;
+            L->n_kv_heads = op->n_kv_heads;
+            L->head_dim = op->head_dim;
+            att_buf = op->outputs[0];
+            break;
+        case FTPLAN__OP_KIND__OP_ROUTER:
+            L->router = m->mats[op->weights[0]];
+            L->norm_topk_prob = op->norm_topk_prob;
+            break;
+        case FTPLAN__OP_KIND__OP_MOE:
+            if ((st = ft_layer_moe(c, m, op, l, L)))
+                return st;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!L->n_heads || !L->n_experts || !L->router.data)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: only blocks of attention and a routed "
+                              "MoE FFN run here (ATTENTION, ROUTER and MOE ops)", c->where, l);
+    return FT_OK;
 }
 
 #define FT_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -186,18 +229,45 @@ static void ft_model_sizes(ft_model_t *m)
     m->weight_bytes_per_token = per_token;
 }
 
+/* The token embedding (prologue EMBED), the output norm and head
+ * (epilogue RMSNORM and the LINEAR into the logits). */
+static ft_status_t ft_model_ends(const ft_model_ctx_t *c, ft_model_t *m)
+{
+    const Ftplan__Schedule *sc = c->b->plan->schedule;
+    ft_status_t st;
+    for (size_t i = 0; i < sc->n_prologue; i++) {
+        if ((st = ft_op_mats(c, sc->prologue[i], m)))
+            return st;
+        if (sc->prologue[i]->kind == FTPLAN__OP_KIND__OP_EMBED)
+            m->tok_embd = m->mats[sc->prologue[i]->weights[0]];
+    }
+    for (size_t i = 0; i < sc->n_epilogue; i++) {
+        const Ftplan__Op *op = sc->epilogue[i];
+        if ((st = ft_op_mats(c, op, m)))
+            return st;
+        if (op->kind == FTPLAN__OP_KIND__OP_RMSNORM && (st = ft_vec(c, op->weights[0], m->d_model, &m->output_norm)))
+            return st;
+        if (op->kind == FTPLAN__OP_KIND__OP_LINEAR &&
+            sc->buffers[op->outputs[0]]->kind == FTPLAN__BUFFER_KIND__BUF_LOGITS)
+            m->output = m->mats[op->weights[0]];
+    }
+    if (!m->tok_embd.data || !m->output.data || !m->output_norm || m->tok_embd.cols != m->d_model ||
+        m->tok_embd.rows != m->vocab_size || m->output.rows != m->vocab_size || m->output.cols != m->d_model)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the schedule needs a token EMBED of [%u, %u] in its "
+                              "prologue and an output RMSNORM + LINEAR into the logits in its epilogue",
+                              c->where, m->vocab_size, m->d_model);
+    return FT_OK;
+}
+
 ft_status_t ft_model_create(const ft_bundle_t *b, const ft_allocator_t *alloc, ft_model_t **out_model)
 {
     *out_model = NULL;
     const Ftplan__Plan *plan = b->plan;
     const Ftplan__Hparams *hp = plan->hparams;
     ft_model_ctx_t c = {b, b->plan_file->path};
-    if (hp->arch != FTPLAN__ARCH__ARCH_QWEN3MOE)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: architecture '%s' has no executor yet",
-                              c.where, hp->arch_name);
-    if (hp->norm != FTPLAN__NORM_KIND__NORM_RMS || hp->rope != FTPLAN__ROPE_KIND__ROPE_NEOX ||
-        hp->rope_dim == 0 || hp->rope_dim % 2)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: only RMSNorm with NeoX RoPE runs here", c.where);
+    if (!plan->schedule)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the plan has no op schedule (schema version %u, "
+                              "from an older ftc): recompile the model", c.where, plan->schema_version);
     ft_model_t *m = ft_mem_calloc(alloc, 1, sizeof(*m));
     if (!m)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", c.where);
@@ -206,31 +276,25 @@ ft_status_t ft_model_create(const ft_bundle_t *b, const ft_allocator_t *alloc, f
     m->vocab_size = hp->vocab_size;
     m->context_length = hp->context_length;
     m->norm_eps = hp->norm_eps;
-    m->rope_theta = hp->rope_theta;
-    m->rope_dim = hp->rope_dim;
     ft_status_t st = FT_OK;
+    m->n_mats = (uint32_t)plan->n_tensors;
     m->layers = ft_mem_calloc(alloc, m->n_layers ? m->n_layers : 1, sizeof(ft_layer_t));
-    if (!m->layers) {
+    m->mats = ft_mem_calloc(alloc, m->n_mats ? m->n_mats : 1, sizeof(ft_mat_t));
+    if (!m->layers || !m->mats) {
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", c.where);
         goto fail;
     }
-    if ((st = ft_matrix(&c, R_TOKEN_EMBD, -1, 0, m->vocab_size, m->d_model, &m->tok_embd)) ||
-        (st = ft_vec(&c, R_OUTPUT_NORM, -1, m->d_model, &m->output_norm)))
+    if ((st = ft_model_ends(&c, m)))
         goto fail;
-    if (hp->tie_embeddings)
-        m->output = m->tok_embd;
-    else if ((st = ft_matrix(&c, R_OUTPUT, -1, 0, m->vocab_size, m->d_model, &m->output)))
-        goto fail;
-    for (uint32_t l = 0; l < m->n_layers && !st; l++) {
-        st = ft_layer_load(&c, plan->blocks[l], l, m->d_model, &m->layers[l]);
-        if (!st && m->rope_dim > m->layers[l].head_dim)
-            st = ft_status_make(FT_STATUS_FORMAT, "%s: rope_dim %u exceeds head_dim", c.where, m->rope_dim);
-    }
+    for (uint32_t l = 0; l < m->n_layers && !st; l++)
+        st = ft_layer_gather(&c, m, l, &m->layers[l]);
     if (st)
         goto fail;
     for (uint32_t i = 0; i < b->n_weight_files; i++)
         m->weight_bytes += ft_ftw_data_bytes(b->weight_files[i]);
     ft_model_sizes(m);
+    if ((st = ft_program_create(b, m, alloc, &m->prog)))
+        goto fail;
     *out_model = m;
     return FT_OK;
 fail:
@@ -242,6 +306,8 @@ void ft_model_destroy(ft_model_t *m, const ft_allocator_t *alloc)
 {
     if (!m)
         return;
+    ft_program_destroy(m->prog, alloc);
+    ft_mem_free(alloc, m->mats);
     ft_mem_free(alloc, m->layers);
     ft_mem_free(alloc, m);
 }
@@ -249,6 +315,9 @@ void ft_model_destroy(ft_model_t *m, const ft_allocator_t *alloc)
 void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
 {
 #define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, (mat).dtype, (mat).rows, (mat).cols))
+    for (uint32_t i = 0; i < m->n_mats; i++)
+        if (m->mats[i].data)
+            FT_FIND(m->mats[i]);
     FT_FIND(m->output);
     m->output_norm_prepare = ft_cpu_module_find_norm_prepare(k, m->output.dtype, m->d_model);
     for (uint32_t l = 0; l < m->n_layers; l++) {
@@ -276,4 +345,5 @@ void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
         L->attn_kernel = ft_cpu_module_find_attn(k, L->n_heads / L->n_kv_heads, L->head_dim);
     }
 #undef FT_FIND
+    ft_program_bind_kernels(m->prog, m, k);
 }

@@ -1,8 +1,11 @@
-/* The model as the executor sees it: hyperparameters and, per layer, views
- * of the weights inside the mapped FTW files (nothing is copied). Built
- * from a validated plan; every tensor the forward pass touches is checked
- * here once (role present, shape, format computable, bytes in the file), so
- * the forward pass itself does no checking. */
+/* The model as the runtime sees it: a view of every weight matrix the op
+ * schedule takes (inside the mapped FTW files; nothing is copied), the
+ * bound schedule (program.h) the executor walks, and per block a summary
+ * of its attention and expert weights for the code that works per layer
+ * (the expert offload, the CUDA backend's forward pass). Built from a
+ * validated plan's schedule; every tensor an op touches is checked here
+ * once (shape, format computable, bytes in the file), so the executor
+ * itself does no checking. */
 #ifndef FT_EXEC_MODEL_H
 #define FT_EXEC_MODEL_H
 
@@ -36,6 +39,10 @@ static inline uint64_t ft_mat_bytes(const ft_mat_t *m)
     return (uint64_t)m->rows * m->row_bytes;
 }
 
+/* One block, as gathered from its ops (model.c): the attention weights of
+ * its LINEAR / RMSNORM / HEAD_NORM ops, and its ROUTER and MOE ops'
+ * experts. Fields a block's ops do not have stay NULL / 0 (q_norm without
+ * a HEAD_NORM). */
 typedef struct ft_layer {
     uint32_t n_heads, n_kv_heads, head_dim;
     uint32_t n_experts, n_used, expert_ffn;
@@ -68,6 +75,9 @@ typedef struct ft_model {
     ft_mat_t tok_embd;        /* [vocab, d_model] */
     ft_mat_t output;          /* [vocab, d_model]; the embedding when tied */
     ft_layer_t *layers;
+    uint32_t n_mats;
+    ft_mat_t *mats;           /* [n_mats = plan tensors]: the matrices ops take (rows 0 elsewhere) */
+    struct ft_program *prog;  /* the bound op schedule */
     ft_kabi_norm_prepare_fn output_norm_prepare; /* output_norm + preparation, or NULL */
     /* Largest per-layer sizes, for sizing buffers. */
     uint32_t max_q_dim, max_kv_dim, max_heads, max_experts, max_used, max_ffn;

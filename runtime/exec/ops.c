@@ -26,6 +26,17 @@ void ft_op_rope_neox(float *head, uint32_t rope_dim, const float *inv_freq, uint
     }
 }
 
+void ft_op_rope_norm(float *head, uint32_t rope_dim, const float *inv_freq, uint32_t pos)
+{
+    for (uint32_t i = 0; i < rope_dim / 2; i++) {
+        const double angle = (double)pos * inv_freq[i];
+        const float c = (float)cos(angle), s = (float)sin(angle);
+        const float a = head[2 * i], b = head[2 * i + 1];
+        head[2 * i] = a * c - b * s;
+        head[2 * i + 1] = a * s + b * c;
+    }
+}
+
 void ft_op_softmax(float *x, uint32_t n)
 {
     if (n == 0)

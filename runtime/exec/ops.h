@@ -12,6 +12,10 @@ void ft_op_rmsnorm(float *out, const float *x, const float *w, uint32_t n, float
  * for i < rope_dim/2 rotate by pos * inv_freq[i]; dims past rope_dim stay. */
 void ft_op_rope_neox(float *head, uint32_t rope_dim, const float *inv_freq, uint32_t pos);
 
+/* The original (GPT-J, llama.cpp "normal") rotary embedding of one head:
+ * adjacent pairs (2i, 2i + 1) for i < rope_dim/2, otherwise as above. */
+void ft_op_rope_norm(float *head, uint32_t rope_dim, const float *inv_freq, uint32_t pos);
+
 /* In-place softmax over n values; returns nothing, never divides by 0. */
 void ft_op_softmax(float *x, uint32_t n);
 

@@ -6,6 +6,7 @@
 #include "../backends/cuda/cuda_engine.h"
 #include "../base/alloc.h"
 #include "forward.h"
+#include "program.h"
 
 #include <string.h>
 
@@ -44,15 +45,16 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     /* The cuda backend keeps the KV cache on the device. */
     const size_t kv = s->engine->cuda ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
     const size_t act = ft_max_act_row(m);
-    const size_t wide = d > m->max_q_dim ? d : m->max_q_dim;
+    const ft_program_t *p = m->prog;
     s->k_cache = ft_carve(c, kv * sizeof(float));
     s->v_cache = ft_carve(c, kv * sizeof(float));
-    s->x = ft_carve(c, B * d * sizeof(float));
-    s->h = ft_carve(c, B * wide * sizeof(float));
-    s->q = ft_carve(c, B * m->max_q_dim * sizeof(float));
-    s->k = ft_carve(c, B * m->max_kv_dim * sizeof(float));
-    s->v = ft_carve(c, B * m->max_kv_dim * sizeof(float));
-    s->att = ft_carve(c, B * m->max_q_dim * sizeof(float));
+    s->bufs = ft_carve(c, p->n_buffers * sizeof(float *));
+    for (uint32_t b = 0; b < p->n_buffers; b++) {
+        /* the logits buffer is the caller's output (executor.c) */
+        float *buf = (int32_t)b == p->logits_buf ? NULL : ft_carve(c, B * p->widths[b] * sizeof(float));
+        if (s->bufs)
+            s->bufs[b] = buf;
+    }
     s->xp = ft_carve(c, B * act);
     s->scores = ft_carve(c, (size_t)n_threads * m->max_group * s->n_ctx * sizeof(float));
     s->router = ft_carve(c, B * m->max_experts * sizeof(float));

@@ -280,5 +280,7 @@ ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name)
         st = ft_plan_check_calibration(plan, name);
     if (!st)
         st = ft_plan_check_kernels(plan, name);
+    if (!st)
+        st = ft_plan_check_schedule(plan, name);
     return st;
 }

@@ -58,7 +58,9 @@
 #include "plan.pb-c.h"
 
 /* The plan schema version this runtime reads and ftc writes. */
-#define FT_PLAN_SCHEMA_VERSION 1u
+/* 2: the op schedule (Plan.schedule) is the program; a version-1 plan has
+ * none and is refused with "recompile". */
+#define FT_PLAN_SCHEMA_VERSION 2u
 
 /* Limits that keep hostile hyperparameters from sizing huge buffers. */
 #define FT_PLAN_MAX_LAYERS 4096u

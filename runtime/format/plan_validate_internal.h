@@ -37,4 +37,10 @@ ft_status_t ft_plan_check_calibration(const Ftplan__Plan *plan, const char *name
 /* plan_validate_kernels.c: the CPU module and CUDA images. */
 ft_status_t ft_plan_check_kernels(const Ftplan__Plan *plan, const char *name);
 
+/* plan_validate_schedule.c: the op schedule; needs hparams and tensors
+ * already checked. */
+ft_status_t ft_plan_check_schedule(const Ftplan__Plan *plan, const char *name);
+/* The schema's name of an op kind ("OP_LINEAR"), "?" for unknown ones. */
+const char *ft_plan_op_kind_name(int kind);
+
 #endif

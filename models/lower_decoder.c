@@ -1,0 +1,168 @@
+/* The lowering shared by the pre-norm GQA decoders with a routed MoE FFN
+ * (Qwen3-MoE, Mixtral): per block
+ *
+ *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv ; [q/k head norms] ;
+ *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo ;
+ *   h = rmsnorm(x) ; route(h) ; x += moe(h)
+ *
+ * and around the blocks the token embedding and the output head. What
+ * differs between the families is data the IR already holds (q/k norm,
+ * the RoPE style, the router's renormalization), so one function serves
+ * them; a family with another block shape gets its own lowering. */
+#include "lowering.h"
+
+#include <string.h>
+
+typedef struct ft_lower_bufs {
+    uint32_t x, h, q, k, v, att, o, logits;
+} ft_lower_bufs_t;
+
+static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
+{
+    uint32_t q_dim = 0, kv_dim = 0;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        const ft_ir_attention_t *a = &m->blocks[l].attn;
+        if (a->n_heads * a->head_dim > q_dim)
+            q_dim = a->n_heads * a->head_dim;
+        if (a->n_kv_heads * a->head_dim > kv_dim)
+            kv_dim = a->n_kv_heads * a->head_dim;
+    }
+    const uint32_t d = m->hp.d_model;
+    ft_status_t st;
+    if ((st = ft_sched_buffer(s, "x", FT_BUF_ACTIVATION, d, &b->x)) ||
+        (st = ft_sched_buffer(s, "h", FT_BUF_ACTIVATION, d, &b->h)) ||
+        (st = ft_sched_buffer(s, "q", FT_BUF_ACTIVATION, q_dim, &b->q)) ||
+        (st = ft_sched_buffer(s, "k", FT_BUF_ACTIVATION, kv_dim, &b->k)) ||
+        (st = ft_sched_buffer(s, "v", FT_BUF_ACTIVATION, kv_dim, &b->v)) ||
+        (st = ft_sched_buffer(s, "att", FT_BUF_ACTIVATION, q_dim, &b->att)) ||
+        (st = ft_sched_buffer(s, "o", FT_BUF_ACTIVATION, d, &b->o)) ||
+        (st = ft_sched_buffer(s, "logits", FT_BUF_LOGITS, m->hp.vocab_size, &b->logits)))
+        return st;
+    return FT_OK;
+}
+
+/* An op reading `in` and writing `out` (either may be ~0u: none). */
+static ft_ir_op_t ft_op(ft_op_kind_t kind, uint32_t in, uint32_t out)
+{
+    ft_ir_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.kind = kind;
+    if (in != ~0u)
+        op.inputs[op.n_inputs++] = in;
+    if (out != ~0u)
+        op.outputs[op.n_outputs++] = out;
+    return op;
+}
+
+static ft_status_t ft_op_weight(const ft_ir_model_t *m, ft_ir_op_t *op, ft_tensor_role_t role, int32_t layer)
+{
+    return ft_sched_weight(m, role, layer, &op->weights[op->n_weights++]);
+}
+
+static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
+                                      ft_ir_ops_t *ops)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const int32_t li = (int32_t)l;
+    ft_status_t st;
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
+    norm.eps = m->hp.norm_eps;
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_ATTN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)))
+        return st;
+    ft_ir_op_t qkv = ft_op(FT_OP_LINEAR, b->h, b->q);
+    qkv.outputs[qkv.n_outputs++] = b->k;
+    qkv.outputs[qkv.n_outputs++] = b->v;
+    if ((st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_Q, li)) || (st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_K, li)) ||
+        (st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_V, li)) || (st = ft_sched_push(m, ops, &qkv)))
+        return st;
+    if (a->qk_norm) {
+        const uint32_t bufs[2] = {b->q, b->k};
+        const ft_tensor_role_t roles[2] = {FT_ROLE_ATTN_Q_NORM, FT_ROLE_ATTN_K_NORM};
+        for (int i = 0; i < 2; i++) {
+            ft_ir_op_t hn = ft_op(FT_OP_HEAD_NORM, bufs[i], ~0u);
+            hn.eps = m->hp.norm_eps;
+            hn.head_dim = a->head_dim;
+            hn.n_heads = i == 0 ? a->n_heads : a->n_kv_heads;
+            if ((st = ft_op_weight(m, &hn, roles[i], li)) || (st = ft_sched_push(m, ops, &hn)))
+                return st;
+        }
+    }
+    ft_ir_op_t rope = ft_op(FT_OP_ROPE, b->q, ~0u);
+    rope.inputs[rope.n_inputs++] = b->k;
+    rope.rope = m->hp.rope;
+    rope.rope_dim = m->hp.rope_dim;
+    rope.rope_theta = m->hp.rope_theta;
+    rope.n_heads = a->n_heads;
+    rope.n_kv_heads = a->n_kv_heads;
+    rope.head_dim = a->head_dim;
+    ft_ir_op_t kv = ft_op(FT_OP_KV_APPEND, b->k, ~0u);
+    kv.inputs[kv.n_inputs++] = b->v;
+    kv.n_kv_heads = a->n_kv_heads;
+    kv.head_dim = a->head_dim;
+    ft_ir_op_t att = ft_op(FT_OP_ATTENTION, b->q, b->att);
+    att.n_heads = a->n_heads;
+    att.n_kv_heads = a->n_kv_heads;
+    att.head_dim = a->head_dim;
+    att.sliding_window = a->sliding_window;
+    ft_ir_op_t wo = ft_op(FT_OP_LINEAR, b->att, b->o);
+    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
+    if ((st = ft_sched_push(m, ops, &rope)) || (st = ft_sched_push(m, ops, &kv)) ||
+        (st = ft_sched_push(m, ops, &att)) || (st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)) ||
+        (st = ft_sched_push(m, ops, &wo)) || (st = ft_sched_push(m, ops, &add)))
+        return st;
+    return FT_OK;
+}
+
+static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
+{
+    const ft_ir_block_t *blk = &m->blocks[l];
+    const int32_t li = (int32_t)l;
+    ft_status_t st;
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
+    norm.eps = m->hp.norm_eps;
+    ft_ir_op_t router = ft_op(FT_OP_ROUTER, b->h, ~0u);
+    router.n_experts = blk->moe.n_experts;
+    router.n_experts_used = blk->moe.n_experts_used;
+    router.scoring = blk->moe.scoring;
+    router.norm_topk_prob = blk->moe.norm_topk_prob;
+    ft_ir_op_t moe = ft_op(FT_OP_MOE, b->h, b->x);
+    moe.n_experts = blk->moe.n_experts;
+    moe.n_experts_used = blk->moe.n_experts_used;
+    moe.expert_ffn = blk->moe.expert_ffn;
+    moe.act = blk->act;
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)) ||
+        (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)) || (st = ft_sched_push(m, ops, &router)) ||
+        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_GATE_EXPS, li)) ||
+        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_UP_EXPS, li)) ||
+        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_DOWN_EXPS, li)) || (st = ft_sched_push(m, ops, &moe)))
+        return st;
+    return FT_OK;
+}
+
+ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *m, ft_ir_schedule_t *s)
+{
+    ft_lower_bufs_t b;
+    ft_status_t st = ft_sched_init(s, m, m->hp.n_layers);
+    if (!st)
+        st = ft_lower_buffers(m, s, &b);
+    if (st)
+        return st;
+    ft_ir_op_t embd = ft_op(FT_OP_EMBED, ~0u, b.x);
+    if ((st = ft_op_weight(m, &embd, FT_ROLE_TOKEN_EMBD, -1)) || (st = ft_sched_push(m, &s->prologue, &embd)))
+        return st;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        if (!m->blocks[l].is_moe)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u is a dense FFN layer, which this "
+                                  "lowering does not have yet", m->source_name, l);
+        if ((st = ft_lower_attention(m, l, &b, &s->blocks[l])) || (st = ft_lower_moe(m, l, &b, &s->blocks[l])))
+            return st;
+    }
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b.x, b.h);
+    norm.eps = m->hp.norm_eps;
+    ft_ir_op_t head = ft_op(FT_OP_LINEAR, b.h, b.logits);
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_OUTPUT_NORM, -1)) || (st = ft_sched_push(m, &s->epilogue, &norm)))
+        return st;
+    /* Tied embeddings: the head is the embedding matrix. */
+    st = ft_op_weight(m, &head, m->hp.tie_embeddings ? FT_ROLE_TOKEN_EMBD : FT_ROLE_OUTPUT, -1);
+    return st ? st : ft_sched_push(m, &s->epilogue, &head);
+}

@@ -1,0 +1,213 @@
+/* The attention ops on the CPU: per-head RMSNorm, rotary embedding, the
+ * KV cache append, and causal softmax attention over the cache. */
+#include "forward_internal.h"
+
+#include "../backends/cpu/kernels.h"
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- per-head norm, RoPE, KV append ----------------------------------- */
+
+typedef struct ft_rows_run {
+    ft_step_t *st;
+    const ft_xop_t *x;
+    void (*row)(ft_step_t *st, const ft_xop_t *x, uint32_t t);
+} ft_rows_run_t;
+
+static void ft_rows_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_rows_run_t *r = ctx;
+    uint64_t b, e;
+    ft_split_range(r->st->n, 1, ti, nt, &b, &e);
+    for (uint32_t t = (uint32_t)b; t < e; t++)
+        r->row(r->st, r->x, t);
+}
+
+/* Runs row(t) for every token: on the pool for a batch (tokens are
+ * independent), inline for a decode token (no barrier). */
+static void ft_each_row(ft_step_t *st, const ft_xop_t *x, void (*row)(ft_step_t *, const ft_xop_t *, uint32_t))
+{
+    ft_rows_run_t r = {st, x, row};
+    if (st->n < 4)
+        ft_rows_worker(&r, 0, 1);
+    else
+        ft_threadpool_run(st->s->engine->pool, ft_rows_worker, &r);
+}
+
+static void ft_head_norm_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
+{
+    const uint32_t hd = x->head_dim;
+    float *row = st->buf[x->in[0]] + (size_t)t * x->n_heads * hd;
+    for (uint32_t h = 0; h < x->n_heads; h++)
+        ft_op_rmsnorm(row + (size_t)h * hd, row + (size_t)h * hd, x->vec, hd, x->eps);
+}
+
+void ft_xop_head_norm(ft_step_t *st, const ft_xop_t *x)
+{
+    ft_each_row(st, x, ft_head_norm_row);
+}
+
+/* RoPE of every query and key head of one token: the cosines and sines
+ * of the position are formed once per token (ft_op_rope_* form them per
+ * head) with the same double-precision angle, then applied with their
+ * float operations, so the result is bit-identical to them. */
+enum { FT_ROPE_MAX_HALF = 256 };
+
+static void ft_rope_apply(float *heads, uint32_t n_heads, uint32_t hd, uint32_t half, int neox, const float *cs,
+                          const float *sn)
+{
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *head = heads + (size_t)h * hd;
+        if (neox) /* the pairs (i, i + half) */
+            for (uint32_t i = 0; i < half; i++) {
+                const float a = head[i], b = head[i + half];
+                head[i] = a * cs[i] - b * sn[i];
+                head[i + half] = a * sn[i] + b * cs[i];
+            }
+        else /* the original form's adjacent pairs (2i, 2i + 1) */
+            for (uint32_t i = 0; i < half; i++) {
+                const float a = head[2 * i], b = head[2 * i + 1];
+                head[2 * i] = a * cs[i] - b * sn[i];
+                head[2 * i + 1] = a * sn[i] + b * cs[i];
+            }
+    }
+}
+
+static void ft_rope_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
+{
+    const uint32_t hd = x->head_dim, half = x->rope_dim / 2, pos = st->pos0 + t;
+    float *q = st->buf[x->in[0]] + (size_t)t * x->n_heads * hd;
+    float *k = st->buf[x->in[1]] + (size_t)t * x->n_kv_heads * hd;
+    if (half > FT_ROPE_MAX_HALF) {
+        void (*one)(float *, uint32_t, const float *, uint32_t) = x->rope_neox ? ft_op_rope_neox : ft_op_rope_norm;
+        for (uint32_t h = 0; h < x->n_heads; h++)
+            one(q + (size_t)h * hd, x->rope_dim, x->inv_freq, pos);
+        for (uint32_t h = 0; h < x->n_kv_heads; h++)
+            one(k + (size_t)h * hd, x->rope_dim, x->inv_freq, pos);
+        return;
+    }
+    float cs[FT_ROPE_MAX_HALF], sn[FT_ROPE_MAX_HALF];
+    for (uint32_t i = 0; i < half; i++) {
+        const double angle = (double)pos * x->inv_freq[i];
+        cs[i] = (float)cos(angle);
+        sn[i] = (float)sin(angle);
+    }
+    ft_rope_apply(q, x->n_heads, hd, half, x->rope_neox, cs, sn);
+    ft_rope_apply(k, x->n_kv_heads, hd, half, x->rope_neox, cs, sn);
+}
+
+void ft_xop_rope(ft_step_t *st, const ft_xop_t *x)
+{
+    ft_each_row(st, x, ft_rope_row);
+}
+
+static void ft_kv_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
+{
+    ft_session_t *s = st->s;
+    const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = s->m->prog->max_kv_width;
+    const size_t row = ((size_t)x->layer * s->n_ctx + st->pos0 + t) * stride;
+    memcpy(s->k_cache + row, st->buf[x->in[0]] + (size_t)t * kvd, kvd * sizeof(float));
+    memcpy(s->v_cache + row, st->buf[x->in[1]] + (size_t)t * kvd, kvd * sizeof(float));
+}
+
+void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x)
+{
+    ft_each_row(st, x, ft_kv_row);
+}
+
+/* ---- attention -------------------------------------------------------- */
+
+typedef struct ft_attn_run {
+    ft_step_t *st;
+    const ft_xop_t *x;
+    ft_kabi_attn_fn kernel; /* the plan's attention kernel, or NULL */
+} ft_attn_run_t;
+
+/* Dot product with eight partial sums: the compiler keeps them in one
+ * vector register (a single running sum is a dependency chain it may not
+ * reorder). head_dim is even; a tail of fewer than 8 is summed last. */
+static inline float ft_dot8(const float *restrict a, const float *restrict b, uint32_t n)
+{
+    float acc[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+/* o += w * v; restrict lets the compiler vectorize (o and v never overlap:
+ * one is the attention output, the other the V cache). */
+static inline void ft_axpy(float *restrict o, float w, const float *restrict v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        o[i] += w * v[i];
+}
+
+/* The item's slice of the output prepared for the next op's format
+ * (program.c decided the slices are whole activation blocks). */
+static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kvh, const float *out)
+{
+    const ft_xop_t *x = r->x;
+    if (!x->prepare_next)
+        return;
+    const uint32_t slice = x->n_heads / x->n_kv_heads * x->head_dim, qd = x->n_heads * x->head_dim;
+    uint8_t *row = (uint8_t *)r->st->s->xp + (size_t)t * ft_cpu_act_row_bytes(x->next_type, qd);
+    ft_cpu_act_prepare(x->next_type, out, slice, 1, slice,
+                       row + ft_cpu_act_row_bytes(x->next_type, kvh * slice));
+}
+
+/* One work item is (token, KV head): the query heads that share a KV head
+ * (GQA) read each cached key and value row once, together. Per head the
+ * arithmetic and its order are those of a plain per-head loop. */
+static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_attn_run_t *r = ctx;
+    ft_session_t *s = r->st->s;
+    const ft_xop_t *x = r->x;
+    const uint32_t hd = x->head_dim, H = x->n_heads, KVH = x->n_kv_heads, group = H / KVH;
+    const uint32_t qd = H * hd, kvd = s->m->prog->max_kv_width;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *kc = s->k_cache + (size_t)x->layer * s->n_ctx * kvd;
+    const float *vc = s->v_cache + (size_t)x->layer * s->n_ctx * kvd;
+    float *scores = s->scores + (size_t)ti * s->m->prog->max_group * s->n_ctx; /* [group][n_ctx] */
+    uint64_t b, e;
+    ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
+    for (uint64_t item = b; item < e; item++) {
+        const uint32_t t = (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
+        const uint32_t n_keys = r->st->pos0 + t + 1; /* causal: up to and including t */
+        const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
+        float *out = r->st->buf[x->out[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
+        if (r->kernel) { /* the plan's kernel: the same operations, sizes as constants */
+            r->kernel(q, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, kvd, n_keys, scale, scores, s->n_ctx,
+                      out);
+            ft_attn_prepare_next(r, t, kvh, out);
+            continue;
+        }
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
+            for (uint32_t g = 0; g < group; g++)
+                scores[(size_t)g * s->n_ctx + p] = ft_dot8(q + (size_t)g * hd, k, hd) * scale;
+        }
+        for (uint32_t g = 0; g < group; g++)
+            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+        memset(out, 0, (size_t)group * hd * sizeof(float));
+        for (uint32_t p = 0; p < n_keys; p++) {
+            const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
+            for (uint32_t g = 0; g < group; g++)
+                ft_axpy(out + (size_t)g * hd, scores[(size_t)g * s->n_ctx + p], v, hd);
+        }
+        ft_attn_prepare_next(r, t, kvh, out);
+    }
+}
+
+void ft_xop_attention(ft_step_t *st, const ft_xop_t *x)
+{
+    ft_attn_run_t r = {st, x, st->s->use_generated ? x->attn_kernel : NULL};
+    ft_threadpool_run(st->s->engine->pool, ft_attn_worker, &r);
+}

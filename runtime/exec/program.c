@@ -1,0 +1,378 @@
+/* Binding the plan's op schedule (program.h): weights, buffers and
+ * parameters per op, shapes checked against each other, then the CPU
+ * fusions the kernel module offers. */
+#include "program.h"
+
+#include "../backends/cpu/cpu_module.h"
+#include "../backends/cpu/kernels.h"
+#include "../base/alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct ft_bind_ctx {
+    const ft_bundle_t *b;
+    const ft_model_t *m;
+    ft_program_t *p;
+    const char *where; /* the plan file */
+    const char *list;  /* "prologue", "block", "epilogue" */
+    int32_t layer;
+    float *inv_freq;   /* next free entries of p->inv_freq */
+} ft_bind_ctx_t;
+
+#define FT_BIND_ERR(fmt, ...)                                                                            \
+    ft_status_make(FT_STATUS_UNSUPPORTED, "%s: schedule %s %d op %zu (%s): " fmt, c->where, c->list,     \
+                   (int)c->layer, i, ft_xop_kind_name(op->kind), __VA_ARGS__)
+
+static const char *ft_xop_kind_name(int kind)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&ftplan__op_kind__descriptor, kind);
+    return v ? v->name : "?";
+}
+
+static uint32_t ft_width(const ft_bind_ctx_t *c, uint32_t buf)
+{
+    return c->p->widths[buf];
+}
+
+static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t n,
+                               const float **out)
+{
+    const Ftplan__Tensor *t = c->b->plan->tensors[op->weights[0]];
+    if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || t->n_shape != 1 || t->shape[0] != n)
+        return FT_BIND_ERR("tensor '%s' is not an f32 vector of %u elements", t->name, n);
+    const uint8_t *p;
+    ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, (uint64_t)n * 4, &p);
+    *out = (const float *)p; /* FTW offsets are 4096-aligned */
+    return st;
+}
+
+/* The shapes of one op's matrices against its buffers. */
+static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+{
+    for (size_t j = 0; j < op->n_weights; j++) {
+        x->w[j] = &c->m->mats[op->weights[j]];
+        if (!x->w[j]->data)
+            return FT_BIND_ERR("weight %zu is not a matrix", j);
+    }
+    if (op->kind == FTPLAN__OP_KIND__OP_EMBED && x->w[0]->cols != ft_width(c, x->out[0]))
+        return FT_BIND_ERR("embedding rows of %u for a buffer of width %u", x->w[0]->cols, ft_width(c, x->out[0]));
+    if (op->kind != FTPLAN__OP_KIND__OP_LINEAR)
+        return FT_OK;
+    for (uint32_t j = 0; j < x->n_w; j++)
+        if (x->w[j]->cols != ft_width(c, x->in[0]) || x->w[j]->rows != ft_width(c, x->out[j]))
+            return FT_BIND_ERR("weight %u is [%u, %u] between buffers of width %u and %u", j, x->w[j]->rows,
+                               x->w[j]->cols, ft_width(c, x->in[0]), ft_width(c, x->out[j]));
+    return FT_OK;
+}
+
+/* Kind-specific parameters and shape checks. */
+static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+{
+    const uint32_t w_in = x->n_in ? ft_width(c, x->in[0]) : 0, w_out = x->n_out ? ft_width(c, x->out[0]) : 0;
+    const uint32_t q_w = op->n_heads * op->head_dim, kv_w = op->n_kv_heads * op->head_dim;
+    switch (op->kind) {
+    case FTPLAN__OP_KIND__OP_RMSNORM:
+        x->width = w_in;
+        if (w_out != w_in)
+            return FT_BIND_ERR("buffers of width %u and %u", w_in, w_out);
+        return ft_bind_vec(c, op, i, w_in, &x->vec);
+    case FTPLAN__OP_KIND__OP_HEAD_NORM:
+        if (q_w != w_in)
+            return FT_BIND_ERR("%u heads of %u for a buffer of width %u", op->n_heads, op->head_dim, w_in);
+        return ft_bind_vec(c, op, i, op->head_dim, &x->vec);
+    case FTPLAN__OP_KIND__OP_ROPE:
+        if (q_w != w_in || kv_w != ft_width(c, x->in[1]))
+            return FT_BIND_ERR("%u and %u heads of %u for buffers of width %u and %u", op->n_heads,
+                               op->n_kv_heads, op->head_dim, w_in, ft_width(c, x->in[1]));
+        x->rope_neox = op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
+        x->rope_dim = op->rope_dim;
+        x->inv_freq = c->inv_freq;
+        for (uint32_t k = 0; k < op->rope_dim / 2; k++)
+            c->inv_freq[k] = (float)pow((double)op->rope_theta, -2.0 * k / op->rope_dim);
+        c->inv_freq += op->rope_dim / 2;
+        return FT_OK;
+    case FTPLAN__OP_KIND__OP_KV_APPEND:
+    case FTPLAN__OP_KIND__OP_ATTENTION:
+        if (c->layer < 0)
+            return FT_BIND_ERR("%s", "the KV cache belongs to a block: not in the prologue or epilogue");
+        if (op->kind == FTPLAN__OP_KIND__OP_KV_APPEND
+                ? kv_w != w_in || kv_w != ft_width(c, x->in[1]) || x->in[0] != c->p->kv_buf
+                : q_w != w_in || q_w != w_out)
+            return FT_BIND_ERR("%u/%u heads of %u do not fit the buffers", op->n_heads, op->n_kv_heads,
+                               op->head_dim);
+        if (op->sliding_window)
+            return FT_BIND_ERR("sliding-window attention (%u) has no kernel yet", op->sliding_window);
+        return FT_OK;
+    case FTPLAN__OP_KIND__OP_ADD:
+        x->width = w_in;
+        return w_in == w_out ? FT_OK : FT_BIND_ERR("buffers of width %u and %u", w_in, w_out);
+    case FTPLAN__OP_KIND__OP_ROUTER:
+    case FTPLAN__OP_KIND__OP_MOE:
+        if (c->layer < 0)
+            return FT_BIND_ERR("%s", "experts belong to a block");
+        x->L = &c->m->layers[c->layer];
+        if (op->kind == FTPLAN__OP_KIND__OP_ROUTER && op->scoring != FTPLAN__ROUTER_SCORING__ROUTER_SOFTMAX)
+            return FT_BIND_ERR("%s", "only softmax routers run here");
+        if (op->kind == FTPLAN__OP_KIND__OP_MOE && op->act != FTPLAN__ACTIVATION__ACT_SILU)
+            return FT_BIND_ERR("%s", "only SwiGLU experts run here");
+        if (w_in != c->m->d_model || (x->n_out && w_out != c->m->d_model) ||
+            x->L->router.cols != c->m->d_model || x->L->router.rows != op->n_experts ||
+            x->L->n_used != op->n_experts_used)
+            return FT_BIND_ERR("%s", "router or experts do not match the block's buffers");
+        return FT_OK;
+    default:
+        return FT_OK;
+    }
+}
+
+static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *const *ops, size_t n, const ft_allocator_t *a,
+                                ft_xops_t *out)
+{
+    out->n = (uint32_t)n;
+    out->ops = ft_mem_calloc(a, n ? n : 1, sizeof(ft_xop_t));
+    if (!out->ops)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory for the schedule", c->where);
+    for (size_t i = 0; i < n; i++) {
+        const Ftplan__Op *op = ops[i];
+        ft_xop_t *x = &out->ops[i];
+        x->kind = op->kind;
+        x->layer = c->layer;
+        x->n_in = (uint32_t)op->n_inputs;
+        x->n_out = (uint32_t)op->n_outputs;
+        x->n_w = (uint32_t)op->n_weights;
+        memcpy(x->in, op->inputs, op->n_inputs * sizeof(uint32_t));
+        memcpy(x->out, op->outputs, op->n_outputs * sizeof(uint32_t));
+        x->eps = op->eps;
+        x->n_heads = op->n_heads;
+        x->n_kv_heads = op->n_kv_heads;
+        x->head_dim = op->head_dim;
+        x->next_type = FT_DTYPE_INVALID;
+        for (uint32_t j = 0; j < x->n_out; j++)
+            if (c->p->widths[x->out[j]] && c->b->plan->schedule->buffers[x->out[j]]->kind ==
+                                              FTPLAN__BUFFER_KIND__BUF_LOGITS && op->kind != FTPLAN__OP_KIND__OP_LINEAR)
+                return FT_BIND_ERR("%s", "only a LINEAR writes the logits");
+        ft_status_t st;
+        if (op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM && op->n_heads == 0)
+            return FT_BIND_ERR("%s", "no heads");
+        if (op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED)
+            if ((st = ft_bind_mats(c, op, i, x)))
+                return st;
+        if ((st = ft_bind_params(c, op, i, x)))
+            return st;
+    }
+    return FT_OK;
+}
+
+/* Room for every ROPE op's frequency table. */
+static size_t ft_rope_floats(const Ftplan__Schedule *s)
+{
+    size_t n = 0;
+    for (size_t l = 0; l < s->n_blocks; l++)
+        for (size_t i = 0; i < s->blocks[l]->n_ops; i++)
+            if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_ROPE)
+                n += s->blocks[l]->ops[i]->rope_dim / 2;
+    return n;
+}
+
+/* The KV append's K buffer: the cache rows are its width. */
+static int32_t ft_kv_buffer(const Ftplan__Schedule *s)
+{
+    for (size_t l = 0; l < s->n_blocks; l++)
+        for (size_t i = 0; i < s->blocks[l]->n_ops; i++)
+            if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_KV_APPEND)
+                return (int32_t)s->blocks[l]->ops[i]->inputs[0];
+    return -1;
+}
+
+ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const ft_allocator_t *a,
+                              ft_program_t **out)
+{
+    *out = NULL;
+    const Ftplan__Schedule *s = b->plan->schedule;
+    const char *where = b->plan_file->path;
+    ft_program_t *p = ft_mem_calloc(a, 1, sizeof(*p));
+    if (!p)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", where);
+    ft_status_t st = FT_OK;
+    p->n_buffers = (uint32_t)s->n_buffers;
+    p->n_blocks = (uint32_t)s->n_blocks;
+    p->widths = ft_mem_calloc(a, p->n_buffers, sizeof(uint32_t));
+    p->blocks = ft_mem_calloc(a, p->n_blocks ? p->n_blocks : 1, sizeof(ft_xops_t));
+    p->inv_freq = ft_mem_calloc(a, ft_rope_floats(s) + 1, sizeof(float));
+    if (!p->widths || !p->blocks || !p->inv_freq) {
+        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", where);
+        goto fail;
+    }
+    p->logits_buf = -1;
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        p->widths[i] = s->buffers[i]->width;
+        if (s->buffers[i]->kind == FTPLAN__BUFFER_KIND__BUF_LOGITS) {
+            if (p->logits_buf >= 0 || p->widths[i] != m->vocab_size) {
+                st = ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the schedule needs one logits buffer of the "
+                                    "vocabulary's width %u", where, m->vocab_size);
+                goto fail;
+            }
+            p->logits_buf = (int32_t)i;
+        }
+    }
+    const int32_t kv = ft_kv_buffer(s);
+    if (p->logits_buf < 0 || kv < 0) {
+        st = ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the schedule has no %s", where,
+                            p->logits_buf < 0 ? "logits buffer" : "KV_APPEND op");
+        goto fail;
+    }
+    p->kv_buf = (uint32_t)kv;
+    p->max_kv_width = p->widths[kv];
+    ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq};
+    if ((st = ft_bind_list(&c, s->prologue, s->n_prologue, a, &p->prologue)))
+        goto fail;
+    c.list = "block";
+    for (uint32_t l = 0; l < p->n_blocks; l++) {
+        c.layer = (int32_t)l;
+        if ((st = ft_bind_list(&c, s->blocks[l]->ops, s->blocks[l]->n_ops, a, &p->blocks[l])))
+            goto fail;
+        for (uint32_t i = 0; i < p->blocks[l].n; i++)
+            if (p->blocks[l].ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION) {
+                const uint32_t g = p->blocks[l].ops[i].n_heads / p->blocks[l].ops[i].n_kv_heads;
+                p->max_group = g > p->max_group ? g : p->max_group;
+            }
+    }
+    c.list = "epilogue";
+    c.layer = -1;
+    if ((st = ft_bind_list(&c, s->epilogue, s->n_epilogue, a, &p->epilogue)))
+        goto fail;
+    ft_program_bind_kernels(p, m, NULL); /* what needs no module: attention preparing for wo */
+    *out = p;
+    return FT_OK;
+fail:
+    ft_program_destroy(p, a);
+    return st;
+}
+
+void ft_program_destroy(ft_program_t *p, const ft_allocator_t *a)
+{
+    if (!p)
+        return;
+    ft_mem_free(a, p->prologue.ops);
+    ft_mem_free(a, p->epilogue.ops);
+    for (uint32_t l = 0; p->blocks && l < p->n_blocks; l++)
+        ft_mem_free(a, p->blocks[l].ops);
+    ft_mem_free(a, p->blocks);
+    ft_mem_free(a, p->widths);
+    ft_mem_free(a, p->inv_freq);
+    ft_mem_free(a, p);
+}
+
+/* ---- fusions ------------------------------------------------------------ */
+
+/* The activation format an op wants its input in, or INVALID when it
+ * cannot take prepared rows (mixed formats, an op that needs floats). */
+static ft_dtype_t ft_input_type(const ft_xop_t *x)
+{
+    switch (x->kind) {
+    case FTPLAN__OP_KIND__OP_LINEAR:
+        for (uint32_t j = 1; j < x->n_w; j++)
+            if (x->w[j]->dtype != x->w[0]->dtype)
+                return FT_DTYPE_INVALID;
+        return x->w[0]->dtype;
+    case FTPLAN__OP_KIND__OP_ROUTER:
+        return x->L->router.dtype;
+    case FTPLAN__OP_KIND__OP_MOE:
+        return x->L->gate.dtype == x->L->up.dtype ? x->L->gate.dtype : FT_DTYPE_INVALID;
+    default:
+        return FT_DTYPE_INVALID;
+    }
+}
+
+static int ft_reads(const ft_xop_t *x, uint32_t buf)
+{
+    for (uint32_t j = 0; j < x->n_in; j++)
+        if (x->in[j] == buf)
+            return 1;
+    return 0;
+}
+
+static int ft_writes(const ft_xop_t *x, uint32_t buf)
+{
+    for (uint32_t j = 0; j < x->n_out; j++)
+        if (x->out[j] == buf)
+            return 1;
+    return x->kind == FTPLAN__OP_KIND__OP_HEAD_NORM || x->kind == FTPLAN__OP_KIND__OP_ROPE ? ft_reads(x, buf) : 0;
+}
+
+/* RMSNORM at ops[i]: fused with the preparation of its output when the
+ * ops right after it are all that read it (until it is written again) and
+ * they want at most two activation formats, each with a fused kernel.
+ * The first format goes to xp, a second into the output buffer's memory
+ * (a prepared row never takes more bytes than its floats). */
+static void ft_bind_norm(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_model_t *m, const ft_cpu_module_t *mod)
+{
+    ft_xop_t *x = &ops[i];
+    x->n_prep = 0;
+    if (!mod)
+        return;
+    const uint32_t buf = x->out[0];
+    ft_dtype_t types[2];
+    uint32_t n_types = 0, j = i + 1;
+    for (; j < n && ft_reads(&ops[j], buf); j++) {
+        const ft_dtype_t t = ft_input_type(&ops[j]);
+        if (t == FT_DTYPE_INVALID)
+            return;
+        if ((n_types > 0 && types[0] == t) || (n_types > 1 && types[1] == t))
+            continue;
+        /* A second format only for experts: their gather reads bytes. */
+        if (n_types == 2 || (n_types == 1 && ops[j].kind != FTPLAN__OP_KIND__OP_MOE))
+            return;
+        types[n_types++] = t;
+    }
+    if (j == i + 1)
+        return;
+    for (; j < n && !ft_writes(&ops[j], buf); j++)
+        if (ft_reads(&ops[j], buf))
+            return; /* a later reader wants the floats */
+    for (uint32_t k = 0; k < n_types; k++)
+        if (!(x->prep_fn[k] = ft_cpu_module_find_norm_prepare(mod, types[k], x->width)))
+            return;
+    memcpy(x->prep_type, types, n_types * sizeof(types[0]));
+    x->n_prep = n_types;
+    (void)m;
+}
+
+/* ATTENTION at ops[i]: the next op a single-format LINEAR of its output
+ * whose activation blocks the items' slices (group x head_dim floats) can
+ * be prepared in: each item prepares its own slice. */
+static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cpu_module_t *mod)
+{
+    ft_xop_t *x = &ops[i];
+    x->attn_kernel = ft_cpu_module_find_attn(mod, x->n_heads / x->n_kv_heads, x->head_dim);
+    x->prepare_next = 0;
+    if (i + 1 >= n || ops[i + 1].kind != FTPLAN__OP_KIND__OP_LINEAR || ops[i + 1].n_w != 1 ||
+        ops[i + 1].in[0] != x->out[0])
+        return;
+    const ft_dtype_t wt = ops[i + 1].w[0]->dtype, at = ft_cpu_act_type(wt);
+    const uint32_t slice = x->n_heads / x->n_kv_heads * x->head_dim;
+    const uint32_t blk = at == FT_DTYPE_Q8_K ? 256 : at == FT_DTYPE_Q8_0 ? 32 : 1;
+    for (uint32_t j = i + 2; j < n && !ft_writes(&ops[j], x->out[0]); j++)
+        if (ft_reads(&ops[j], x->out[0]))
+            return;
+    x->prepare_next = slice % blk == 0;
+    x->next_type = wt;
+}
+
+static void ft_bind_ops(ft_xops_t *l, const ft_model_t *m, const ft_cpu_module_t *mod)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->ops[i].kind == FTPLAN__OP_KIND__OP_RMSNORM)
+            ft_bind_norm(l->ops, l->n, i, m, mod);
+        else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION)
+            ft_bind_attention(l->ops, l->n, i, mod);
+}
+
+void ft_program_bind_kernels(ft_program_t *p, const ft_model_t *m, const ft_cpu_module_t *mod)
+{
+    ft_bind_ops(&p->prologue, m, mod);
+    for (uint32_t l = 0; l < p->n_blocks; l++)
+        ft_bind_ops(&p->blocks[l], m, mod);
+    ft_bind_ops(&p->epilogue, m, mod);
+}

@@ -1,0 +1,74 @@
+/* The plan's op schedule bound for execution: every op with its weights
+ * resolved into the mapped FTW files (as ft_mat_t views of the model),
+ * its buffers as indices into the session's buffer table, its parameters,
+ * and the CPU fusions the plan's kernel module allows. Built once per
+ * engine by ft_model_create; read-only while steps run. The executor
+ * (executor.c) walks it; nothing here names an architecture. */
+#ifndef FT_EXEC_PROGRAM_H
+#define FT_EXEC_PROGRAM_H
+
+#include "freetoken.h"
+#include "model.h"
+
+#include <stdint.h>
+
+#define FT_XOP_MAX_ARGS 3
+
+/* One bound op. kind is the plan's OpKind (plan.proto). */
+typedef struct ft_xop {
+    int kind;
+    int32_t layer; /* the block (KV cache, expert block, offload layer), or -1 */
+    uint32_t n_in, n_out, n_w;
+    uint32_t in[FT_XOP_MAX_ARGS], out[FT_XOP_MAX_ARGS]; /* session buffer indices */
+    const ft_mat_t *w[FT_XOP_MAX_ARGS];            /* LINEAR, EMBED: matrices */
+    const float *vec;                                   /* RMSNORM, HEAD_NORM: the weight */
+    uint32_t width;                                     /* RMSNORM, ADD: floats per row */
+    float eps;
+    int rope_neox;           /* ROPE: 1 NeoX halves, 0 adjacent pairs */
+    uint32_t rope_dim;
+    const float *inv_freq;   /* ROPE: [rope_dim / 2] */
+    uint32_t n_heads, n_kv_heads, head_dim;
+    const ft_layer_t *L; /* ROUTER, MOE: the block's expert view (stacks, blob, kernels) */
+    /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
+     * only when a step runs the generated kernels. RMSNORM: n_prep > 0
+     * writes its rows prepared for its consumers instead of as floats:
+     * for prep_type[0] into the session's prepared rows (xp), and for
+     * prep_type[1] into the output buffer's memory (as bytes). */
+    uint32_t n_prep;
+    ft_dtype_t prep_type[2];
+    ft_kabi_norm_prepare_fn prep_fn[2];
+    ft_kabi_attn_fn attn_kernel; /* ATTENTION */
+    /* ATTENTION: each item also prepares its slice of the output for the
+     * next op, a LINEAR of this format (prepare_next), into xp; always
+     * (the bytes equal preparing the whole row afterwards). */
+    int prepare_next;
+    ft_dtype_t next_type;
+} ft_xop_t;
+
+typedef struct ft_xops {
+    uint32_t n;
+    ft_xop_t *ops;
+} ft_xops_t;
+
+typedef struct ft_program {
+    uint32_t n_buffers;
+    uint32_t *widths;    /* [n_buffers] floats per token */
+    int32_t logits_buf;  /* the BUF_LOGITS buffer */
+    ft_xops_t prologue, epilogue;
+    uint32_t n_blocks;
+    ft_xops_t *blocks;   /* [n_blocks] */
+    float *inv_freq;     /* every ROPE op's table, back to back */
+    /* Sizes for scratch: the largest over the ops. */
+    uint32_t max_group, max_kv_width, kv_buf;
+} ft_program_t;
+
+/* Binds the plan's schedule against the model view m (whose mats table
+ * and layer views ft_model_create fills from the same schedule): checks
+ * every op's shapes against its weights and buffers, naming the op. */
+ft_status_t ft_program_create(const ft_bundle_t *bundle, const ft_model_t *m, const ft_allocator_t *alloc,
+                              ft_program_t **out);
+void ft_program_destroy(ft_program_t *p, const ft_allocator_t *alloc);
+/* Chooses the fusions the kernel module mod allows (NULL: none). */
+void ft_program_bind_kernels(ft_program_t *p, const ft_model_t *m, const ft_cpu_module_t *mod);
+
+#endif

@@ -1,0 +1,193 @@
+/* The structural check of a plan's op schedule: every op of a known kind
+ * with the inputs, outputs and weights its kind takes, indices inside the
+ * buffer and tensor tables, enums the schema defines and parameters in
+ * range. Shapes against the weights are checked where the executor binds
+ * the ops (runtime/exec/program.c), which resolves them anyway. */
+#include "plan_validate.h"
+#include "plan_validate_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FT_SCHED_MAX_BUFFERS 64u
+#define FT_SCHED_MAX_OPS 4096u /* per block, prologue or epilogue */
+
+/* How many inputs, outputs and weights each kind takes (min..max). */
+typedef struct ft_op_arity {
+    uint8_t in_min, in_max, out_min, out_max, w_min, w_max;
+} ft_op_arity_t;
+
+static const ft_op_arity_t ft_arity[] = {
+    [FTPLAN__OP_KIND__OP_EMBED] = {0, 0, 1, 1, 1, 1},
+    [FTPLAN__OP_KIND__OP_RMSNORM] = {1, 1, 1, 1, 1, 1},
+    [FTPLAN__OP_KIND__OP_LINEAR] = {1, 1, 1, 3, 1, 3},
+    [FTPLAN__OP_KIND__OP_HEAD_NORM] = {1, 1, 0, 0, 1, 1},
+    [FTPLAN__OP_KIND__OP_ROPE] = {2, 2, 0, 0, 0, 0},
+    [FTPLAN__OP_KIND__OP_KV_APPEND] = {2, 2, 0, 0, 0, 0},
+    [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 0},
+    [FTPLAN__OP_KIND__OP_ADD] = {1, 1, 1, 1, 0, 0},
+    [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 1},
+    [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
+};
+
+typedef struct ft_sched_ctx {
+    const Ftplan__Plan *plan;
+    const char *name;
+    const char *where; /* "prologue", "blocks[3]", "epilogue" */
+} ft_sched_ctx_t;
+
+#define FT_OP_ERR(code, fmt, ...)                                                                  \
+    ft_status_make(code, "%s: schedule.%s.ops[%zu] (%s): " fmt, c->name, c->where, i,              \
+                   ft_plan_op_kind_name(op->kind), __VA_ARGS__)
+
+const char *ft_plan_op_kind_name(int kind)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&ftplan__op_kind__descriptor, kind);
+    return v ? v->name : "?";
+}
+
+static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i,
+                                    const char *field, const uint32_t *v, size_t n, size_t limit)
+{
+    for (size_t j = 0; j < n; j++)
+        if (v[j] >= limit)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "%s[%zu] = %u is not below %zu", field, j, v[j], limit);
+    return FT_OK;
+}
+
+/* The parameters one kind reads, each in range. */
+static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+{
+    switch (op->kind) {
+    case FTPLAN__OP_KIND__OP_RMSNORM:
+    case FTPLAN__OP_KIND__OP_HEAD_NORM:
+        if (!(op->eps > 0.0f && op->eps < 1.0f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "eps = %g is outside (0, 1)", (double)op->eps);
+        break;
+    case FTPLAN__OP_KIND__OP_ROPE:
+        if (!ft_plan_enum_ok(&ftplan__rope_kind__descriptor, op->rope) || op->rope == FTPLAN__ROPE_KIND__ROPE_NONE)
+            return FT_OP_ERR(FT_STATUS_FORMAT, "rope kind %d is not a rotary embedding", (int)op->rope);
+        if (!(op->rope_theta >= 1.0f && isfinite(op->rope_theta)))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "rope_theta = %g", (double)op->rope_theta);
+        if (op->rope_dim == 0 || op->rope_dim % 2 || op->rope_dim > op->head_dim)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "rope_dim %u must be even and at most head_dim %u",
+                             op->rope_dim, op->head_dim);
+        break;
+    case FTPLAN__OP_KIND__OP_ROUTER:
+        if (!ft_plan_enum_ok(&ftplan__router_scoring__descriptor, op->scoring))
+            return FT_OP_ERR(FT_STATUS_FORMAT, "unknown router scoring %d", (int)op->scoring);
+        break;
+    case FTPLAN__OP_KIND__OP_MOE:
+        if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
+            return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->expert_ffn == 0 || op->expert_ffn > FT_PLAN_MAX_FFN)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "expert_ffn %u is outside 1..%u", op->expert_ffn,
+                             FT_PLAN_MAX_FFN);
+        break;
+    default:
+        break;
+    }
+    const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE || op->kind == FTPLAN__OP_KIND__OP_ATTENTION;
+    const int kv = heads || op->kind == FTPLAN__OP_KIND__OP_KV_APPEND;
+    const int hd = kv || op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM;
+    if (hd && (op->head_dim == 0 || op->head_dim > FT_PLAN_MAX_HEAD_DIM || op->head_dim % 2))
+        return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "head_dim %u must be even and in 2..%u", op->head_dim,
+                         FT_PLAN_MAX_HEAD_DIM);
+    if (kv && (op->n_kv_heads == 0 || op->n_kv_heads > FT_PLAN_MAX_HEADS))
+        return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "n_kv_heads %u is outside 1..%u", op->n_kv_heads,
+                         FT_PLAN_MAX_HEADS);
+    if (heads && (op->n_heads == 0 || op->n_heads > FT_PLAN_MAX_HEADS || op->n_heads % op->n_kv_heads))
+        return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "n_heads %u must be a multiple of n_kv_heads %u, at most %u",
+                         op->n_heads, op->n_kv_heads, FT_PLAN_MAX_HEADS);
+    const int experts = op->kind == FTPLAN__OP_KIND__OP_ROUTER || op->kind == FTPLAN__OP_KIND__OP_MOE;
+    if (experts && (op->n_experts == 0 || op->n_experts > FT_PLAN_MAX_EXPERTS || op->n_experts_used == 0 ||
+                    op->n_experts_used > op->n_experts))
+        return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "%u of %u experts (at most %u)", op->n_experts_used,
+                         op->n_experts, FT_PLAN_MAX_EXPERTS);
+    return FT_OK;
+}
+
+static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+{
+    const Ftplan__Schedule *s = c->plan->schedule;
+    if (!ft_plan_enum_ok(&ftplan__op_kind__descriptor, op->kind) || op->kind == FTPLAN__OP_KIND__OP_INVALID)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.%s.ops[%zu]: unknown op kind %d", c->name,
+                              c->where, i, (int)op->kind);
+    const ft_op_arity_t *a = &ft_arity[op->kind];
+    if (op->n_inputs < a->in_min || op->n_inputs > a->in_max || op->n_outputs < a->out_min ||
+        op->n_outputs > a->out_max || op->n_weights < a->w_min || op->n_weights > a->w_max)
+        return FT_OP_ERR(FT_STATUS_FORMAT,
+                         "%zu inputs, %zu outputs, %zu weights (expected %u..%u, %u..%u, %u..%u)",
+                         op->n_inputs, op->n_outputs, op->n_weights, a->in_min, a->in_max, a->out_min,
+                         a->out_max, a->w_min, a->w_max);
+    if (op->kind == FTPLAN__OP_KIND__OP_LINEAR && op->n_outputs != op->n_weights)
+        return FT_OP_ERR(FT_STATUS_FORMAT, "%zu outputs for %zu weights", op->n_outputs, op->n_weights);
+    ft_status_t st;
+    if ((st = ft_check_indices(c, op, i, "inputs", op->inputs, op->n_inputs, s->n_buffers)) ||
+        (st = ft_check_indices(c, op, i, "outputs", op->outputs, op->n_outputs, s->n_buffers)) ||
+        (st = ft_check_indices(c, op, i, "weights", op->weights, op->n_weights, c->plan->n_tensors)))
+        return st;
+    return ft_check_params(c, op, i);
+}
+
+static ft_status_t ft_check_ops(const ft_sched_ctx_t *c, Ftplan__Op *const *ops, size_t n)
+{
+    if (n > FT_SCHED_MAX_OPS)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: schedule.%s has %zu ops (at most %u)", c->name,
+                              c->where, n, FT_SCHED_MAX_OPS);
+    for (size_t i = 0; i < n; i++) {
+        if (!ops[i])
+            return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.%s.ops[%zu] is missing", c->name, c->where, i);
+        ft_status_t st = ft_check_op(c, ops[i], i);
+        if (st)
+            return st;
+    }
+    return FT_OK;
+}
+
+static ft_status_t ft_check_buffers(const Ftplan__Schedule *s, const char *name)
+{
+    if (s->n_buffers == 0 || s->n_buffers > FT_SCHED_MAX_BUFFERS)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: schedule has %zu buffers (expected 1..%u)", name,
+                              s->n_buffers, FT_SCHED_MAX_BUFFERS);
+    for (size_t i = 0; i < s->n_buffers; i++) {
+        const Ftplan__Buffer *b = s->buffers[i];
+        if (!b || !b->name || strlen(b->name) > 255)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.buffers[%zu]: missing or over-long name", name, i);
+        if (!ft_plan_enum_ok(&ftplan__buffer_kind__descriptor, b->kind))
+            return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.buffers[%zu] '%s': unknown kind %d", name, i,
+                                  b->name, (int)b->kind);
+        if (b->width == 0 || b->width > FT_PLAN_MAX_FFN)
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: schedule.buffers[%zu] '%s': width %u is outside "
+                                  "1..%u", name, i, b->name, b->width, FT_PLAN_MAX_FFN);
+    }
+    return FT_OK;
+}
+
+ft_status_t ft_plan_check_schedule(const Ftplan__Plan *plan, const char *name)
+{
+    const Ftplan__Schedule *s = plan->schedule;
+    if (!s)
+        return FT_OK; /* a plan of schema 1; the engine refuses to run it */
+    ft_status_t st = ft_check_buffers(s, name);
+    if (st)
+        return st;
+    if (s->n_blocks != plan->hparams->n_layers)
+        return ft_status_make(FT_STATUS_MISMATCH, "%s: schedule has %zu blocks for %u layers", name, s->n_blocks,
+                              plan->hparams->n_layers);
+    ft_sched_ctx_t c = {plan, name, "prologue"};
+    if ((st = ft_check_ops(&c, s->prologue, s->n_prologue)))
+        return st;
+    char where[32];
+    for (size_t l = 0; l < s->n_blocks; l++) {
+        snprintf(where, sizeof(where), "blocks[%zu]", l);
+        c.where = where;
+        if (!s->blocks[l])
+            return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.%s is missing", name, where);
+        if ((st = ft_check_ops(&c, s->blocks[l]->ops, s->blocks[l]->n_ops)))
+            return st;
+    }
+    c.where = "epilogue";
+    return ft_check_ops(&c, s->epilogue, s->n_epilogue);
+}
