@@ -182,6 +182,7 @@ static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_model_t *m, uint3
         case FTPLAN__OP_KIND__OP_ROPE:
             m->rope_dim = op->rope_dim;
             m->rope_theta = op->rope_theta;
+            m->rope_neox = (l == 0 || m->rope_neox) && op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
             break;
         case FTPLAN__OP_KIND__OP_ATTENTION:
             L->n_heads = op->n_heads;

@@ -70,7 +70,8 @@ typedef struct ft_layer {
 typedef struct ft_model {
     uint32_t n_layers, d_model, vocab_size, context_length;
     float norm_eps, rope_theta;
-    uint32_t rope_dim;
+    uint32_t rope_dim; /* of the blocks' ROPE ops (the last one's) */
+    int rope_neox;     /* 1: every ROPE op rotates NeoX halves */
     const float *output_norm; /* [d_model] */
     ft_mat_t tok_embd;        /* [vocab, d_model] */
     ft_mat_t output;          /* [vocab, d_model]; the embedding when tied */

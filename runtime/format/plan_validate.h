@@ -39,6 +39,13 @@
  *    strictly ascending, ELF cubins of 1..FT_PLAN_MAX_MODULE_BYTES bytes;
  *    cuda_ptx: at most one per image, archs "compute_NN[N]", non-empty
  *    text of at most FT_PLAN_MAX_MODULE_BYTES bytes;
+ *  - schedule, when present (the engine refuses a plan without one):
+ *    1..64 buffers with names, known kinds and widths 1..FT_PLAN_MAX_FFN;
+ *    one block of ops per layer; at most 4096 ops per list, each of a
+ *    known kind with the inputs, outputs and weights its kind takes,
+ *    buffer and tensor indices in range, and the parameters it reads in
+ *    range (eps, RoPE kind/dim/theta, heads, head_dim, expert counts,
+ *    expert_ffn, scoring, activation);
  *  - calibration, when present: n_experts is the largest expert count, at
  *    least one token, n_layers x n_experts counts, each at most n_tokens
  *    (0 past a layer's experts and on dense layers), each layer's sum at

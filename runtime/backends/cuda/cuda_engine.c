@@ -291,6 +291,15 @@ ft_status_t ft_cuda_engine_create(const ft_bundle_t *bundle, const ft_model_t *m
                                   const ft_allocator_t *alloc, ft_cuda_engine_t **out)
 {
     *out = NULL;
+    /* This backend runs its own forward pass over the blocks' views, not
+     * the schedule: blocks of the Qwen3-MoE shape only (NeoX RoPE, q/k
+     * head norms). */
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (!m->layers[l].q_norm || !m->layers[l].k_norm || !m->rope_neox)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "cuda: block %u has %s; the cuda backend runs only blocks with q/k head "
+                                  "norms and NeoX RoPE yet (use --backend cpu or sim)",
+                                  l, m->rope_neox ? "no q/k head norm" : "interleaved RoPE");
     ft_cuda_engine_t *ce = ft_mem_calloc(alloc, 1, sizeof(*ce));
     if (!ce) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
     ce->a = alloc;
