@@ -118,6 +118,15 @@ void ft_fake_image_spec(const uint8_t *image, size_t n, ft_fake_spec_t *spec);
  * string table, ".entry NAME(" in PTX). */
 int ft_fake_image_has_kernel(const uint8_t *image, size_t n, const char *name);
 
+/* The parameter list of kernel `name` as the image declares it (PTX
+ * ".entry NAME(.param ...)", a cubin's .nv.info.NAME KPARAM_INFO
+ * records): sizes[i] is parameter i's size in bytes (an array parameter's
+ * whole size), *out_n their count (at most max). Returns 1 when found, 0
+ * when the image has no such list, -1 when it is malformed or longer than
+ * max. */
+int ft_fake_image_params(const uint8_t *image, size_t n, const char *name, uint32_t *sizes,
+                         uint32_t max, uint32_t *out_n);
+
 /* Emulation helpers shared by the kernel files (fake_kernels.c). */
 /* The result every lane holds after ft_warp_sum's xor butterfly over
  * v[32] (v is overwritten). */
