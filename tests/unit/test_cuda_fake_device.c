@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "cuda_test_skip.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <sys/mman.h>
@@ -377,7 +379,7 @@ static void check_image_params(const ft_cg_cuda_source_t *src, const ft_cg_cuda_
  * are found. */
 static void test_image_cubin(void **state)
 {
-    if (!ft_cg_cuda_nvrtc_available()) skip();
+    if (!ft_cg_cuda_nvrtc_available()) FT_CUDA_TEST_SKIP("the CUDA codegen has no NVRTC");
     ft_cg_cuda_spec_t sp = {.d_model = 64,
                             .n_heads = 2,
                             .n_kv_heads = 1,
