@@ -10,7 +10,11 @@
  * block meaning and float32 accumulation in the template's order. The
  * kernel names are parsed (fake_kernels.c); the constants the emitter
  * bakes into the source (RMSNorm eps, RoPE theta, norm_topk_prob) are read
- * from the module's "ft_spec v1 ..." string (fake_image.c).
+ * from the module's "ft_spec v1 ..." string (fake_image.c). Each launch
+ * is checked against the entry's parameter list in the image (PTX .param
+ * list, cubin .nv.info), as the real driver lays arguments out by it: an
+ * emulation (and so a runtime launcher) whose argument layout differs
+ * fails with CUDA_ERROR_INVALID_VALUE and a line on stderr.
  *
  * Environment (read by the first cuInit; FT_CUDA_FAKE_DEFER by every one):
  *   FT_CUDA_FAKE_VRAM   total device memory in bytes (default 24 GiB)
