@@ -365,7 +365,9 @@ static void check_image_params(const ft_cg_cuda_source_t *src, const ft_cg_cuda_
     for (int how = 0; how < 2; how++) {
         memcpy(copy, im->data, im->n_bytes);
         for (uint8_t *p = copy; (p = memmem(p, (size_t)(copy + im->n_bytes - p), rec, 4)); p += 4)
-            if (how == 0)
+            if (copy + im->n_bytes - p < 16)
+                break; /* not a whole record */
+            else if (how == 0)
                 p[8] = p[9] = 0; /* every ordinal 0: duplicates */
             else
                 p[2] = p[3] = 0xff; /* a record longer than its section */
