@@ -10,7 +10,11 @@
  * block meaning and float32 accumulation in the template's order. The
  * kernel names are parsed (fake_kernels.c); the constants the emitter
  * bakes into the source (RMSNorm eps, RoPE theta, norm_topk_prob) are read
- * from the module's "ft_spec v1 ..." string (fake_image.c).
+ * from the module's "ft_spec v1 ..." string (fake_image.c). Each launch
+ * is checked against the entry's parameter list in the image (PTX .param
+ * list, cubin .nv.info), as the real driver lays arguments out by it: an
+ * emulation (and so a runtime launcher) whose argument layout differs
+ * fails with CUDA_ERROR_INVALID_VALUE and a line on stderr.
  *
  * Environment (read by the first cuInit; FT_CUDA_FAKE_DEFER by every one):
  *   FT_CUDA_FAKE_VRAM   total device memory in bytes (default 24 GiB)
@@ -117,6 +121,15 @@ void ft_fake_image_spec(const uint8_t *image, size_t n, ft_fake_spec_t *spec);
 /* 1 when the image defines a kernel of this name (a symbol in a cubin's
  * string table, ".entry NAME(" in PTX). */
 int ft_fake_image_has_kernel(const uint8_t *image, size_t n, const char *name);
+
+/* The parameter list of kernel `name` as the image declares it (PTX
+ * ".entry NAME(.param ...)", a cubin's .nv.info.NAME KPARAM_INFO
+ * records): sizes[i] is parameter i's size in bytes (an array parameter's
+ * whole size), *out_n their count (at most max). Returns 1 when found, 0
+ * when the image has no such list, -1 when it is malformed or longer than
+ * max. */
+int ft_fake_image_params(const uint8_t *image, size_t n, const char *name, uint32_t *sizes,
+                         uint32_t max, uint32_t *out_n);
 
 /* Emulation helpers shared by the kernel files (fake_kernels.c). */
 /* The result every lane holds after ft_warp_sum's xor butterfly over

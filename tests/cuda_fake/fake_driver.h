@@ -68,9 +68,15 @@ typedef struct ft_fake_event {
     uint64_t stream_id, seq;  /* deferred: complete once that stream ran seq ops */
 } ft_fake_event_t;
 
+enum { FT_FAKE_MAX_PARAMS = 32 };
+
 typedef struct ft_fake_function {
     ft_fake_kernel_t kernel;
     char name[96];
+    /* The image's parameter list for this entry (fake_image.c), checked
+     * against the emulation's (kernel.kind->arg_bytes) at each launch. */
+    uint32_t n_params;
+    uint32_t param_bytes[FT_FAKE_MAX_PARAMS];
     struct ft_fake_function *next;
 } ft_fake_function_t;
 

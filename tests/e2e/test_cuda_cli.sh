@@ -5,7 +5,8 @@
 # slots; `ft bench --backend cuda --json` reports measured figures and the
 # cache's real counts, also across a re-plan; without a driver, or with a
 # bundle compiled without CUDA kernels, ft says so in one line and runs on
-# the CPU. Skips where ftc cannot compile CUDA kernels (no NVRTC).
+# the CPU. Skips where ftc cannot compile CUDA kernels (no NVRTC), unless
+# CMake found NVRTC for this build (FT_TEST_NVRTC=1): then it fails.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$ftgen" --quiet --seed 5 --size tiny --format bf16 --gguf "$tmp/m.gguf"
 if ! "$ftc" compile --cuda-arch sm_90 "$tmp/m.gguf" -o "$tmp/b" --quiet 2> "$tmp/ftc.err"; then
   grep -q NVRTC "$tmp/ftc.err" || fail "ftc compile: $(cat "$tmp/ftc.err")"
+  [ "${FT_TEST_NVRTC:-0}" = 1 ] && fail "ftc cannot compile CUDA kernels although this build has NVRTC: $(cat "$tmp/ftc.err")"
   echo "skipped: this ftc cannot compile CUDA kernels (no NVRTC)"; exit 0
 fi
 [ -f "$fake" ] || fail "the fake driver $fake was not built"

@@ -4,6 +4,7 @@
  * (ELF) plus PTX. No GPU is needed: this is the CI check of the CUDA path
  * (about 5 s of NVRTC on two cores). */
 #include "cuda_codegen_test.h"
+#include "cuda_test_skip.h"
 
 #include "gguf.h"
 #include "model_gen.h"
@@ -146,14 +147,14 @@ static void test_compile_default_archs(void **state)
         FT_CG_ASSERT_STATUS(ft_cg_cuda_compile(&src, ft_cg_cuda_default_archs, 6, &img),
                             FT_STATUS_UNAVAILABLE, "without NVRTC");
         ft_cg_cuda_source_free(&src);
-        skip();
+        FT_CUDA_TEST_SKIP("the CUDA codegen has no NVRTC");
     }
     ft_cg_cuda_test_compile(ft_cg_cuda_default_archs, 6);
 }
 
 static void test_broken_template_diagnostic(void **state)
 {
-    if (!ft_cg_cuda_nvrtc_available()) skip();
+    if (!ft_cg_cuda_nvrtc_available()) FT_CUDA_TEST_SKIP("the CUDA codegen has no NVRTC");
     ft_cg_cuda_spec_t spec;
     ft_cg_cuda_test_spec(&spec);
     ft_cg_cuda_source_t src;

@@ -6,8 +6,9 @@
  * the CPU, and across re-plans mid-generation; the offload counters are
  * real counts; and where the backend cannot run it says why (no driver,
  * no CUDA kernels in the bundle, a budget that cannot keep every layer on
- * the GPU). Skips where this build has no NVRTC to compile the kernels or
- * the fake driver does not load.
+ * the GPU). Skips where this build has no NVRTC to compile the kernels;
+ * with NVRTC, a missing kernel image or fake driver fails every test
+ * (cuda_test_skip.h).
  *
  * The fixture's weights are BF16: the CPU kernels then keep activations in
  * float32 as the CUDA kernels do (for Q8_0 weights the CPU quantizes the
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cuda_test_skip.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_engine_internal.h"
 #include "exec/engine_internal.h"
@@ -77,7 +79,7 @@ static int setup(void **state)
     void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
     const int loads = fake != NULL;
     if (fake) dlclose(fake);
-    if (!ft_cg_cuda_nvrtc_available() || !loads) return 0; /* every test skips */
+    if (!ft_cg_cuda_nvrtc_available() || !loads) return 0; /* every test skips or fails */
     const char *dir = ft_test_tmpdir("cuda_engine");
     mkdir(dir, 0755);
     ft_status_t st = build(dir, 1, g_bundle, sizeof(g_bundle));
@@ -173,7 +175,7 @@ static void expect_same(const run_out_t *cpu, const run_out_t *gpu)
 static void test_cuda_matches_cpu(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     run_out_t cpu = {0}, all = {0}, copies = {0}, on_cpu = {0};
     run(FT_BACKEND_CPU, NULL, 0, NULL, 0, &cpu);
     run(FT_BACKEND_CUDA, NULL, g_all, NULL, 0, &all);             /* resident; prefill streams */
@@ -208,7 +210,7 @@ static void test_cuda_matches_cpu(void **state)
 static void test_cpu_experts_generated(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     run_out_t cpu = {0}, on_cpu = {0};
     g_kernels = FT_KERNELS_GENERATED;
     run(FT_BACKEND_CPU, NULL, 0, NULL, 0, &cpu);
@@ -223,7 +225,7 @@ static void test_cpu_experts_generated(void **state)
 static void test_replan_mid_generation(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     run_out_t cpu = {0}, gpu = {0};
     uint64_t replans[N_GEN] = {0};
     replans[6] = g_quarter; /* shrink: evicts the coldest slots */
@@ -264,7 +266,7 @@ static void take_memory(int i, ft_engine_t *e)
 static void test_free_vram_polling(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     run_out_t cpu = {0}, gpu = {0};
     run(FT_BACKEND_CPU, NULL, 0, NULL, 0, &cpu);
     g_at_step = take_memory;
@@ -303,7 +305,7 @@ static void count_free(void *u, void *p)
 static void test_decode_allocates_nothing(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     const ft_allocator_t a = {count_alloc, count_realloc, count_free, NULL};
     const char *hws[2] = {g_slowcpu, g_laptop};
     for (int h = 0; h < 2; h++) {
@@ -362,7 +364,7 @@ static uint64_t count_routes(ft_backend_kind_t backend, uint64_t *counts, size_t
 static void test_routing_counts(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     uint64_t cpu[64] = {0}, gpu[64] = {0};
     assert_int_equal(count_routes(FT_BACKEND_CPU, cpu, 64), 12);
     assert_int_equal(count_routes(FT_BACKEND_CUDA, gpu, 64), 12);
@@ -406,7 +408,7 @@ static void decode_logits(int graphs, float *out, uint32_t n_steps, uint32_t voc
 static void test_decode_graphs(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     enum { STEPS = 12 };
     ft_engine_t *e = NULL;
     assert_null(ft_engine_open(g_bundle, NULL, &e));
@@ -444,7 +446,7 @@ static void expect_open_fails(const char *bundle, uint64_t vram, ft_status_code_
 static void test_refusals(void **state)
 {
     (void)state;
-    if (!g_can_run) skip();
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
     /* No CUDA kernels in the bundle: unavailable, so ft runs on the CPU. */
     expect_open_fails(g_bundle_nocuda, g_all, FT_STATUS_UNAVAILABLE, "no CUDA kernels");
     /* A budget that keeps layers off the GPU: what it needs. */

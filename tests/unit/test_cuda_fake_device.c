@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "cuda_test_skip.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <sys/mman.h>
@@ -240,7 +242,8 @@ static char *ptx_with_spec(const char *spec_text)
     for (size_t i = 0; spec_text[i]; i++)
         n += snprintf(ptx + n, 4096 - (size_t)n, "%s%d", i ? ", " : "", spec_text[i]);
     snprintf(ptx + n, 4096 - (size_t)n,
-             "};\n\n.visible .entry ft_swiglu(\n\t.param .u64 p0\n)\n{\n\tret;\n}\n");
+             "};\n\n.visible .entry ft_swiglu(\n\t.param .u64 .ptr .global .align 4 p0,\n"
+             "\t.param .u64 p1,\n\t.param .u64 p2,\n\t.param .u32 p3\n)\n{\n\tret;\n}\n");
     return ptx;
 }
 
@@ -272,17 +275,122 @@ static void test_image_spec(void **state)
     assert_int_equal(ft_fake_image_size(elf), 0);
 }
 
-/* A cubin from NVRTC: its size, spec and kernel names are found. */
+/* PTX with one entry, ft_swiglu, whose parameter list is `params`. */
+static char *ptx_entry(const char *params)
+{
+    char *ptx = malloc(4096);
+    assert_non_null(ptx);
+    snprintf(ptx, 4096,
+             ".version 9.0\n.target sm_80\n.address_size 64\n\n"
+             ".visible .entry ft_swiglu(%s)\n{\n\tret;\n}\n",
+             params);
+    return ptx;
+}
+
+/* Parameter lists as NVRTC writes them (scalars, .ptr, .align'd byte
+ * arrays) are read with their sizes; malformed ones are refused. */
+static void test_image_params(void **state)
+{
+    char *ptx = ptx_entry("\n\t.param .u64 .ptr .global .align 4 a,\n\t.param .f32 b,\n"
+                          "\t.param .align 4 .b8 c[12],\n\t.param .u16 d,\n\t.param .s32 e\n");
+    uint32_t sizes[8], n = 99;
+    const size_t n_bytes = strlen(ptx) + 1;
+    assert_int_equal(ft_fake_image_params((const uint8_t *)ptx, n_bytes, "ft_swiglu", sizes, 8, &n),
+                     1);
+    assert_int_equal(n, 5);
+    static const uint32_t want[] = {8, 4, 12, 2, 4};
+    assert_memory_equal(sizes, want, sizeof(want));
+    assert_int_equal(ft_fake_image_params((const uint8_t *)ptx, n_bytes, "ft_swig", sizes, 8, &n),
+                     0);
+    assert_int_equal(ft_fake_image_params((const uint8_t *)ptx, n_bytes, "ft_swiglu", sizes, 4, &n),
+                     -1); /* longer than the caller's array */
+    free(ptx);
+    ptx = ptx_entry("");
+    assert_int_equal(
+        ft_fake_image_params((const uint8_t *)ptx, strlen(ptx) + 1, "ft_swiglu", sizes, 8, &n), 1);
+    assert_int_equal(n, 0);
+    free(ptx);
+    static const char *const bad[] = {
+        ".param a",                      /* no type */
+        ".param .u64 a .param .u64 b",   /* no comma */
+        ".param .u64 .u32 a",            /* two types */
+        ".param .u64",                   /* no name */
+        ".param .align 3 .b8 a[4]",      /* alignment not a power of two */
+        ".param .b8 a[]",                /* no count */
+        ".param .b8 a[99999]",           /* too large */
+        ".param .u64 a,",                /* trailing comma */
+        ".reg .u64 a",                   /* not a parameter */
+        ".param .u64 a, .param .u32 b[", /* text ends inside the list */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ptx = ptx_entry(bad[i]);
+        if (ft_fake_image_params((const uint8_t *)ptx, strlen(ptx) + 1, "ft_swiglu", sizes, 8,
+                                 &n) != -1)
+            fail_msg("'%s' was accepted", bad[i]);
+        free(ptx);
+    }
+    /* Truncated before the closing parenthesis: the NUL ends the list. */
+    ptx = ptx_entry(".param .u64 a");
+    *strchr(ptx, ')') = 0;
+    assert_int_equal(
+        ft_fake_image_params((const uint8_t *)ptx, strlen(ptx) + 1, "ft_swiglu", sizes, 8, &n), -1);
+    free(ptx);
+}
+
+/* Every kernel of an NVRTC image declares the parameter list its
+ * emulation decodes (so a launch that passes the emulation's layout
+ * passes the real driver's); a corrupted .nv.info is refused. */
+static void check_image_params(const ft_cg_cuda_source_t *src, const ft_cg_cuda_image_t *im)
+{
+    for (uint32_t i = 0; i < src->n_kernels; i++) {
+        const char *name = src->kernels[i].name;
+        ft_fake_kernel_t k;
+        uint32_t sizes[32], n = 0;
+        assert_true(ft_fake_kernel_parse(name, &k));
+        if (ft_fake_image_params(im->data, im->n_bytes, name, sizes, 32, &n) != 1)
+            fail_msg("%s: no parameter list in the image", name);
+        if (n != k.kind->n_args)
+            fail_msg("%s: %u parameters, emulated %u", name, n, k.kind->n_args);
+        for (uint32_t j = 0; j < n; j++)
+            if (sizes[j] != k.kind->arg_bytes[j])
+                fail_msg("%s: parameter %u is %u bytes, emulated %u", name, j, sizes[j],
+                         k.kind->arg_bytes[j]);
+    }
+    if (im->is_ptx) return;
+    /* KPARAM_INFO records: {4, 0x17, u16 12, u32 index, u16 ordinal, ...}. */
+    static const uint8_t rec[] = {4, 0x17, 12, 0};
+    uint8_t *copy = malloc(im->n_bytes);
+    assert_non_null(copy);
+    uint32_t sizes[32], n;
+    for (int how = 0; how < 2; how++) {
+        memcpy(copy, im->data, im->n_bytes);
+        for (uint8_t *p = copy; (p = memmem(p, (size_t)(copy + im->n_bytes - p), rec, 4)); p += 4)
+            if (copy + im->n_bytes - p < 16)
+                break; /* not a whole record */
+            else if (how == 0)
+                p[8] = p[9] = 0; /* every ordinal 0: duplicates */
+            else
+                p[2] = p[3] = 0xff; /* a record longer than its section */
+        assert_int_equal(ft_fake_image_params(copy, im->n_bytes, "ft_gemv_q8_0_k64", sizes, 32, &n),
+                         -1);
+    }
+    free(copy);
+}
+
+/* A cubin from NVRTC: its size, spec, kernel names and parameter lists
+ * are found. */
 static void test_image_cubin(void **state)
 {
-    if (!ft_cg_cuda_nvrtc_available()) skip();
+    if (!ft_cg_cuda_nvrtc_available()) FT_CUDA_TEST_SKIP("the CUDA codegen has no NVRTC");
     ft_cg_cuda_spec_t sp = {.d_model = 64,
                             .n_heads = 2,
                             .n_kv_heads = 1,
                             .head_dim = 32,
                             .rope_dim = 32,
                             .rope_theta = 1e6,
-                            .norm_eps = 1e-6f};
+                            .norm_eps = 1e-6f,
+                            .n_experts = 4,
+                            .n_experts_used = 2};
     sp.matmuls[sp.n_matmuls++] = (ft_cg_cuda_matmul_t){FT_DTYPE_Q8_0, 64, 0};
     ft_cg_cuda_source_t src;
     ft_cg_cuda_images_t img;
@@ -298,6 +406,7 @@ static void test_image_cubin(void **state)
         assert_true(spec.rope_theta == 1e6 && spec.norm_eps == 1e-6f && !spec.norm_topk_prob);
         assert_true(ft_fake_image_has_kernel(im->data, im->n_bytes, "ft_gemv_q8_0_k64"));
         assert_false(ft_fake_image_has_kernel(im->data, im->n_bytes, "ft_gemv_q8_0_k128"));
+        check_image_params(&src, im);
     }
     ft_cg_cuda_images_free(&img);
     ft_cg_cuda_source_free(&src);
@@ -462,6 +571,94 @@ static void *sym(void *lib, const char *name)
     return f;
 }
 
+typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shared_bytes, void *stream,
+                                   void **params, void **extra);
+
+/* One launch of ft_swiglu(g, u, h, n) on 4 floats from a module whose PTX
+ * declares `params`, with the arguments as pointers (extra NULL) or
+ * packed in a buffer of buffer_bytes; the CUresult. */
+static int launch_swiglu(ft_cuda_device_t *d, cu_launch_kernel_fn launch, const char *params,
+                         int packed, size_t buffer_bytes)
+{
+    char *ptx = ptx_entry(params);
+    const ft_cuda_image_t image = {80, 1, ptx, strlen(ptx) + 1};
+    ft_cuda_module_t *m = NULL;
+    assert_null(ft_cuda_module_load(d, &image, 1, &m));
+    free(ptx);
+    ft_cu_function fn = NULL;
+    assert_null(ft_cuda_module_function(m, "ft_swiglu", &fn));
+    ft_cu_deviceptr buf;
+    assert_null(ft_cuda_alloc(d, 48, &buf));
+    assert_null(ft_cuda_memset(d, buf, 0, 48, NULL));
+    ft_cu_deviceptr g = buf, u = buf + 16, h = buf + 32;
+    uint32_t n = 4;
+    void *p[] = {&g, &u, &h, &n};
+    uint8_t args[32];
+    size_t size = buffer_bytes;
+    memcpy(args, &g, 8), memcpy(args + 8, &u, 8), memcpy(args + 16, &h, 8),
+        memcpy(args + 24, &n, 4);
+    void *extra[] = {(void *)1, args, (void *)2, &size, (void *)0};
+    const int rc = launch(fn, 1, 1, 1, 32, 1, 1, 0, NULL, packed ? NULL : p, packed ? extra : NULL);
+    assert_null(ft_cuda_stream_sync(d, NULL));
+    ft_cuda_free(d, buf);
+    ft_cuda_module_unload(m);
+    return rc;
+}
+
+/* The fake refuses a launch whose kernel's parameter list (from the PTX)
+ * is not the layout the emulation decodes, and a packed argument buffer
+ * whose size is not the list's, as the real driver lays arguments out by
+ * that list: an argument-layout mistake fails here, not on a GPU. */
+static void test_launch_layout(void **state)
+{
+    ft_cuda_device_t *d = open_fake();
+    void *lib = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(lib);
+    cu_launch_kernel_fn launch;
+    *(void **)&launch = sym(lib, "cuLaunchKernel");
+    const char *right = ".param .u64 g, .param .u64 u, .param .u64 h, .param .u32 n";
+    assert_int_equal(launch_swiglu(d, launch, right, 0, 0), 0);
+    assert_int_equal(launch_swiglu(d, launch, right, 1, 28), 0);
+    /* One parameter short, one too many, n as 8 bytes, g as 4. */
+    assert_int_equal(launch_swiglu(d, launch, ".param .u64 g, .param .u64 u, .param .u64 h", 0, 0),
+                     1);
+    assert_int_equal(launch_swiglu(d, launch,
+                                   ".param .u64 g, .param .u64 u, .param .u64 h, .param .u32 n, "
+                                   ".param .u32 extra",
+                                   0, 0),
+                     1);
+    assert_int_equal(launch_swiglu(d, launch,
+                                   ".param .u64 g, .param .u64 u, .param .u64 h, .param .u64 n", 0,
+                                   0),
+                     1);
+    assert_int_equal(launch_swiglu(d, launch,
+                                   ".param .u32 g, .param .u64 u, .param .u64 h, .param .u32 n", 0,
+                                   0),
+                     1);
+    /* Packed: the buffer lacks n, or has a parameter too many. */
+    assert_int_equal(launch_swiglu(d, launch, right, 1, 24), 1);
+    assert_int_equal(launch_swiglu(d, launch, right, 1, 32), 1);
+    /* The runtime's launcher reports the refusal as a status. */
+    char *ptx = ptx_entry(".param .u64 g, .param .u64 u, .param .u64 h");
+    const ft_cuda_image_t image = {80, 1, ptx, strlen(ptx) + 1};
+    ft_cuda_module_t *m = NULL;
+    assert_null(ft_cuda_module_load(d, &image, 1, &m));
+    free(ptx);
+    ft_cu_function fn = NULL;
+    assert_null(ft_cuda_module_function(m, "ft_swiglu", &fn));
+    ft_cu_deviceptr x = 0;
+    uint32_t n = 0;
+    void *p[] = {&x, &x, &x, &n};
+    const ft_cuda_launch_t geom = {{1, 1, 1}, {32, 1, 1}, 0};
+    ft_status_t st = ft_cuda_launch_kernel(d, fn, &geom, NULL, p);
+    assert_non_null(st);
+    ft_status_free(st);
+    ft_cuda_module_unload(m);
+    dlclose(lib);
+    ft_cuda_device_destroy(d);
+}
+
 static void test_graph_capture(void **state)
 {
     ft_cuda_device_t *d = open_fake();
@@ -563,8 +760,9 @@ int main(void)
         cmocka_unit_test(test_parse_names),     cmocka_unit_test(test_parse_emitted),
         cmocka_unit_test(test_gemv_q8_0_exact), cmocka_unit_test(test_router_closed_form),
         cmocka_unit_test(test_norm_rope),       cmocka_unit_test(test_image_spec),
-        cmocka_unit_test(test_image_cubin),     cmocka_unit_test(test_device_memory),
-        cmocka_unit_test(test_module_launch),   cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_image_params),    cmocka_unit_test(test_image_cubin),
+        cmocka_unit_test(test_device_memory),   cmocka_unit_test(test_module_launch),
+        cmocka_unit_test(test_launch_layout),   cmocka_unit_test(test_graph_capture),
         cmocka_unit_test(test_deferred),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
