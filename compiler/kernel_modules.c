@@ -3,7 +3,7 @@
 #include "kernel_modules.h"
 
 #include "cuda_codegen.h"
-#include "../codegen/include/ft_kernel_abi.h"
+#include "ft_kernel_abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * and weight formats and for one ISA, checked through libclang and
  * compiled by the system C compiler into a shared object the runtime loads
  * (runtime/backends/cpu/cpu_module.h). The contract between the emitted
- * code and the runtime is codegen/include/ft_kernel_abi.h.
+ * code and the runtime is runtime/include/ft_kernel_abi.h.
  *
  * ISAs: "avx512" (AVX-512 F/BW/VL + VNNI, -march=x86-64-v4), "avx2"
  * (AVX2 + FMA + F16C, -march=x86-64-v3), "portable" (plain C). */
@@ -22,7 +22,7 @@ const char *ft_cg_cpu_host_isa(void);
 int ft_cg_cpu_isa_valid(const char *isa);
 
 /* One generated kernel: the key of its ABI table entry
- * (codegen/include/ft_kernel_abi.h). */
+ * (runtime/include/ft_kernel_abi.h). */
 typedef struct ft_cg_cpu_kernel {
     uint32_t op;         /* FT_KABI_OP_* */
     uint32_t format;     /* weights (gate/up for experts), FT_KABI_FMT_* = ft_dtype_t */

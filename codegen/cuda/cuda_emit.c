@@ -5,7 +5,7 @@
 #include "cuda_codegen.h"
 #include "cuda_templates.h"
 
-#include "../../runtime/backends/cuda/cuda_kernel_names.h"
+#include "ft_cuda_kernels.h"
 
 #include <stdarg.h>
 #include <stdio.h>

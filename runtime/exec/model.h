@@ -12,7 +12,7 @@
 #include "freetoken.h"
 #include "../format/bundle.h"
 #include "../format/dtype.h"
-#include "../../codegen/include/ft_kernel_abi.h"
+#include "ft_kernel_abi.h"
 
 #include <stddef.h>
 #include <stdint.h>

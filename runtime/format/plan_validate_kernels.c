@@ -5,7 +5,7 @@
 #include "plan_validate.h"
 
 #include "plan_validate_internal.h"
-#include "../../codegen/include/ft_kernel_abi.h"
+#include "ft_kernel_abi.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../codegen/include/ft_kernel_abi.h"
+#include "ft_kernel_abi.h"
 #include "../../runtime/format/plan_validate.h"
 #include "plan_fixture.h"
 

@@ -1,4 +1,4 @@
-/* template: the fused kernels of ABI 2 (codegen/include/ft_kernel_abi.h),
+/* template: the fused kernels of ABI 2 (runtime/include/ft_kernel_abi.h),
  * shared by every ISA and emitted after the ISA's matrix products:
  *
  *  - RMSNorm + activation preparation in one pass over the row;

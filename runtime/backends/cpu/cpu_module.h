@@ -10,7 +10,7 @@
 #ifndef FT_CPU_MODULE_H
 #define FT_CPU_MODULE_H
 
-#include "../../../codegen/include/ft_kernel_abi.h"
+#include "ft_kernel_abi.h"
 #include "kernels.h"
 #include "freetoken.h"
 

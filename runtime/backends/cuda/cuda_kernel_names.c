@@ -1,9 +1,21 @@
-#include "cuda_kernel_names.h"
+#include "ft_cuda_kernels.h"
+
+#include "ft_kernel_abi.h"
+
+#include "../../format/dtype.h"
 
 #include <stddef.h>
 
-const char *ft_cuda_kernel_format(ft_dtype_t t)
+/* The public header names formats by number; these are the same numbers. */
+_Static_assert((int)FT_KABI_FMT_F32 == (int)FT_DTYPE_F32 && (int)FT_KABI_FMT_F16 == (int)FT_DTYPE_F16 &&
+                   (int)FT_KABI_FMT_BF16 == (int)FT_DTYPE_BF16 && (int)FT_KABI_FMT_Q4_0 == (int)FT_DTYPE_Q4_0 &&
+                   (int)FT_KABI_FMT_Q8_0 == (int)FT_DTYPE_Q8_0 && (int)FT_KABI_FMT_Q4_K == (int)FT_DTYPE_Q4_K &&
+                   (int)FT_KABI_FMT_Q6_K == (int)FT_DTYPE_Q6_K,
+               "ft_kernel_abi.h format numbers must equal ft_dtype_t");
+
+const char *ft_cuda_kernel_format(uint32_t dtype)
 {
+    const ft_dtype_t t = (ft_dtype_t)dtype;
     switch (t) {
     case FT_DTYPE_F32:
     case FT_DTYPE_F16:

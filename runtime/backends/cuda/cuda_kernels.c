@@ -6,7 +6,7 @@
 #include "cuda_engine_internal.h"
 
 #include "../../format/dtype.h"
-#include "cuda_kernel_names.h"
+#include "ft_cuda_kernels.h"
 
 #include <stdarg.h>
 #include <stdio.h>
