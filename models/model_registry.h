@@ -13,5 +13,6 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
 
 /* Per family. */
 ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
+ft_status_t ft_mixtral_build(const ft_src_model_t *src, ft_ir_model_t *model);
 
 #endif
