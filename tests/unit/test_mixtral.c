@@ -232,12 +232,65 @@ static void test_reference_logits_agree(void **state)
     pair_free(&p);
 }
 
+/* Rewrites config.json's sliding_window and imports the HF directory. */
+static ft_status_t import_with_window(const char *window, ft_src_model_t **src, ft_ir_model_t **ir)
+{
+    char path[4200], hf[4096];
+    snprintf(hf, sizeof(hf), "%s/mixtral-hf", ft_test_tmpdir("mixtral"));
+    snprintf(path, sizeof(path), "%s/config.json", hf);
+    size_t n;
+    char *text = ft_test_read_file(path, &n);
+    assert_non_null(text);
+    char *at = strstr(text, "\"sliding_window\": null");
+    assert_non_null(at);
+    char *out = malloc(n + 64);
+    assert_non_null(out);
+    int len = snprintf(out, n + 64, "%.*s\"sliding_window\": %s%s", (int)(at - text), text, window,
+                       at + strlen("\"sliding_window\": null"));
+    assert_true(ft_test_write_file(path, out, (unsigned long)len) == 0);
+    free(out);
+    free(text);
+    *ir = NULL;
+    ft_status_t st = ft_hf_import(hf, src);
+    return st ? st : ft_model_build_ir(*src, ir);
+}
+
+static void test_sliding_window_is_recorded(void **state)
+{
+    (void)state;
+    pair_t p = {0};
+    write_and_import(3, &p); /* context 256 */
+    ft_src_model_t *src = NULL;
+    ft_ir_model_t *ir = NULL;
+    ASSERT_OK(import_with_window("64", &src, &ir));
+    for (uint32_t l = 0; l < ir->hp.n_layers; l++)
+        assert_int_equal(ir->blocks[l].attn.sliding_window, 64);
+    /* The reference computes full attention only: it must refuse. */
+    ft_ref_model_t *ref = NULL;
+    ft_status_t st = ft_ref_model_from_ir(ir, &ref);
+    assert_non_null(st);
+    assert_null(ref);
+    assert_non_null(strstr(ft_status_message(st), "sliding window"));
+    ft_status_free(st);
+    ft_ir_model_destroy(ir);
+    ft_src_model_destroy(src);
+    /* A window no shorter than the context is full attention. */
+    pair_free(&p);
+    write_and_import(3, &p); /* config.json afresh */
+    ASSERT_OK(import_with_window("4096", &src, &ir));
+    assert_int_equal(ir->blocks[0].attn.sliding_window, 0);
+    ft_ir_model_destroy(ir);
+    ft_src_model_destroy(src);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope_interleaved_on_permuted_is_neox),
         cmocka_unit_test(test_both_forms_import_alike),
         cmocka_unit_test(test_reference_logits_agree),
+        cmocka_unit_test(test_sliding_window_is_recorded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
