@@ -284,6 +284,65 @@ static void test_sliding_window_is_recorded(void **state)
     pair_free(&p);
 }
 
+static char *ir_text(const ft_ir_model_t *m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    ft_ir_model_print(m, f);
+    fclose(f);
+    return buf;
+}
+
+/* Older llama GGUF files carry split experts blk.L.ffn_gate.E.weight;
+ * they import as the same stacks as the merged ffn_gate_exps. */
+static void test_split_experts_import_as_stacks(void **state)
+{
+    (void)state;
+    ft_fixture_opts_t o;
+    ft_fixture_opts_init(&o);
+    o.arch = FT_FIXTURE_MIXTRAL;
+    o.seed = 9;
+    char merged[4096], split[4096];
+    snprintf(merged, sizeof(merged), "%s/merged.gguf", ft_test_tmpdir("mixtral"));
+    snprintf(split, sizeof(split), "%s/split.gguf", ft_test_tmpdir("mixtral"));
+    ASSERT_OK(ft_fixture_write_gguf(&o, merged));
+    o.split_experts = 1;
+    ASSERT_OK(ft_fixture_write_gguf(&o, split));
+    ft_src_model_t *sm = NULL, *ss = NULL;
+    ft_ir_model_t *im = NULL, *is = NULL;
+    ASSERT_OK(ft_gguf_import(merged, &sm));
+    ASSERT_OK(ft_gguf_import(split, &ss));
+    assert_non_null(ft_src_find_tensor(ss, "blk.1.ffn_down.7.weight"));
+    assert_null(ft_src_find_tensor(ss, "blk.1.ffn_down_exps.weight"));
+    ASSERT_OK(ft_model_build_ir(sm, &im));
+    ASSERT_OK(ft_model_build_ir(ss, &is));
+    char *tm = ir_text(im), *ts = ir_text(is);
+    assert_string_equal(tm, ts);
+    free(tm);
+    free(ts);
+    const ft_ir_tensor_t *up = ft_ir_find(is, FT_ROLE_FFN_UP_EXPS, 1);
+    assert_non_null(up);
+    assert_int_equal(up->n_pieces, 8);
+    assert_int_equal(up->shape[0], 8);
+    ft_ref_model_t *rm = NULL, *rs = NULL;
+    ASSERT_OK(ft_ref_model_from_ir(im, &rm));
+    ASSERT_OK(ft_ref_model_from_ir(is, &rs));
+    for (uint32_t l = 0; l < rm->n_layers; l++) {
+        const uint64_t n = (uint64_t)rm->layers[l].n_experts * rm->layers[l].expert_ffn * rm->d_model;
+        assert_memory_equal(rm->layers[l].gate, rs->layers[l].gate, n * sizeof(double));
+        assert_memory_equal(rm->layers[l].up, rs->layers[l].up, n * sizeof(double));
+        assert_memory_equal(rm->layers[l].down, rs->layers[l].down, n * sizeof(double));
+    }
+    ft_ref_model_free(rm);
+    ft_ref_model_free(rs);
+    ft_ir_model_destroy(im);
+    ft_ir_model_destroy(is);
+    ft_src_model_destroy(sm);
+    ft_src_model_destroy(ss);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_both_forms_import_alike),
         cmocka_unit_test(test_reference_logits_agree),
         cmocka_unit_test(test_sliding_window_is_recorded),
+        cmocka_unit_test(test_split_experts_import_as_stacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
