@@ -62,12 +62,14 @@ static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t
     return src->kind == FT_SRC_HF ? ft_status_annotate(st, "%s", src->path) : st;
 }
 
-/* Optional count: keeps *out when the key is absent. */
+/* Optional count: keeps *out when the key is absent or JSON null
+ * (transformers writes "head_dim": null for a MixtralConfig default). */
 static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                                  uint32_t *out)
 {
     char buf[96];
-    if (!ft_meta_find(&src->meta, ft_q3_key(src, k, buf, sizeof(buf))))
+    const ft_meta_entry_t *e = ft_meta_find(&src->meta, ft_q3_key(src, k, buf, sizeof(buf)));
+    if (!e || e->type == FT_META_NULL)
         return FT_OK;
     return ft_q3_u32(src, k, max, out);
 }

@@ -281,6 +281,15 @@ static void test_sliding_window_is_recorded(void **state)
     assert_int_equal(ir->blocks[0].attn.sliding_window, 0);
     ft_ir_model_destroy(ir);
     ft_src_model_destroy(src);
+    /* null is "no window"; and a null head_dim (transformers' MixtralConfig
+     * default) means d_model / n_heads. */
+    pair_free(&p);
+    write_and_import(3, &p);
+    ASSERT_OK(import_with_window("null, \"head_dim\": null", &src, &ir));
+    assert_int_equal(ir->blocks[0].attn.sliding_window, 0);
+    assert_int_equal(ir->blocks[0].attn.head_dim, 16);
+    ft_ir_model_destroy(ir);
+    ft_src_model_destroy(src);
     pair_free(&p);
 }
 
