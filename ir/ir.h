@@ -149,7 +149,9 @@ void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_
 ft_status_t ft_ir_model_validate(const ft_ir_model_t *model);
 
 /* A stable text rendering of everything but where the bytes come from
- * (files, offsets): two imports of the same weights print the same text. */
+ * (files, offsets): two imports of the same weights print the same text,
+ * except hp.rope where the layouts store q/k rows differently (Mixtral:
+ * GGUF NORM, HF NEOX). */
 void ft_ir_model_print(const ft_ir_model_t *model, FILE *out);
 
 #endif
