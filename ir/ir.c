@@ -63,6 +63,7 @@ const char *ft_arch_name(ft_arch_t arch)
 {
     switch (arch) {
     case FT_ARCH_QWEN3MOE: return "qwen3moe";
+    case FT_ARCH_MIXTRAL: return "mixtral";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";

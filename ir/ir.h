@@ -20,6 +20,7 @@
 typedef enum ft_arch {
     FT_ARCH_UNKNOWN = 0,
     FT_ARCH_QWEN3MOE = 1,
+    FT_ARCH_MIXTRAL = 2, /* GGUF "llama" with experts, HF MixtralForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -62,6 +63,9 @@ typedef struct ft_ir_hparams {
     uint32_t n_layers, d_model, vocab_size, context_length;
     float norm_eps;
     ft_norm_kind_t norm;
+    /* The RoPE pairing of the q/k weights as stored (NORM: (2i, 2i+1);
+     * NEOX: (i, i + rope_dim/2)). Mixtral from GGUF is NORM on the rows
+     * llama.cpp's converter permuted, from HF NEOX on the originals. */
     ft_rope_kind_t rope;
     float rope_theta;
     uint32_t rope_dim;
@@ -72,7 +76,7 @@ typedef struct ft_ir_attention {
     ft_attn_kind_t kind;
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
-    uint32_t sliding_window;
+    uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
     int has_sinks, has_bias;
 } ft_ir_attention_t;
 
@@ -145,7 +149,9 @@ void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_
 ft_status_t ft_ir_model_validate(const ft_ir_model_t *model);
 
 /* A stable text rendering of everything but where the bytes come from
- * (files, offsets): two imports of the same weights print the same text. */
+ * (files, offsets): two imports of the same weights print the same text,
+ * except hp.rope where the layouts store q/k rows differently (Mixtral:
+ * GGUF NORM, HF NEOX). */
 void ft_ir_model_print(const ft_ir_model_t *model, FILE *out);
 
 #endif

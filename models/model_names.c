@@ -33,6 +33,25 @@ static const ft_role_names_t ft_layer_roles[] = {
     {FT_ROLE_FFN_DOWN, "ffn_down", "mlp.down_proj"},
 };
 
+/* Mixtral's HF MoE block (MixtralSparseMoeBlock) under its own names:
+ * w1 is the gate projection, w3 the up, w2 the down. */
+static const ft_role_names_t ft_mixtral_hf_roles[] = {
+    {FT_ROLE_FFN_ROUTER, "ffn_gate_inp", "block_sparse_moe.gate"},
+    {FT_ROLE_FFN_GATE_EXPS, "ffn_gate_exps", "block_sparse_moe.experts.%u.w1"},
+    {FT_ROLE_FFN_UP_EXPS, "ffn_up_exps", "block_sparse_moe.experts.%u.w3"},
+    {FT_ROLE_FFN_DOWN_EXPS, "ffn_down_exps", "block_sparse_moe.experts.%u.w2"},
+};
+
+/* The HF name of a per-layer role in this architecture. */
+static const char *ft_role_hf_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
+{
+    if (m->hp.arch == FT_ARCH_MIXTRAL)
+        for (size_t i = 0; i < sizeof(ft_mixtral_hf_roles) / sizeof(ft_mixtral_hf_roles[0]); i++)
+            if (ft_mixtral_hf_roles[i].role == rn->role)
+                return ft_mixtral_hf_roles[i].hf;
+    return rn->hf;
+}
+
 static const ft_role_names_t ft_global_roles[] = {
     {FT_ROLE_TOKEN_EMBD, "token_embd", "model.embed_tokens"},
     {FT_ROLE_OUTPUT_NORM, "output_norm", "model.norm"},
@@ -160,10 +179,13 @@ static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const ch
     return FT_OK;
 }
 
-/* HF's per-expert 2-D matrices -> one [n_experts, rows, cols] stack. */
+/* Per-expert 2-D matrices -> one [n_experts, rows, cols] stack: HF's
+ * "model.layers.L.<fmt % E>.weight", or with gguf_split set the split
+ * experts older llama GGUF files (Mixtral) carry, "blk.L.<fmt>.E.weight",
+ * which llama.cpp still loads as views of the merged stack. */
 static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, const char *fmt,
-                                        uint32_t layer, uint32_t n_experts, const char *ir_name,
-                                        ft_tensor_role_t role, int *found)
+                                        int gguf_split, uint32_t layer, uint32_t n_experts,
+                                        const char *ir_name, ft_tensor_role_t role, int *found)
 {
     const ft_src_model_t *src = ix->src;
     char name[256];
@@ -174,8 +196,12 @@ static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, c
     const ft_src_tensor_t *first = NULL;
     for (uint32_t e = 0; e < n_experts; e++) {
         char suffix[128];
-        snprintf(suffix, sizeof(suffix), fmt, e);
-        snprintf(name, sizeof(name), "model.layers.%u.%s.weight", layer, suffix);
+        if (gguf_split) {
+            snprintf(name, sizeof(name), "blk.%u.%s.%u.weight", layer, fmt, e);
+        } else {
+            snprintf(suffix, sizeof(suffix), fmt, e);
+            snprintf(name, sizeof(name), "model.layers.%u.%s.weight", layer, suffix);
+        }
         const ft_src_tensor_t *s = ft_name_take(ix, name);
         if (!s) {
             if (e == 0)
@@ -300,16 +326,25 @@ static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const ft_src_model_t 
             const ft_role_names_t *rn = &ft_layer_roles[r];
             if (!ft_role_wanted(b, rn->role))
                 continue;
+            const char *hf_name = ft_role_hf_name(m, rn);
             snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, rn->gguf);
             if (hf && ft_role_is_expert(rn->role)) {
-                st = ft_take_expert_stack(ix, m, rn->hf, l, b->moe.n_experts, iname, rn->role, &found);
-                snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, rn->hf);
+                st = ft_take_expert_stack(ix, m, hf_name, 0, l, b->moe.n_experts, iname, rn->role,
+                                          &found);
+                snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, hf_name);
             } else {
                 if (hf)
-                    snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, rn->hf);
+                    snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, hf_name);
                 else
                     snprintf(sname, sizeof(sname), "%s", iname);
                 st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found);
+                if (!st && !found && m->hp.arch == FT_ARCH_MIXTRAL && ft_role_is_expert(rn->role)) {
+                    /* "ffn_gate_exps" -> split names "blk.L.ffn_gate.E.weight" */
+                    char base[64];
+                    snprintf(base, sizeof(base), "%.*s", (int)(strlen(rn->gguf) - 5), rn->gguf);
+                    st = ft_take_expert_stack(ix, m, base, 1, l, b->moe.n_experts, iname, rn->role,
+                                              &found);
+                }
             }
             if (st)
                 return st;

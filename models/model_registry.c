@@ -7,14 +7,25 @@
 /* The architecture a checkpoint declares, in GGUF's naming. */
 static const char *ft_src_arch(const ft_src_model_t *src)
 {
-    if (src->kind == FT_SRC_GGUF)
-        return ft_meta_get_string(&src->meta, "general.architecture");
+    if (src->kind == FT_SRC_GGUF) {
+        const char *arch = ft_meta_get_string(&src->meta, "general.architecture");
+        /* llama.cpp has no "mixtral" arch: a llama file with experts is one. */
+        int64_t n_experts = 0;
+        if (arch && strcmp(arch, "llama") == 0 &&
+            ft_meta_get_i64(&src->meta, "llama.expert_count", &n_experts) && n_experts > 0)
+            return "mixtral";
+        return arch;
+    }
     const char *hf = ft_meta_get_string(&src->meta, "architectures.0");
     if (hf && strcmp(hf, "Qwen3MoeForCausalLM") == 0)
         return "qwen3moe";
+    if (hf && strcmp(hf, "MixtralForCausalLM") == 0)
+        return "mixtral";
     const char *model_type = ft_meta_get_string(&src->meta, "model_type");
     if (model_type && strcmp(model_type, "qwen3_moe") == 0)
         return "qwen3moe";
+    if (model_type && strcmp(model_type, "mixtral") == 0)
+        return "mixtral";
     return hf ? hf : model_type;
 }
 
@@ -30,9 +41,11 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
     ft_status_t (*build)(const ft_src_model_t *, ft_ir_model_t *) = NULL;
     if (strcmp(arch, "qwen3moe") == 0)
         build = ft_qwen3moe_build;
+    if (strcmp(arch, "mixtral") == 0)
+        build = ft_mixtral_build;
     if (!build)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: architecture '%s' is not supported (supported: qwen3moe)",
+                              "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral)",
                               src->path, arch);
     ft_ir_model_t *model = NULL;
     ft_status_t st = ft_ir_model_create(&model);

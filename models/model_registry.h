@@ -18,5 +18,6 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out);
 
 /* Per family. */
 ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
+ft_status_t ft_mixtral_build(const ft_src_model_t *src, ft_ir_model_t *model);
 
 #endif

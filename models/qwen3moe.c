@@ -1,5 +1,7 @@
-/* Qwen3-MoE (GGUF arch "qwen3moe", HF Qwen3MoeForCausalLM): names and
- * hyperparameters -> IR. Both checkpoint layouts produce the same IR: the
+/* Qwen3-MoE (GGUF arch "qwen3moe", HF Qwen3MoeForCausalLM) and Mixtral
+ * (GGUF arch "llama" with llama.expert_count > 0, HF MixtralForCausalLM):
+ * names and hyperparameters -> IR. The two differ only in keys, q/k norm
+ * and RoPE; see ft_mixtral_build for how the RoPE style is recorded. Both checkpoint layouts produce the same IR: the
  * tensors are taken in one canonical order, under GGUF's names, and HF's
  * per-expert matrices become one [n_experts, rows, cols] stack whose pieces
  * point at each expert's bytes. */
@@ -10,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Hyperparameter keys: GGUF's (after "qwen3moe.") and HF config.json's. */
+/* Hyperparameter keys: GGUF's (after "<general.architecture>.") and HF
+ * config.json's. */
 typedef struct ft_q3_keys {
     const char *gguf;
     const char *hf;
@@ -29,12 +32,19 @@ static const ft_q3_keys_t K_EXPERT_FFN = {"expert_feed_forward_length", "moe_int
 static const ft_q3_keys_t K_FFN = {"feed_forward_length", "intermediate_size"};
 static const ft_q3_keys_t K_EPS = {"attention.layer_norm_rms_epsilon", "rms_norm_eps"};
 static const ft_q3_keys_t K_THETA = {"rope.freq_base", "rope_theta"};
+/* Mixtral: HF names the expert count differently, and llama GGUF files
+ * carry the expert FFN width in feed_forward_length (there is no dense FFN). */
+static const ft_q3_keys_t K_MX_EXPERTS = {"expert_count", "num_local_experts"};
+static const ft_q3_keys_t K_MX_EXPERT_FFN = {"feed_forward_length", "intermediate_size"};
 
 static const char *ft_q3_key(const ft_src_model_t *src, ft_q3_keys_t k, char *buf, size_t n)
 {
     if (src->kind == FT_SRC_HF)
         return k.hf;
-    snprintf(buf, n, "qwen3moe.%s", k.gguf);
+    /* GGUF prefixes keys with the architecture it declares ("qwen3moe",
+     * "llama"); the registry only routes here after checking it. */
+    const char *arch = ft_meta_get_string(&src->meta, "general.architecture");
+    snprintf(buf, n, "%s.%s", arch ? arch : "", k.gguf);
     return buf;
 }
 
@@ -52,12 +62,14 @@ static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t
     return src->kind == FT_SRC_HF ? ft_status_annotate(st, "%s", src->path) : st;
 }
 
-/* Optional count: keeps *out when the key is absent. */
+/* Optional count: keeps *out when the key is absent or JSON null
+ * (transformers writes "head_dim": null for a MixtralConfig default). */
 static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                                  uint32_t *out)
 {
     char buf[96];
-    if (!ft_meta_find(&src->meta, ft_q3_key(src, k, buf, sizeof(buf))))
+    const ft_meta_entry_t *e = ft_meta_find(&src->meta, ft_q3_key(src, k, buf, sizeof(buf)));
+    if (!e || e->type == FT_META_NULL)
         return FT_OK;
     return ft_q3_u32(src, k, max, out);
 }
@@ -80,9 +92,9 @@ static ft_status_t ft_q3_float(const ft_src_model_t *src, ft_q3_keys_t k, double
 
 /* Is layer l an MoE layer? GGUF qwen3moe files have experts in every layer
  * (llama.cpp assumes so); HF configs may exempt layers. */
-static int ft_q3_layer_is_moe(const ft_src_model_t *src, uint32_t l)
+static int ft_q3_layer_is_moe(const ft_src_model_t *src, int mixtral, uint32_t l)
 {
-    if (src->kind == FT_SRC_GGUF)
+    if (src->kind == FT_SRC_GGUF || mixtral)
         return 1;
     int64_t step = 1;
     ft_meta_get_i64(&src->meta, "decoder_sparse_step", &step);
@@ -94,14 +106,43 @@ static int ft_q3_layer_is_moe(const ft_src_model_t *src, uint32_t l)
     return step > 0 && (l + 1) % (uint64_t)step == 0;
 }
 
-static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft_ir_block_t *proto)
+/* Mixtral's sliding window (HF sliding_window; null for 8x7B v0.1, and
+ * llama GGUF files carry none) is recorded per block; 0 means full
+ * attention. A window shorter than the context changes the logits once a
+ * sequence outgrows it, so the runtime must honour it or refuse. */
+static ft_status_t ft_mx_sliding_window(const ft_src_model_t *src, const ft_ir_hparams_t *hp,
+                                        ft_ir_attention_t *a)
+{
+    a->sliding_window = 0;
+    if (src->kind != FT_SRC_HF)
+        return FT_OK;
+    const ft_meta_entry_t *e = ft_meta_find(&src->meta, "sliding_window");
+    if (!e || e->type == FT_META_NULL)
+        return FT_OK;
+    uint32_t w;
+    ft_status_t st = ft_meta_require_u32(&src->meta, "config.json", "sliding_window", 1, UINT32_MAX, &w);
+    if (st)
+        return ft_status_annotate(st, "%s", src->path);
+    if (w < hp->context_length)
+        a->sliding_window = w;
+    return FT_OK;
+}
+
+static ft_status_t ft_q3_hparams(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m,
+                                 ft_ir_block_t *proto)
 {
     ft_ir_hparams_t *hp = &m->hp;
     ft_status_t st;
-    hp->arch = FT_ARCH_QWEN3MOE;
-    hp->arch_name = "qwen3moe";
+    hp->arch = mixtral ? FT_ARCH_MIXTRAL : FT_ARCH_QWEN3MOE;
+    hp->arch_name = mixtral ? "mixtral" : "qwen3moe";
     hp->norm = FT_NORM_RMS;
-    hp->rope = FT_ROPE_NEOX;
+    /* The IR's RoPE style is that of the q/k weights as stored: the IR's
+     * tensors are byte ranges of the source, never rewritten. llama.cpp's
+     * converter permutes llama q/k rows so that each head's rotate-half
+     * pairs (i, i + d/2) become adjacent pairs (2i, 2i + 1): a llama GGUF
+     * is NORM (interleaved) on permuted weights, the HF checkpoint NEOX
+     * (rotate-half) on the originals, and both give the same logits. */
+    hp->rope = (mixtral && src->kind == FT_SRC_GGUF) ? FT_ROPE_NORM : FT_ROPE_NEOX;
     if ((st = ft_q3_u32(src, K_LAYERS, 4096, &hp->n_layers)) ||
         (st = ft_q3_u32(src, K_DMODEL, 1u << 20, &hp->d_model)) ||
         (st = ft_q3_u32(src, K_CTX, 1u << 30, &hp->context_length)) ||
@@ -110,7 +151,7 @@ static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft
         return st;
     ft_ir_attention_t *a = &proto->attn;
     a->kind = FT_ATTN_GQA;
-    a->qk_norm = 1;
+    a->qk_norm = !mixtral;
     if ((st = ft_q3_u32(src, K_HEADS, 1u << 16, &a->n_heads)))
         return st;
     a->n_kv_heads = a->n_heads;
@@ -130,7 +171,7 @@ static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft
         if (ft_meta_get_bool(&src->meta, "attention_bias", &flag) && flag)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: attention_bias = true is not supported",
                                   src->path);
-        if (ft_meta_get_bool(&src->meta, "use_sliding_window", &flag) && flag)
+        if (!mixtral && ft_meta_get_bool(&src->meta, "use_sliding_window", &flag) && flag)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "%s: config.json: use_sliding_window = true is not supported", src->path);
         const ft_meta_entry_t *rs = ft_meta_find(&src->meta, "rope_scaling.type");
@@ -140,10 +181,22 @@ static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft
             return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: rope_scaling '%s' is not supported",
                                   src->path, rs->s);
     }
+    if (mixtral && (st = ft_mx_sliding_window(src, hp, a)))
+        return st;
     ft_ir_moe_t *moe = &proto->moe;
     moe->scoring = FT_ROUTER_SOFTMAX;
     moe->norm_topk_prob = 1; /* llama.cpp's qwen3moe always renormalizes */
     moe->routed_scaling = 1.0f;
+    if (mixtral) {
+        /* MixtralSparseMoeBlock: softmax over all experts, top-k, divide by
+         * the chosen weights' sum; llama.cpp's build_llama passes norm_w =
+         * true. There is no config switch. */
+        proto->act = FT_ACT_SILU;
+        if ((st = ft_q3_u32(src, K_MX_EXPERTS, 1u << 16, &moe->n_experts)) ||
+            (st = ft_q3_u32(src, K_USED, moe->n_experts, &moe->n_experts_used)))
+            return st;
+        return ft_q3_u32(src, K_MX_EXPERT_FFN, 1u << 20, &moe->expert_ffn);
+    }
     if (src->kind == FT_SRC_HF) {
         moe->norm_topk_prob = 0; /* transformers' default */
         ft_meta_get_bool(&src->meta, "norm_topk_prob", &moe->norm_topk_prob);
@@ -158,10 +211,10 @@ static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft
     return ft_q3_u32_opt(src, K_FFN, 1u << 22, &proto->dense_ffn);
 }
 
-ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
+static ft_status_t ft_q3_build(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m)
 {
     ft_ir_block_t proto = {0};
-    ft_status_t st = ft_q3_hparams(src, m, &proto);
+    ft_status_t st = ft_q3_hparams(src, mixtral, m, &proto);
     if (st)
         return st;
     m->blocks = ft_arena_array(m->arena, m->hp.n_layers, sizeof(ft_ir_block_t));
@@ -169,7 +222,7 @@ ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         m->blocks[l] = proto;
-        m->blocks[l].is_moe = ft_q3_layer_is_moe(src, l);
+        m->blocks[l].is_moe = ft_q3_layer_is_moe(src, mixtral, l);
         if (m->blocks[l].is_moe)
             m->blocks[l].dense_ffn = 0; /* meaningful for dense layers only */
         if (!m->blocks[l].is_moe && proto.dense_ffn == 0)
@@ -199,4 +252,14 @@ ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
         return ft_status_make(FT_STATUS_FORMAT, "%s: tokenizer has %u tokens but the embedding has %u rows",
                               src->path, m->tok.n_tokens, m->hp.vocab_size);
     return FT_OK;
+}
+
+ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    return ft_q3_build(src, 0, m);
+}
+
+ft_status_t ft_mixtral_build(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    return ft_q3_build(src, 1, m);
 }

@@ -176,13 +176,17 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_mv(s, L->wq, L->fmt_wq, L->n_heads * hd, d, h, q);
     ref_mv(s, L->wk, L->fmt_wk, L->n_kv_heads * hd, d, h, k);
     ref_mv(s, L->wv, L->fmt_wv, L->n_kv_heads * vd, d, h, v);
+    void (*rope)(double *, uint32_t, uint32_t, double) =
+        m->rope_interleaved ? ft_ref_rope_norm : ft_ref_rope_neox;
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
-        ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
-        ft_ref_rope_neox(q + hq * hd, m->rope_dim, pos, m->rope_theta);
+        if (L->qk_norm)
+            ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
+        rope(q + hq * hd, m->rope_dim, pos, m->rope_theta);
     }
     for (uint32_t hk = 0; hk < L->n_kv_heads; hk++) {
-        ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
-        ft_ref_rope_neox(k + hk * hd, m->rope_dim, pos, m->rope_theta);
+        if (L->qk_norm)
+            ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
+        rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
     }
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
         const uint32_t hk = hq / group;

@@ -1,5 +1,6 @@
-/* A float64 forward pass of Qwen3-MoE read straight from a compiled bundle:
- * the oracle the runtime's logits are tested against.
+/* A float64 forward pass of Qwen3-MoE and Mixtral, read from a compiled
+ * bundle or straight from an imported IR (its source files): the oracle
+ * the runtime's logits are tested against.
  *
  * Loading dequantizes every weight of the bundle to double through
  * runtime/format/convert.h (so a quantized bundle is computed with exactly
@@ -10,8 +11,11 @@
  *   x = embedding row of the token
  *   per layer:
  *     h = RMSNorm(x) * attn_norm
- *     q, k, v = Wq h, Wk h, Wv h; per-head RMSNorm of q, k (q_norm, k_norm)
- *     NeoX RoPE on q, k at the token's position
+ *     q, k, v = Wq h, Wk h, Wv h; per-head RMSNorm of q, k (q_norm, k_norm;
+ *       Qwen3-MoE only)
+ *     RoPE on q, k at the token's position: NeoX (pairs (i, i + d/2)), or
+ *       interleaved (pairs (2i, 2i+1)) for weights in llama.cpp's permuted
+ *       llama layout (Mixtral from GGUF)
  *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
  *     x += Wo attn
@@ -34,12 +38,13 @@ typedef struct ft_ref_layer {
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     uint32_t n_experts, n_experts_used, expert_ffn;
     int norm_topk_prob;
+    int qk_norm;             /* q_norm / k_norm present and applied */
     double *attn_norm;       /* [d_model] */
     double *wq;              /* [n_heads * head_dim, d_model] */
     double *wk;              /* [n_kv_heads * head_dim, d_model] */
     double *wv;              /* [n_kv_heads * value_head_dim, d_model] */
     double *wo;              /* [d_model, n_heads * value_head_dim] */
-    double *q_norm, *k_norm; /* [head_dim] */
+    double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
     double *gate, *up;       /* [n_experts, expert_ffn, d_model] */
@@ -52,6 +57,7 @@ typedef struct ft_ref_model {
     uint32_t n_layers, d_model, vocab_size, context_length;
     double norm_eps, rope_theta;
     uint32_t rope_dim;
+    int rope_interleaved; /* 1: pairs (2i, 2i+1) (ft_ref_rope_norm); 0: NeoX */
     int tie_embeddings;
     double *tok_embd;       /* [vocab_size, d_model] */
     double *output_norm;    /* [d_model] */
@@ -75,6 +81,14 @@ typedef struct ft_ref_model {
  * returning. Free with ft_ref_model_free. */
 ft_status_t ft_ref_model_load(const char *bundle_path, ft_ref_model_t **out_model);
 void ft_ref_model_free(ft_ref_model_t *model);
+
+struct ft_ir_model;
+/* The same, from an imported (validated) IR: each tensor's bytes are read
+ * from its source files' pieces and dequantized to double. Accepts
+ * qwen3moe and mixtral IR under the same checks as ft_ref_model_load
+ * (q/k norms optional, NeoX or interleaved RoPE, no sliding window). Lets
+ * the oracle run on models whose bundles the runtime cannot hold yet. */
+ft_status_t ft_ref_model_from_ir(const struct ft_ir_model *ir, ft_ref_model_t **out_model);
 
 /* One sequence: its KV cache (doubles) for up to n_ctx positions. */
 typedef struct ft_ref_session ft_ref_session_t;

@@ -34,6 +34,18 @@ void ft_ref_rope_neox(double *x, uint32_t rope_dim, uint32_t pos, double theta_b
     }
 }
 
+void ft_ref_rope_norm(double *x, uint32_t rope_dim, uint32_t pos, double theta_base)
+{
+    const uint32_t half = rope_dim / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const double angle = pos * pow(theta_base, -2.0 * i / rope_dim);
+        const double c = cos(angle), s = sin(angle);
+        const double a = x[2 * i], b = x[2 * i + 1];
+        x[2 * i] = a * c - b * s;
+        x[2 * i + 1] = a * s + b * c;
+    }
+}
+
 void ft_ref_softmax(double *x, uint32_t n)
 {
     double mx = x[0];

@@ -17,6 +17,12 @@ void ft_ref_rmsnorm(const double *x, const double *w, uint32_t n, double eps, do
  * pos * theta_base^(-2i / rope_dim). Elements from rope_dim on are kept. */
 void ft_ref_rope_neox(double *x, uint32_t rope_dim, uint32_t pos, double theta_base);
 
+/* Interleaved ("normal", GPT-J) rotary embedding: for i < rope_dim / 2 the
+ * pair (x_{2i}, x_{2i+1}) is rotated by the same angle as in
+ * ft_ref_rope_neox. On rows permuted as llama.cpp's converter permutes
+ * llama q/k it gives NeoX's result on the unpermuted rows, permuted. */
+void ft_ref_rope_norm(double *x, uint32_t rope_dim, uint32_t pos, double theta_base);
+
 /* x_i <- exp(x_i - max) / sum_j exp(x_j - max), in place. */
 void ft_ref_softmax(double *x, uint32_t n);
 

@@ -1,0 +1,191 @@
+/* Loading the reference model from an imported IR instead of a bundle: the
+ * bytes of each tensor are its pieces read from the source files (GGUF or
+ * safetensors) and dequantized row by row to double, as ref_load.c does
+ * for a bundle. This is how the oracle runs a model (Mixtral) before the
+ * plan and runtime can hold it, and how two imports of one checkpoint are
+ * compared without a compile in between. */
+#include "ref_forward.h"
+
+#include "ir.h"
+#include "../../runtime/format/convert.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The pieces of t concatenated, malloc'ed; *out_n its byte count. */
+static ft_status_t ref_ir_read(const ft_ir_model_t *ir, const ft_ir_tensor_t *t, uint8_t **out,
+                               uint64_t *out_n)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < t->n_pieces; i++)
+        n += t->pieces[i].n_bytes; /* validated IR: within the files' sizes */
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < t->n_pieces; i++) {
+        const ft_ir_piece_t *p = &t->pieces[i];
+        const char *path = ir->files[p->file].path;
+        FILE *f = fopen(path, "rb");
+        int ok = f && fseeko(f, (off_t)p->offset, SEEK_SET) == 0 &&
+                 fread(buf + at, 1, p->n_bytes, f) == p->n_bytes;
+        if (f) fclose(f);
+        if (!ok) {
+            free(buf);
+            return ft_status_make(FT_STATUS_IO, "%s: tensor '%s': cannot read %" PRIu64
+                                  " bytes at offset %" PRIu64, path, t->name, p->n_bytes, p->offset);
+        }
+        at += p->n_bytes;
+    }
+    *out = buf;
+    *out_n = n;
+    return FT_OK;
+}
+
+/* The tensor of this role and layer as doubles; it must hold n_elems. */
+static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role, int32_t layer,
+                                 uint64_t n_elems, double **out, ft_dtype_t *out_fmt)
+{
+    *out = NULL;
+    const ft_ir_tensor_t *t = ft_ir_find(ir, role, layer);
+    if (!t)
+        return ft_status_make(FT_STATUS_FORMAT, "no %s tensor in layer %d", ft_tensor_role_name(role),
+                              (int)layer);
+    if (ft_ir_tensor_elems(t) != n_elems || t->n_dims == 0)
+        return ft_status_make(FT_STATUS_MISMATCH, "tensor '%s': %" PRIu64 " elements, expected %" PRIu64,
+                              t->name, ft_ir_tensor_elems(t), n_elems);
+    if (out_fmt) *out_fmt = t->dtype;
+    const uint64_t cols = t->shape[t->n_dims - 1], rows = n_elems / cols;
+    uint64_t row_bytes;
+    if (!ft_dtype_row_bytes(t->dtype, cols, &row_bytes))
+        return ft_status_make(FT_STATUS_FORMAT, "tensor '%s': bad row of %" PRIu64 " %s elements",
+                              t->name, cols, ft_dtype_name(t->dtype));
+    uint8_t *bytes = NULL;
+    uint64_t n_bytes = 0;
+    ft_status_t st = ref_ir_read(ir, t, &bytes, &n_bytes);
+    if (st) return st;
+    double *w = malloc(n_elems * sizeof(double));
+    float *row = malloc(cols * sizeof(float));
+    if (!w || !row)
+        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
+    else if (n_bytes != rows * row_bytes)
+        st = ft_status_make(FT_STATUS_MISMATCH, "tensor '%s': %" PRIu64 " bytes, expected %" PRIu64,
+                            t->name, n_bytes, rows * row_bytes);
+    for (uint64_t r = 0; r < rows && !st; r++) {
+        st = ft_convert_row(FT_DTYPE_F32, row, t->dtype, bytes + r * row_bytes, cols);
+        for (uint64_t c = 0; c < cols && !st; c++)
+            w[r * cols + c] = row[c];
+    }
+    free(row);
+    free(bytes);
+    if (st) {
+        free(w);
+        return ft_status_annotate(st, "tensor '%s'", t->name);
+    }
+    *out = w;
+    return FT_OK;
+}
+
+/* Refuses a block this reference does not compute (as ref_block_check). */
+static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
+{
+    const ft_ir_attention_t *a = &b->attn;
+    const ft_ir_moe_t *m = &b->moe;
+    if (a->kind != FT_ATTN_GQA || a->sliding_window || a->has_sinks || a->has_bias ||
+        !a->n_kv_heads || a->n_heads % a->n_kv_heads)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "layer %u: only GQA with no bias, sinks or sliding window", l);
+    if (!b->is_moe || m->scoring != FT_ROUTER_SOFTMAX || m->n_shared_experts ||
+        m->has_router_bias || (m->routed_scaling != 0.0f && m->routed_scaling != 1.0f) ||
+        b->act != FT_ACT_SILU || !m->n_experts_used || m->n_experts_used > m->n_experts)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "layer %u: only softmax-routed SiLU MoE without shared experts", l);
+    return FT_OK;
+}
+
+static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_model_t *m)
+{
+    const ft_ir_block_t *b = &ir->blocks[l];
+    ft_status_t st = ref_ir_block_check(b, l);
+    if (st) return st;
+    ft_ref_layer_t *L = &m->layers[l];
+    L->n_heads = b->attn.n_heads;
+    L->n_kv_heads = b->attn.n_kv_heads;
+    L->head_dim = b->attn.head_dim;
+    L->value_head_dim = b->attn.value_head_dim ? b->attn.value_head_dim : L->head_dim;
+    L->n_experts = b->moe.n_experts;
+    L->n_experts_used = b->moe.n_experts_used;
+    L->expert_ffn = b->moe.expert_ffn;
+    L->norm_topk_prob = b->moe.norm_topk_prob;
+    L->qk_norm = b->attn.qk_norm;
+    if (L->head_dim < m->rope_dim || m->rope_dim % 2)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,
+                              m->rope_dim, L->head_dim);
+    const uint64_t d = m->d_model, hd = L->head_dim, vd = L->value_head_dim;
+    const uint64_t E = L->n_experts, F = L->expert_ffn;
+    const int32_t li = (int32_t)l;
+    if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q, li, L->n_heads * hd * d, &L->wq, &L->fmt_wq)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K, li, L->n_kv_heads * hd * d, &L->wk, &L->fmt_wk)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_V, li, L->n_kv_heads * vd * d, &L->wv, &L->fmt_wv)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_O, li, d * L->n_heads * vd, &L->wo, &L->fmt_wo)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_ROUTER, li, E * d, &L->router, &L->fmt_router)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_EXPS, li, E * F * d, &L->gate, &L->fmt_gate)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_EXPS, li, E * F * d, &L->up, &L->fmt_up)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_EXPS, li, E * d * F, &L->down, &L->fmt_down)))
+        return st;
+    if (L->qk_norm &&
+        ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
+         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
+        return st;
+    return FT_OK;
+}
+
+static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
+{
+    const ft_ir_hparams_t *hp = &ir->hp;
+    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL) || hp->norm != FT_NORM_RMS ||
+        (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "only qwen3moe / mixtral with RMS norms and NeoX or interleaved RoPE");
+    m->n_layers = hp->n_layers;
+    m->d_model = hp->d_model;
+    m->vocab_size = hp->vocab_size;
+    m->context_length = hp->context_length;
+    m->norm_eps = hp->norm_eps;
+    m->rope_theta = hp->rope_theta;
+    m->rope_dim = hp->rope_dim;
+    m->rope_interleaved = hp->rope == FT_ROPE_NORM;
+    m->tie_embeddings = hp->tie_embeddings;
+    const uint64_t d = m->d_model, V = m->vocab_size;
+    ft_status_t st;
+    if ((st = ref_ir_tensor(ir, FT_ROLE_TOKEN_EMBD, -1, V * d, &m->tok_embd, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_OUTPUT_NORM, -1, d, &m->output_norm, NULL)))
+        return st;
+    if (m->tie_embeddings) {
+        m->output = m->tok_embd;
+        m->fmt_output = ft_ir_find(ir, FT_ROLE_TOKEN_EMBD, -1)->dtype;
+    } else if ((st = ref_ir_tensor(ir, FT_ROLE_OUTPUT, -1, V * d, &m->output, &m->fmt_output))) {
+        return st;
+    }
+    m->layers = calloc(m->n_layers ? m->n_layers : 1, sizeof(*m->layers));
+    if (!m->layers) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if ((st = ref_ir_layer(ir, l, m))) return st;
+    return FT_OK;
+}
+
+ft_status_t ft_ref_model_from_ir(const ft_ir_model_t *ir, ft_ref_model_t **out_model)
+{
+    *out_model = NULL;
+    ft_ref_model_t *m = calloc(1, sizeof(*m));
+    ft_status_t st = m ? ref_ir_load(ir, m) : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (st) {
+        ft_ref_model_free(m);
+        return ft_status_annotate(st, "%s: reference model", ir->source_name ? ir->source_name : "IR");
+    }
+    *out_model = m;
+    return FT_OK;
+}
