@@ -66,6 +66,7 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
 {
     switch (model->hp.arch) {
     case FT_ARCH_QWEN3MOE:
+    case FT_ARCH_MIXTRAL: /* the same block shape; no q/k norm, its RoPE pairing: data in the IR */
         return ft_lower_moe_decoder(model, out);
     case FT_ARCH_UNKNOWN:
         break;
