@@ -9,7 +9,7 @@
 
 /* Builds the plan message; every allocation comes from `arena`, which must
  * outlive the message. */
-ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
+FT_WARN_UNUSED ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
                           ft_arena_t *arena, Ftplan__Plan **out_plan);
 
 #endif

@@ -9,9 +9,9 @@
 
 /* Picks the family from GGUF general.architecture or HF architectures[0]
  * and builds a validated IR. The IR keeps no pointer into `src`. */
-ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_model);
+FT_WARN_UNUSED ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_model);
 
 /* Per family. */
-ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
 
 #endif

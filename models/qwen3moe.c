@@ -43,7 +43,7 @@ static const char *ft_q3_where(const ft_src_model_t *src)
     return src->kind == FT_SRC_HF ? "config.json" : src->path;
 }
 
-static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
+FT_WARN_UNUSED static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                              uint32_t *out)
 {
     char buf[96];
@@ -53,7 +53,7 @@ static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t
 }
 
 /* Optional count: keeps *out when the key is absent. */
-static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
+FT_WARN_UNUSED static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                                  uint32_t *out)
 {
     char buf[96];
@@ -62,7 +62,7 @@ static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint
     return ft_q3_u32(src, k, max, out);
 }
 
-static ft_status_t ft_q3_float(const ft_src_model_t *src, ft_q3_keys_t k, double lo, double hi,
+FT_WARN_UNUSED static ft_status_t ft_q3_float(const ft_src_model_t *src, ft_q3_keys_t k, double lo, double hi,
                                float *out)
 {
     char buf[96];
@@ -94,7 +94,7 @@ static int ft_q3_layer_is_moe(const ft_src_model_t *src, uint32_t l)
     return step > 0 && (l + 1) % (uint64_t)step == 0;
 }
 
-static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft_ir_block_t *proto)
+FT_WARN_UNUSED static ft_status_t ft_q3_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft_ir_block_t *proto)
 {
     ft_ir_hparams_t *hp = &m->hp;
     ft_status_t st;

@@ -27,7 +27,7 @@ static const Ftplan__Tensor *ft_find(const ft_bundle_t *b, int role, int32_t lay
     return NULL;
 }
 
-static ft_status_t ft_missing(const ft_model_ctx_t *c, int role, int32_t layer)
+FT_WARN_UNUSED static ft_status_t ft_missing(const ft_model_ctx_t *c, int role, int32_t layer)
 {
     return ft_status_make(FT_STATUS_FORMAT, "%s: the plan has no tensor of role %d for layer %d",
                           c->where, role, layer);
@@ -35,13 +35,13 @@ static ft_status_t ft_missing(const ft_model_ctx_t *c, int role, int32_t layer)
 
 /* Resolves a tensor's bytes in its weight file (validated by the plan
  * reader; ft_ftw_range checks again at no cost). */
-static ft_status_t ft_bytes(const ft_model_ctx_t *c, const Ftplan__Tensor *t, uint64_t n_bytes,
+FT_WARN_UNUSED static ft_status_t ft_bytes(const ft_model_ctx_t *c, const Ftplan__Tensor *t, uint64_t n_bytes,
                             const uint8_t **out)
 {
     return ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, out);
 }
 
-static ft_status_t ft_vec(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_vec(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n,
                           const float **out)
 {
     const Ftplan__Tensor *t = ft_find(c->b, role, layer);
@@ -59,7 +59,7 @@ static ft_status_t ft_vec(const ft_model_ctx_t *c, int role, int32_t layer, uint
 
 /* A plain [rows, cols] matrix, or with n_experts > 0 a [n_experts, rows,
  * cols] stack. */
-static ft_status_t ft_matrix(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n_experts,
+FT_WARN_UNUSED static ft_status_t ft_matrix(const ft_model_ctx_t *c, int role, int32_t layer, uint32_t n_experts,
                              uint32_t rows, uint32_t cols, ft_mat_t *out)
 {
     const Ftplan__Tensor *t = ft_find(c->b, role, layer);
@@ -95,7 +95,7 @@ static ft_status_t ft_matrix(const ft_model_ctx_t *c, int role, int32_t layer, u
 }
 
 /* The layer's FTW expert block, and where gate, up and down sit in a blob. */
-static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t *L)
+FT_WARN_UNUSED static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t *L)
 {
     const Ftplan__ExpertBlock *eb = NULL;
     for (size_t i = 0; i < c->b->plan->n_expert_blocks; i++)
@@ -123,7 +123,7 @@ static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t
     return FT_OK;
 }
 
-static ft_status_t ft_layer_load(const ft_model_ctx_t *c, const Ftplan__Block *blk, uint32_t l,
+FT_WARN_UNUSED static ft_status_t ft_layer_load(const ft_model_ctx_t *c, const Ftplan__Block *blk, uint32_t l,
                                  uint32_t d, ft_layer_t *L)
 {
     const Ftplan__Attention *a = blk->attn;
