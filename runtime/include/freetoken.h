@@ -69,8 +69,38 @@ const char *ft_status_message(ft_status_t status);
 const char *ft_status_code_name(ft_status_code_t code);
 void ft_status_free(ft_status_t status);
 
-/* Allocator hook: every allocation libfreetoken makes goes through one.
- * NULL wherever an allocator is accepted means the libc allocator. */
+/* Allocator hook. NULL wherever an allocator is accepted means the libc
+ * allocator. Through it go the engine's and sessions' own objects: the
+ * executor's model, engine and session state (activations, KV pages,
+ * scratch), the expert cache and its sim slot memory, the offload and
+ * streaming buffers, and the cuda backend's host-side objects (a test fails
+ * the k-th of these for every k: tests/unit/test_alloc_fail.c).
+ *
+ * These allocations do NOT go through it; they use libc (or the library's
+ * own default) whatever the hook:
+ *   - status objects (runtime/base/status.c): malloc, so that an error can
+ *     be reported when the hook is what failed; when even that fails a
+ *     static out-of-memory status is returned, which needs no allocation;
+ *   - reading the bundle (runtime/format/): the bundle and FTW file objects,
+ *     the plan's decompression buffer and zstd's decompression context
+ *     (ZSTD_decompress), protobuf-c's unpacked plan (unpacked with the
+ *     default allocator), plan validation and textproto (hardware profile)
+ *     parsing, including its arena (runtime/base/arena.c);
+ *   - the mapped weight and profile files (runtime/base/mapped_file.c: the
+ *     object; the bytes are mmap'd, not allocated);
+ *   - the planner's results (runtime/plan/: pinned experts, hit rates, the
+ *     q* table), made at open and again by every ft_engine_replan;
+ *   - the tokenizer, its vocabulary index, BPE merges, pre-tokenizer and
+ *     PCRE2's compiled patterns and match data, chat formatting, stop
+ *     strings and the sampler (runtime/text/); strings returned to the
+ *     caller by ft_engine_tokenize and ft_engine_chat_format are malloc'd
+ *     and freed with ft_engine_free;
+ *   - the thread pool (runtime/base/threadpool.c, and the threads' stacks);
+ *   - the CPU kernel module object (runtime/backends/cpu/cpu_module.c; the
+ *     module itself is loaded with dlopen) and the sim device's slot clocks
+ *     (runtime/backends/sim/sim_device.c);
+ *   - the cuda backend's page-locked host buffers (cuMemHostAlloc) and all
+ *     device memory, which the driver allocates. */
 typedef struct ft_allocator {
     void *(*alloc)(void *user, size_t n_bytes);
     void *(*realloc)(void *user, void *p, size_t n_bytes);
