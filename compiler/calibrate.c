@@ -9,7 +9,7 @@
  * result (routing of a token does not depend on how prompts are batched). */
 #define FT_CALIBRATE_CHUNK 256u
 
-static ft_status_t ft_calib_read_text(const char *path, char **out_text, size_t *out_len)
+FT_WARN_UNUSED static ft_status_t ft_calib_read_text(const char *path, char **out_text, size_t *out_len)
 {
     *out_text = NULL;
     FILE *f = fopen(path, "rb");
@@ -44,7 +44,7 @@ static ft_status_t ft_calib_read_text(const char *path, char **out_text, size_t 
 }
 
 /* Evaluates ids in windows of the session's context, chunk by chunk. */
-static ft_status_t ft_calib_eval(ft_session_t *s, const int32_t *ids, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_calib_eval(ft_session_t *s, const int32_t *ids, uint32_t n,
                                  ft_progress_fn progress, void *user)
 {
     uint32_t n_ctx = ft_session_n_ctx(s);
@@ -67,7 +67,7 @@ static ft_status_t ft_calib_eval(ft_session_t *s, const int32_t *ids, uint32_t n
     return FT_OK;
 }
 
-static ft_status_t ft_calib_run(ft_engine_t *e, const char *text, size_t len,
+FT_WARN_UNUSED static ft_status_t ft_calib_run(ft_engine_t *e, const char *text, size_t len,
                                 ft_progress_fn progress, void *user, ft_calibration_t *out)
 {
     const ft_model_info_t *info = ft_engine_info(e);

@@ -25,13 +25,13 @@ typedef struct ft_calibration {
  * window starts from an empty context), counting routing. progress (may be
  * NULL) gets "calibrating", tokens done and the total. An empty or
  * token-less text is an error. Release *out with ft_calibration_release. */
-ft_status_t ft_calibrate_bundle(const char *bundle_dir, const char *text_path,
+FT_WARN_UNUSED ft_status_t ft_calibrate_bundle(const char *bundle_dir, const char *text_path,
                                 ft_progress_fn progress, void *user, ft_calibration_t *out);
 void ft_calibration_release(ft_calibration_t *c);
 
 /* The planner's popularity: per layer, each expert's share of tokens
  * (counts / n_tokens, so a layer's row sums to n_used), [n_layers][n_experts]
  * floats, malloc'ed. */
-ft_status_t ft_calibration_popularity(const ft_calibration_t *c, float **out);
+FT_WARN_UNUSED ft_status_t ft_calibration_popularity(const ft_calibration_t *c, float **out);
 
 #endif

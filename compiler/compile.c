@@ -26,7 +26,7 @@ void ft_compile_options_init(ft_compile_options_t *opts)
 /* Calibrates through the bundle (whose plan.ftp, without partition, is
  * written first so the runtime can open it), then re-solves the planner
  * with the experts' popularity. */
-static ft_status_t ft_compile_calibrate(const ft_ir_model_t *model,
+FT_WARN_UNUSED static ft_status_t ft_compile_calibrate(const ft_ir_model_t *model,
                                         const ft_compile_options_t *opts, const char *out_dir,
                                         const char *plan_path, const Ftplan__Plan *plan,
                                         ft_calibration_t *calib, ft_compile_plan_t *cp)

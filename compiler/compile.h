@@ -54,7 +54,7 @@ void ft_compile_options_init(ft_compile_options_t *opts);
  * The same model and options always give byte-identical files. A model
  * that cannot fit the RAM budget is refused (FT_STATUS_OUT_OF_RANGE, the
  * planner's message with the shortfall) before anything is written. */
-ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_options_t *opts,
+FT_WARN_UNUSED ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_options_t *opts,
                               const char *out_dir);
 
 #endif

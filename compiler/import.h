@@ -7,8 +7,8 @@
 #include "source.h"
 
 /* A directory is read as an HF checkpoint, anything else as GGUF. */
-ft_status_t ft_import_source(const char *path, ft_src_model_t **out_src);
+FT_WARN_UNUSED ft_status_t ft_import_source(const char *path, ft_src_model_t **out_src);
 /* Source model -> architecture mapping (models/) -> validated IR. */
-ft_status_t ft_import_model(const char *path, ft_ir_model_t **out_model);
+FT_WARN_UNUSED ft_status_t ft_import_model(const char *path, ft_ir_model_t **out_model);
 
 #endif

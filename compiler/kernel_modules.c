@@ -20,7 +20,7 @@ static void ft_kernels_stage(const ft_compile_options_t *opts, const char *fmt, 
 
 /* The model as packed: a shallow copy whose tensors carry the written
  * formats. Free *out_tensors with free(). */
-static ft_status_t ft_kernels_packed_view(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
+FT_WARN_UNUSED static ft_status_t ft_kernels_packed_view(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
                                           ft_ir_model_t *out, ft_ir_tensor_t **out_tensors)
 {
     ft_ir_tensor_t *t = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*t));
@@ -36,7 +36,7 @@ static ft_status_t ft_kernels_packed_view(const ft_ir_model_t *m, const ft_packe
     return FT_OK;
 }
 
-static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const ft_compile_options_t *opts,
+FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const ft_compile_options_t *opts,
                                   ft_arena_t *a, Ftplan__Plan *plan)
 {
     const char *isa = opts->cpu_isa;
@@ -99,7 +99,7 @@ static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const ft_compile_opti
 
 /* Copies the NVRTC images into the plan: cubins as cuda_images, PTX as
  * cuda_ptx. */
-static ft_status_t ft_kernels_store_cuda(const ft_cg_cuda_images_t *im, ft_arena_t *a,
+FT_WARN_UNUSED static ft_status_t ft_kernels_store_cuda(const ft_cg_cuda_images_t *im, ft_arena_t *a,
                                          Ftplan__Plan *plan)
 {
     Ftplan__CudaImage **cub = ft_arena_array(a, im->n_images + 1, sizeof(*cub));
@@ -142,7 +142,7 @@ static ft_status_t ft_kernels_store_cuda(const ft_cg_cuda_images_t *im, ft_arena
     return FT_OK;
 }
 
-static ft_status_t ft_kernels_cuda(const ft_ir_model_t *pm, const ft_compile_options_t *opts,
+FT_WARN_UNUSED static ft_status_t ft_kernels_cuda(const ft_ir_model_t *pm, const ft_compile_options_t *opts,
                                    ft_arena_t *a, Ftplan__Plan *plan)
 {
     char list[FT_COMPILE_MAX_CUDA_ARCHS * 8] = "";

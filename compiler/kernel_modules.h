@@ -14,7 +14,7 @@
 /* Fills plan->cpu_module (when opts->cpu_isa) and plan->cuda_images /
  * cuda_ptx (when opts->n_cuda_archs); the bytes live in arena. Errors name
  * the step (emit, libclang, cc, NVRTC) and the model. */
-ft_status_t ft_compile_kernels(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
+FT_WARN_UNUSED ft_status_t ft_compile_kernels(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
                                const ft_compile_options_t *opts, ft_arena_t *arena,
                                Ftplan__Plan *plan);
 

@@ -9,11 +9,11 @@
 
 /* Builds the plan message; every allocation comes from `arena`, which must
  * outlive the message. */
-ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
+FT_WARN_UNUSED ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
                           ft_arena_t *arena, Ftplan__Plan **out_plan);
 
 /* Lowers the model to its op schedule (models/) and stores it in the plan
  * (plan_schedule.c). */
-ft_status_t ft_plan_add_schedule(const ft_ir_model_t *model, Ftplan__Plan *plan, ft_arena_t *arena);
+FT_WARN_UNUSED ft_status_t ft_plan_add_schedule(const ft_ir_model_t *model, Ftplan__Plan *plan, ft_arena_t *arena);
 
 #endif

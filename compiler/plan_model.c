@@ -46,7 +46,7 @@ static void ft_pm_formats(const ft_plan_model_opts_t *opts, ft_dtype_t ckpt_expe
     info->dense_format = d;
 }
 
-static ft_status_t ft_pm_from_config(const char *file, const ft_plan_model_opts_t *opts,
+FT_WARN_UNUSED static ft_status_t ft_pm_from_config(const char *file, const ft_plan_model_opts_t *opts,
                                      ft_plan_model_t **out, ft_plan_model_info_t *info)
 {
     char *json = NULL;
@@ -74,7 +74,7 @@ static ft_status_t ft_pm_from_config(const char *file, const ft_plan_model_opts_
 
 /* GGUF keeps the vocabulary in tokenizer arrays and says nothing about
  * tied embeddings: both come from the tensor table. */
-static ft_status_t ft_pm_gguf_meta(ft_src_model_t *src, const char *arch)
+FT_WARN_UNUSED static ft_status_t ft_pm_gguf_meta(ft_src_model_t *src, const char *arch)
 {
     char key[96];
     const ft_src_tensor_t *embd = ft_src_find_tensor(src, "token_embd.weight");
@@ -97,7 +97,7 @@ static ft_dtype_t ft_pm_tensor_dtype(const ft_src_model_t *src, const char *name
     return t && t->dtype != FT_DTYPE_INVALID ? t->dtype : dflt;
 }
 
-static ft_status_t ft_pm_from_gguf(const char *path, const ft_plan_model_opts_t *opts,
+FT_WARN_UNUSED static ft_status_t ft_pm_from_gguf(const char *path, const ft_plan_model_opts_t *opts,
                                    ft_plan_model_t **out, ft_plan_model_info_t *info)
 {
     ft_src_model_t *src = NULL;

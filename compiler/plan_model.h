@@ -23,7 +23,7 @@ typedef struct ft_plan_model_info {
     int from_gguf;
 } ft_plan_model_info_t;
 
-ft_status_t ft_plan_model_load(const char *path, const ft_plan_model_opts_t *opts,
+FT_WARN_UNUSED ft_status_t ft_plan_model_load(const char *path, const ft_plan_model_opts_t *opts,
                                ft_plan_model_t **out_shape, ft_plan_model_info_t *out_info);
 
 #endif

@@ -21,19 +21,19 @@ typedef struct ft_compile_plan {
  * (ft_pack_target_dtype). calib (may be NULL) gives the planner each
  * expert's popularity. A plan that does not fit is FT_STATUS_OUT_OF_RANGE
  * with the planner's reason. Release with ft_compile_plan_release. */
-ft_status_t ft_compile_plan_solve(const ft_ir_model_t *model, const ft_compile_options_t *opts,
+FT_WARN_UNUSED ft_status_t ft_compile_plan_solve(const ft_ir_model_t *model, const ft_compile_options_t *opts,
                                   const ft_calibration_t *calib, ft_compile_plan_t *out);
 void ft_compile_plan_release(ft_compile_plan_t *cp);
 
 /* Sets plan->hw_profile (borrowed: it must outlive the message), budget
  * and partition from cp; every other allocation comes from arena. */
-ft_status_t ft_plan_add_partition(Ftplan__Plan *plan, const Fthw__Profile *hw,
+FT_WARN_UNUSED ft_status_t ft_plan_add_partition(Ftplan__Plan *plan, const Fthw__Profile *hw,
                                   const ft_compile_plan_t *cp, uint32_t n_layers,
                                   ft_arena_t *arena);
 
 /* Sets plan->calibration from c (counts borrowed: c must outlive the
  * message). */
-ft_status_t ft_plan_add_calibration(Ftplan__Plan *plan, const ft_calibration_t *c,
+FT_WARN_UNUSED ft_status_t ft_plan_add_calibration(Ftplan__Plan *plan, const ft_calibration_t *c,
                                     ft_arena_t *arena);
 
 #endif

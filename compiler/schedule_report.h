@@ -14,6 +14,6 @@ void ft_schedule_print(const Ftplan__Plan *plan, FILE *out);
 /* Adds "schedule" (null without one): buffers, prologue, blocks (a list
  * of op lists) and epilogue; each op names its kind, buffers, weights and
  * the parameters its kind reads. */
-ft_status_t ft_schedule_json(const Ftplan__Plan *plan, json_t *obj);
+FT_WARN_UNUSED ft_status_t ft_schedule_json(const Ftplan__Plan *plan, json_t *obj);
 
 #endif

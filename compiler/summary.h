@@ -41,15 +41,15 @@ typedef struct ft_summary {
     const Ftplan__Plan *plan; /* bundles: the plan, for its partition (plan_report.h) */
 } ft_summary_t;
 
-ft_status_t ft_summary_from_ir(const ft_ir_model_t *model, ft_summary_t *out);
+FT_WARN_UNUSED ft_status_t ft_summary_from_ir(const ft_ir_model_t *model, ft_summary_t *out);
 /* plan_file: the plan file's bytes (for its hash). Strings point into plan. */
-ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_file,
+FT_WARN_UNUSED ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_file,
                                  uint64_t plan_bytes, ft_summary_t *out);
 void ft_summary_release(ft_summary_t *s);
 
 /* Human-readable; with_tensors adds one line per tensor. */
 void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out);
 /* One JSON object (keys documented in the README). */
-ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE *out);
+FT_WARN_UNUSED ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE *out);
 
 #endif

@@ -71,7 +71,7 @@ static uint64_t ft_rows_bytes(const ft_ir_tensor_t *t, ft_dtype_t d, uint64_t ro
 
 /* Checks up front that t can be written as `dst`, so that a bad request
  * fails before any output is produced. */
-static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t, ft_dtype_t dst)
+FT_WARN_UNUSED static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t, ft_dtype_t dst)
 {
     uint64_t rb;
     if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible_src(t->dtype)))
@@ -102,7 +102,7 @@ static void ft_pack_progress(ft_pack_ctx_t *c, uint64_t n)
         c->opts->progress(c->opts->progress_user, "weights", c->done, c->total);
 }
 
-static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
+FT_WARN_UNUSED static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
 {
     if (!c->buf_bytes)
         return FT_OK;
@@ -113,7 +113,7 @@ static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
 }
 
 /* Writes rows [row0, row0 + n_rows) of t, converted to dst. */
-static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
+FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
                                 uint64_t row0, uint64_t n_rows)
 {
     const uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
@@ -167,7 +167,7 @@ static int ft_is_expert_stack(const ft_ir_tensor_t *t)
            t->role == FT_ROLE_FFN_DOWN_EXPS;
 }
 
-static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, ft_packed_weights_t *pw)
+FT_WARN_UNUSED static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, ft_packed_weights_t *pw)
 {
     const ft_ir_model_t *m = c->m;
     for (uint32_t i = 0; i < m->n_tensors; i++) {
@@ -188,7 +188,7 @@ static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, ft_packed_weights_t *pw)
 }
 
 /* One MoE layer: expert e = [gate_e | up_e | down_e], each part aligned. */
-static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, ft_packed_weights_t *pw, uint32_t layer)
+FT_WARN_UNUSED static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, ft_packed_weights_t *pw, uint32_t layer)
 {
     const ft_ir_model_t *m = c->m;
     const ft_tensor_role_t roles[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS,
@@ -231,7 +231,7 @@ static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, ft_packed_weights_t *p
     return st;
 }
 
-static ft_status_t ft_pack_open_sources(ft_pack_ctx_t *c)
+FT_WARN_UNUSED static ft_status_t ft_pack_open_sources(ft_pack_ctx_t *c)
 {
     c->maps = calloc(c->m->n_files ? c->m->n_files : 1, sizeof(*c->maps));
     if (!c->maps)

@@ -38,7 +38,7 @@ typedef struct ft_packed_weights {
 ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts);
 
 /* Writes path; fills *out (free with ft_packed_weights_release). */
-ft_status_t ft_weights_pack(const ft_ir_model_t *model, const ft_compile_options_t *opts,
+FT_WARN_UNUSED ft_status_t ft_weights_pack(const ft_ir_model_t *model, const ft_compile_options_t *opts,
                             const char *path, ft_packed_weights_t *out);
 void ft_packed_weights_release(ft_packed_weights_t *pw);
 

@@ -15,7 +15,7 @@ const ft_dtype_t ft_hwp_gemv_formats[FT_HWP_N_GEMV_FORMATS] = {
 
 static const uint32_t ft_hwp_shapes[][2] = {{768, 2048}, {2048, 768}};
 
-static ft_status_t ft_hwp_gemv_one(ft_threadpool_t *pool, ft_dtype_t t, uint32_t rows, uint32_t cols,
+FT_WARN_UNUSED static ft_status_t ft_hwp_gemv_one(ft_threadpool_t *pool, ft_dtype_t t, uint32_t rows, uint32_t cols,
                                    uint64_t bytes, uint32_t n_runs, Fthw__GemvRate **out)
 {
     ft_hwp_gemv_t *g = NULL;

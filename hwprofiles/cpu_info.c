@@ -65,7 +65,7 @@ static int ft_hwp_isa(Fthw__Cpu *cpu, const char *flags)
 
 /* Model and flags from the first processor's block; physical cores as the
  * number of distinct (physical id, core id) pairs. */
-static ft_status_t ft_hwp_cpuinfo(Fthw__Cpu *cpu, uint32_t *out_physical)
+FT_WARN_UNUSED static ft_status_t ft_hwp_cpuinfo(Fthw__Cpu *cpu, uint32_t *out_physical)
 {
     *out_physical = 0;
     FILE *fp = fopen(FT_HWP_CPUINFO, "r");
@@ -159,7 +159,7 @@ static uint32_t ft_hwp_count_list(const char *s)
     return n;
 }
 
-static ft_status_t ft_hwp_caches(Fthw__Cpu *cpu)
+FT_WARN_UNUSED static ft_status_t ft_hwp_caches(Fthw__Cpu *cpu)
 {
     for (int i = 0; i < 16; i++) {
         char path[128], level[16], type[32], size[32], shared[256];

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-static ft_status_t ft_hwp_dram_one(uint32_t n_threads, uint64_t bytes, uint32_t n_runs,
+FT_WARN_UNUSED static ft_status_t ft_hwp_dram_one(uint32_t n_threads, uint64_t bytes, uint32_t n_runs,
                                    Fthw__Figure **out)
 {
     double gbs[FT_MEMBW_MAX_RUNS];

@@ -41,7 +41,7 @@ static float ft_hwp_rand(uint64_t *s)
 }
 
 /* Quantizes one random matrix into g->w and copies it to every slot. */
-static ft_status_t ft_hwp_gemv_fill(ft_hwp_gemv_t *g)
+FT_WARN_UNUSED static ft_status_t ft_hwp_gemv_fill(ft_hwp_gemv_t *g)
 {
     float *row = malloc(g->cols * sizeof(float));
     if (!row)

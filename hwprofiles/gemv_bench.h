@@ -18,7 +18,7 @@ typedef struct ft_hwp_gemv ft_hwp_gemv_t;
 
 /* total_bytes of weights (rounded up to whole matrices, at least one).
  * The matrices hold a quantized random matrix, copied. */
-ft_status_t ft_hwp_gemv_create(ft_threadpool_t *pool, ft_dtype_t wtype, uint32_t rows, uint32_t cols,
+FT_WARN_UNUSED ft_status_t ft_hwp_gemv_create(ft_threadpool_t *pool, ft_dtype_t wtype, uint32_t rows, uint32_t cols,
                                uint64_t total_bytes, ft_hwp_gemv_t **out);
 void ft_hwp_gemv_destroy(ft_hwp_gemv_t *g);
 

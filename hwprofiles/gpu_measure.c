@@ -41,7 +41,7 @@ typedef struct ft_hwp_gpu_ctx {
     } while (0)
 
 /* Milliseconds between ev0 and ev1 after ev1 completes. */
-static ft_status_t ft_hwp_elapsed(ft_hwp_gpu_ctx_t *g, double *out_s)
+FT_WARN_UNUSED static ft_status_t ft_hwp_elapsed(ft_hwp_gpu_ctx_t *g, double *out_s)
 {
     float ms = 0;
     FT_CU(cuEventSynchronize(g->ev1), "cuEventSynchronize");
@@ -51,7 +51,7 @@ static ft_status_t ft_hwp_elapsed(ft_hwp_gpu_ctx_t *g, double *out_s)
 }
 
 /* k copies of size bytes in one direction, back to back; GB/s. */
-static ft_status_t ft_hwp_copy_run(ft_hwp_gpu_ctx_t *g, int h2d, size_t size, uint32_t k, double *gbs)
+FT_WARN_UNUSED static ft_status_t ft_hwp_copy_run(ft_hwp_gpu_ctx_t *g, int h2d, size_t size, uint32_t k, double *gbs)
 {
     size_t span = g->host_bytes < g->dev_bytes ? g->host_bytes : g->dev_bytes;
     size_t slots = span / size ? span / size : 1;
@@ -70,7 +70,7 @@ static ft_status_t ft_hwp_copy_run(ft_hwp_gpu_ctx_t *g, int h2d, size_t size, ui
     return st;
 }
 
-static ft_status_t ft_hwp_copies(ft_hwp_gpu_ctx_t *g, int h2d, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_copies(ft_hwp_gpu_ctx_t *g, int h2d, Fthw__Gpu *out)
 {
     static const size_t sizes[] = {64u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
     double gbs[FT_HWP_MAX_RUNS];
@@ -114,7 +114,7 @@ static ft_status_t ft_hwp_copies(ft_hwp_gpu_ctx_t *g, int h2d, Fthw__Gpu *out)
 
 /* Expert-sized blobs from scattered (4 KiB aligned) host offsets into
  * device slots, the pattern of cache misses at decode. */
-static ft_status_t ft_hwp_gather(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_gather(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
 {
     size_t blob = FT_HWP_EXPERT_BYTES, n_host = g->host_bytes / blob, n_dev = g->dev_bytes / blob;
     if (n_host < 2 || n_dev < 1)
@@ -142,7 +142,7 @@ static ft_status_t ft_hwp_gather(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
 }
 
 /* Device memory: a device-to-device copy reads and writes each byte. */
-static ft_status_t ft_hwp_hbm(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_hbm(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
 {
     size_t half = g->dev_bytes / 2;
     double gbs[FT_HWP_MAX_RUNS];
@@ -162,7 +162,7 @@ static ft_status_t ft_hwp_hbm(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
     return out->hbm_gbs ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "hbm figure: out of memory");
 }
 
-static ft_status_t ft_hwp_launch(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_launch(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
 {
     ft_cu_module mod = NULL;
     ft_cu_function fn = NULL;
@@ -195,7 +195,7 @@ static ft_status_t ft_hwp_launch(ft_hwp_gpu_ctx_t *g, Fthw__Gpu *out)
 
 /* H2D copies queued on the stream while the CPU runs Q4_K expert GEMVs on
  * every thread; each side's rate over the window in which both ran. */
-static ft_status_t ft_hwp_overlap(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_overlap(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, Fthw__Gpu *out)
 {
     ft_hwp_gemv_t *gemv = NULL;
     ft_status_t st = ft_hwp_gemv_create(g->pool, FT_DTYPE_Q4_K, 768, 2048, gemv_bytes, &gemv);
@@ -242,7 +242,7 @@ static ft_status_t ft_hwp_overlap(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, Fthw
 
 #undef FT_CU
 
-static ft_status_t ft_hwp_gpu_figures(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, Fthw__Gpu *out)
+FT_WARN_UNUSED static ft_status_t ft_hwp_gpu_figures(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, Fthw__Gpu *out)
 {
     const ft_profile_options_t *o = g->opts;
     ft_status_t st;
@@ -260,7 +260,7 @@ static ft_status_t ft_hwp_gpu_figures(ft_hwp_gpu_ctx_t *g, uint64_t gemv_bytes, 
 }
 
 /* Context, buffers and stream for one device, then the figures. */
-static ft_status_t ft_hwp_gpu_one(const ft_cuda_api_t *cu, int ordinal, const ft_profile_options_t *opts,
+FT_WARN_UNUSED static ft_status_t ft_hwp_gpu_one(const ft_cuda_api_t *cu, int ordinal, const ft_profile_options_t *opts,
                                   ft_threadpool_t *pool, uint64_t gemv_bytes, Fthw__Gpu *out)
 {
     ft_cu_device dev;
@@ -323,7 +323,7 @@ static ft_status_t ft_hwp_gpu_one(const ft_cuda_api_t *cu, int ordinal, const ft
 }
 
 /* Records why there is no GPU in the profile; not an error. */
-static ft_status_t ft_hwp_no_gpu(Fthw__Profile *p, ft_status_t why)
+FT_WARN_UNUSED static ft_status_t ft_hwp_no_gpu(Fthw__Profile *p, ft_status_t why)
 {
     char note[512];
     snprintf(note, sizeof(note), "no GPU: %s", ft_status_message(why));

@@ -8,7 +8,7 @@
 /* lib_name: the driver library to open (NULL: "libcuda.so.1"); tests pass
  * a name that does not exist. gemv_bytes sizes the CPU side of the
  * overlap measurement. */
-ft_status_t ft_hwp_gpus(const ft_profile_options_t *opts, ft_threadpool_t *pool, const char *lib_name,
+FT_WARN_UNUSED ft_status_t ft_hwp_gpus(const ft_profile_options_t *opts, ft_threadpool_t *pool, const char *lib_name,
                         uint64_t gemv_bytes, Fthw__Profile *p);
 
 #endif

@@ -27,7 +27,7 @@ static void ft_hwp_progress(const ft_profile_options_t *o, const char *stage, do
         o->progress(o->progress_user, stage, f);
 }
 
-static ft_status_t ft_hwp_measure_cpu(const ft_profile_options_t *opts, ft_threadpool_t *pool,
+FT_WARN_UNUSED static ft_status_t ft_hwp_measure_cpu(const ft_profile_options_t *opts, ft_threadpool_t *pool,
                                       Fthw__Cpu *cpu, uint64_t *out_gemv_bytes)
 {
     ft_hwp_progress(opts, "CPU facts", 0.0);

@@ -31,11 +31,11 @@ void ft_profile_options_init(ft_profile_options_t *opts);
 /* Measures the machine. *out is released with
  * fthw__profile__free_unpacked(*out, NULL). No GPU (no driver, no device)
  * is not an error: the profile then has no gpus and gpu_note says why. */
-ft_status_t ft_profile_measure(const ft_profile_options_t *opts, Fthw__Profile **out);
+FT_WARN_UNUSED ft_status_t ft_profile_measure(const ft_profile_options_t *opts, Fthw__Profile **out);
 
 /* The parts, for tests and for callers that want one figure. */
-ft_status_t ft_hwp_cpu_facts(Fthw__Cpu *cpu);
-ft_status_t ft_hwp_dram(const ft_profile_options_t *opts, uint64_t buffer_bytes, Fthw__Cpu *cpu);
+FT_WARN_UNUSED ft_status_t ft_hwp_cpu_facts(Fthw__Cpu *cpu);
+FT_WARN_UNUSED ft_status_t ft_hwp_dram(const ft_profile_options_t *opts, uint64_t buffer_bytes, Fthw__Cpu *cpu);
 
 /* The formats measured (those the CPU kernels compute). */
 #define FT_HWP_N_GEMV_FORMATS 10
@@ -43,7 +43,7 @@ extern const ft_dtype_t ft_hwp_gemv_formats[FT_HWP_N_GEMV_FORMATS];
 
 /* Per format and expert shape, weight GB/s on the pool's threads; bytes:
  * weights per pass. Progress runs from frac0 to frac1. */
-ft_status_t ft_hwp_cpu_gemv(ft_threadpool_t *pool, const ft_profile_options_t *opts, uint64_t bytes,
+FT_WARN_UNUSED ft_status_t ft_hwp_cpu_gemv(ft_threadpool_t *pool, const ft_profile_options_t *opts, uint64_t bytes,
                             Fthw__Cpu *cpu, double frac0, double frac1);
 
 #endif

@@ -111,7 +111,7 @@ void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_
 }
 
 /* One expected tensor: role, layer and the shape the hyperparameters imply. */
-static ft_status_t ft_ir_expect(const ft_ir_model_t *m, ft_tensor_role_t role, int32_t layer,
+FT_WARN_UNUSED static ft_status_t ft_ir_expect(const ft_ir_model_t *m, ft_tensor_role_t role, int32_t layer,
                                 uint32_t n_dims, uint64_t d0, uint64_t d1, uint64_t d2)
 {
     const ft_ir_tensor_t *t = ft_ir_find(m, role, layer);
@@ -140,7 +140,7 @@ static ft_status_t ft_ir_expect(const ft_ir_model_t *m, ft_tensor_role_t role, i
     return FT_OK;
 }
 
-static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, const ft_ir_tensor_t *t)
+FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, const ft_ir_tensor_t *t)
 {
     if (t->n_dims == 0 || t->n_dims > FT_MAX_DIMS)
         return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has %u dimensions", m->source_name,

@@ -128,7 +128,7 @@ typedef struct ft_ir_model {
     ft_ir_tokenizer_t tok;
 } ft_ir_model_t;
 
-ft_status_t ft_ir_model_create(ft_ir_model_t **out_model);
+FT_WARN_UNUSED ft_status_t ft_ir_model_create(ft_ir_model_t **out_model);
 void ft_ir_model_destroy(ft_ir_model_t *model);
 
 const char *ft_tensor_role_name(ft_tensor_role_t role);
@@ -146,7 +146,7 @@ void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_
 
 /* Checks that every tensor the blocks need exists with the shape the
  * hyperparameters imply, and that byte sizes agree with formats. */
-ft_status_t ft_ir_model_validate(const ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_ir_model_validate(const ft_ir_model_t *model);
 
 /* A stable text rendering of everything but where the bytes come from
  * (files, offsets): two imports of the same weights print the same text,

@@ -36,7 +36,7 @@ static uint32_t ft_meta_probe(const ft_meta_t *meta, const char *key)
     return h;
 }
 
-static ft_status_t ft_meta_grow(ft_meta_t *meta)
+FT_WARN_UNUSED static ft_status_t ft_meta_grow(ft_meta_t *meta)
 {
     if (meta->cap_entries >= (1u << 28))
         return ft_status_make(FT_STATUS_OUT_OF_RANGE, "too many metadata keys");

@@ -48,12 +48,12 @@ void ft_meta_release(ft_meta_t *meta); /* frees the entry array only */
 
 /* Adders copy the key and string into the arena. A later add of the same
  * key replaces the earlier value. */
-ft_status_t ft_meta_add_int(ft_meta_t *meta, const char *key, int64_t v);
-ft_status_t ft_meta_add_float(ft_meta_t *meta, const char *key, double v);
-ft_status_t ft_meta_add_bool(ft_meta_t *meta, const char *key, int v);
-ft_status_t ft_meta_add_string(ft_meta_t *meta, const char *key, const char *s, uint64_t len);
-ft_status_t ft_meta_add_array(ft_meta_t *meta, const char *key, const double *v, uint64_t n);
-ft_status_t ft_meta_add_null(ft_meta_t *meta, const char *key);
+FT_WARN_UNUSED ft_status_t ft_meta_add_int(ft_meta_t *meta, const char *key, int64_t v);
+FT_WARN_UNUSED ft_status_t ft_meta_add_float(ft_meta_t *meta, const char *key, double v);
+FT_WARN_UNUSED ft_status_t ft_meta_add_bool(ft_meta_t *meta, const char *key, int v);
+FT_WARN_UNUSED ft_status_t ft_meta_add_string(ft_meta_t *meta, const char *key, const char *s, uint64_t len);
+FT_WARN_UNUSED ft_status_t ft_meta_add_array(ft_meta_t *meta, const char *key, const double *v, uint64_t n);
+FT_WARN_UNUSED ft_status_t ft_meta_add_null(ft_meta_t *meta, const char *key);
 
 const ft_meta_entry_t *ft_meta_find(const ft_meta_t *meta, const char *key);
 
@@ -67,7 +67,7 @@ const char *ft_meta_get_string(const ft_meta_t *meta, const char *key);
 /* A required positive 32-bit count: a clear error naming `where` (the
  * source file) and the key when it is missing, not an integer, or outside
  * [min, max]. */
-ft_status_t ft_meta_require_u32(const ft_meta_t *meta, const char *where, const char *key,
+FT_WARN_UNUSED ft_status_t ft_meta_require_u32(const ft_meta_t *meta, const char *where, const char *key,
                                 uint32_t min, uint32_t max, uint32_t *out);
 
 #endif

@@ -77,15 +77,15 @@ typedef struct ft_ir_schedule {
 /* ---- building a schedule (for lowerings in models/) ----------------- */
 
 /* An empty schedule of n_blocks blocks, its memory in model->arena. */
-ft_status_t ft_sched_init(ft_ir_schedule_t *s, const ft_ir_model_t *model, uint32_t n_blocks);
+FT_WARN_UNUSED ft_status_t ft_sched_init(ft_ir_schedule_t *s, const ft_ir_model_t *model, uint32_t n_blocks);
 /* Adds a buffer; returns its index. At most 16 (a lowering's fixed set). */
-ft_status_t ft_sched_buffer(ft_ir_schedule_t *s, const char *name, ft_buf_kind_t kind, uint32_t width,
+FT_WARN_UNUSED ft_status_t ft_sched_buffer(ft_ir_schedule_t *s, const char *name, ft_buf_kind_t kind, uint32_t width,
                             uint32_t *out_index);
 /* Appends op to a list (copied), growing it in the model's arena. */
-ft_status_t ft_sched_push(const ft_ir_model_t *model, ft_ir_ops_t *list, const ft_ir_op_t *op);
+FT_WARN_UNUSED ft_status_t ft_sched_push(const ft_ir_model_t *model, ft_ir_ops_t *list, const ft_ir_op_t *op);
 /* The index of the tensor with this role in this layer (-1: global), or a
  * FORMAT status naming what is missing. */
-ft_status_t ft_sched_weight(const ft_ir_model_t *model, ft_tensor_role_t role, int32_t layer,
+FT_WARN_UNUSED ft_status_t ft_sched_weight(const ft_ir_model_t *model, ft_tensor_role_t role, int32_t layer,
                             uint32_t *out_index);
 
 const char *ft_op_kind_name(ft_op_kind_t kind);

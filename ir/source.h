@@ -49,7 +49,7 @@ typedef struct ft_src_model {
 } ft_src_model_t;
 
 /* Creates an empty source model with its own arena. */
-ft_status_t ft_src_model_create(ft_src_kind_t kind, const char *path, ft_src_model_t **out_src);
+FT_WARN_UNUSED ft_status_t ft_src_model_create(ft_src_kind_t kind, const char *path, ft_src_model_t **out_src);
 void ft_src_model_destroy(ft_src_model_t *src);
 
 /* Linear lookup by name; NULL when absent. */

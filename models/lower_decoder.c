@@ -17,7 +17,7 @@ typedef struct ft_lower_bufs {
     uint32_t x, h, q, k, v, att, o, logits;
 } ft_lower_bufs_t;
 
-static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
+FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
 {
     uint32_t q_dim = 0, kv_dim = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
@@ -54,12 +54,12 @@ static ft_ir_op_t ft_op(ft_op_kind_t kind, uint32_t in, uint32_t out)
     return op;
 }
 
-static ft_status_t ft_op_weight(const ft_ir_model_t *m, ft_ir_op_t *op, ft_tensor_role_t role, int32_t layer)
+FT_WARN_UNUSED static ft_status_t ft_op_weight(const ft_ir_model_t *m, ft_ir_op_t *op, ft_tensor_role_t role, int32_t layer)
 {
     return ft_sched_weight(m, role, layer, &op->weights[op->n_weights++]);
 }
 
-static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
+FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
                                       ft_ir_ops_t *ops)
 {
     const ft_ir_attention_t *a = &m->blocks[l].attn;
@@ -113,7 +113,7 @@ static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uint32_t l, const 
     return FT_OK;
 }
 
-static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
+FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
 {
     const ft_ir_block_t *blk = &m->blocks[l];
     const int32_t li = (int32_t)l;

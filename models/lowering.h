@@ -7,6 +7,6 @@
 #include "schedule.h"
 
 /* Pre-norm GQA attention + routed MoE FFN per block (lower_decoder.c). */
-ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *model, ft_ir_schedule_t *out);
+FT_WARN_UNUSED ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *model, ft_ir_schedule_t *out);
 
 #endif

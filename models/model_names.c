@@ -75,7 +75,7 @@ static uint64_t ft_name_hash(const char *s)
     return h;
 }
 
-static ft_status_t ft_name_index_build(ft_name_index_t *ix, const ft_src_model_t *src)
+FT_WARN_UNUSED static ft_status_t ft_name_index_build(ft_name_index_t *ix, const ft_src_model_t *src)
 {
     memset(ix, 0, sizeof(*ix));
     ix->src = src;
@@ -145,7 +145,7 @@ static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
     }
 }
 
-static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tensor_role_t role,
+FT_WARN_UNUSED static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tensor_role_t role,
                                     int32_t layer, ft_ir_tensor_t **out)
 {
     ft_ir_tensor_t *t = &m->tensors[m->n_tensors++];
@@ -157,7 +157,7 @@ static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tenso
 }
 
 /* A single source tensor -> IR tensor with one piece. */
-static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
+FT_WARN_UNUSED static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
                                  const char *ir_name, ft_tensor_role_t role, int32_t layer, int *found)
 {
     const ft_src_tensor_t *s = ft_name_take(ix, src_name);
@@ -183,7 +183,7 @@ static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const ch
  * "model.layers.L.<fmt % E>.weight", or with gguf_split set the split
  * experts older llama GGUF files (Mixtral) carry, "blk.L.<fmt>.E.weight",
  * which llama.cpp still loads as views of the merged stack. */
-static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, const char *fmt,
+FT_WARN_UNUSED static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, const char *fmt,
                                         int gguf_split, uint32_t layer, uint32_t n_experts,
                                         const char *ir_name, ft_tensor_role_t role, int *found)
 {
@@ -237,7 +237,7 @@ static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_ir_model_t *m, c
     return FT_OK;
 }
 
-static ft_status_t ft_copy_tokenizer(const ft_src_model_t *src, ft_ir_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_copy_tokenizer(const ft_src_model_t *src, ft_ir_model_t *m)
 {
     const ft_ir_tokenizer_t *s = &src->tok;
     ft_ir_tokenizer_t *d = &m->tok;
@@ -270,7 +270,7 @@ static ft_status_t ft_copy_tokenizer(const ft_src_model_t *src, ft_ir_model_t *m
     return FT_OK;
 }
 
-static ft_status_t ft_copy_files(const ft_src_model_t *src, ft_ir_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_copy_files(const ft_src_model_t *src, ft_ir_model_t *m)
 {
     m->source_format = src->kind == FT_SRC_GGUF ? "gguf" : "safetensors";
     const char *base = strrchr(src->path, '/');
@@ -296,7 +296,7 @@ static ft_status_t ft_copy_files(const ft_src_model_t *src, ft_ir_model_t *m)
     return FT_OK;
 }
 
-static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m)
 {
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);

@@ -12,6 +12,6 @@
 /* Expects m->hp and m->blocks filled. Copies files, tokenizer and tensors
  * from src into m's arena. Every source tensor must be claimed: a tensor
  * the architecture does not know is an error naming it. */
-ft_status_t ft_model_names_collect(const ft_src_model_t *src, ft_ir_model_t *m);
+FT_WARN_UNUSED ft_status_t ft_model_names_collect(const ft_src_model_t *src, ft_ir_model_t *m);
 
 #endif

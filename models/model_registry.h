@@ -10,14 +10,14 @@
 
 /* Picks the family from GGUF general.architecture or HF architectures[0]
  * and builds a validated IR. The IR keeps no pointer into `src`. */
-ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_model);
+FT_WARN_UNUSED ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_model);
 
 /* Lowers a validated IR to its op schedule (ir/schedule.h), the family's
  * lowering chosen by hp.arch; memory in model's arena. */
-ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out);
+FT_WARN_UNUSED ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out);
 
 /* Per family. */
-ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
-ft_status_t ft_mixtral_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_mixtral_build(const ft_src_model_t *src, ft_ir_model_t *model);
 
 #endif

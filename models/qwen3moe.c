@@ -53,7 +53,7 @@ static const char *ft_q3_where(const ft_src_model_t *src)
     return src->kind == FT_SRC_HF ? "config.json" : src->path;
 }
 
-static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
+FT_WARN_UNUSED static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                              uint32_t *out)
 {
     char buf[96];
@@ -64,7 +64,7 @@ static ft_status_t ft_q3_u32(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t
 
 /* Optional count: keeps *out when the key is absent or JSON null
  * (transformers writes "head_dim": null for a MixtralConfig default). */
-static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
+FT_WARN_UNUSED static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint32_t max,
                                  uint32_t *out)
 {
     char buf[96];
@@ -74,7 +74,7 @@ static ft_status_t ft_q3_u32_opt(const ft_src_model_t *src, ft_q3_keys_t k, uint
     return ft_q3_u32(src, k, max, out);
 }
 
-static ft_status_t ft_q3_float(const ft_src_model_t *src, ft_q3_keys_t k, double lo, double hi,
+FT_WARN_UNUSED static ft_status_t ft_q3_float(const ft_src_model_t *src, ft_q3_keys_t k, double lo, double hi,
                                float *out)
 {
     char buf[96];
@@ -110,7 +110,7 @@ static int ft_q3_layer_is_moe(const ft_src_model_t *src, int mixtral, uint32_t l
  * llama GGUF files carry none) is recorded per block; 0 means full
  * attention. A window shorter than the context changes the logits once a
  * sequence outgrows it, so the runtime must honour it or refuse. */
-static ft_status_t ft_mx_sliding_window(const ft_src_model_t *src, const ft_ir_hparams_t *hp,
+FT_WARN_UNUSED static ft_status_t ft_mx_sliding_window(const ft_src_model_t *src, const ft_ir_hparams_t *hp,
                                         ft_ir_attention_t *a)
 {
     a->sliding_window = 0;
@@ -128,7 +128,7 @@ static ft_status_t ft_mx_sliding_window(const ft_src_model_t *src, const ft_ir_h
     return FT_OK;
 }
 
-static ft_status_t ft_q3_hparams(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m,
+FT_WARN_UNUSED static ft_status_t ft_q3_hparams(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m,
                                  ft_ir_block_t *proto)
 {
     ft_ir_hparams_t *hp = &m->hp;
@@ -211,7 +211,7 @@ static ft_status_t ft_q3_hparams(const ft_src_model_t *src, int mixtral, ft_ir_m
     return ft_q3_u32_opt(src, K_FFN, 1u << 22, &proto->dense_ffn);
 }
 
-static ft_status_t ft_q3_build(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_q3_build(const ft_src_model_t *src, int mixtral, ft_ir_model_t *m)
 {
     ft_ir_block_t proto = {0};
     ft_status_t st = ft_q3_hparams(src, mixtral, m, &proto);

@@ -230,7 +230,7 @@ static const char *ft_shape_hf_family(const ft_meta_t *meta)
     return NULL;
 }
 
-static ft_status_t ft_shape_check_formats(const char *where, ft_dtype_t e, ft_dtype_t d)
+FT_WARN_UNUSED static ft_status_t ft_shape_check_formats(const char *where, ft_dtype_t e, ft_dtype_t d)
 {
     if (!ft_dtype_info(e) || !ft_dtype_info(d))
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,

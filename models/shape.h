@@ -49,7 +49,7 @@
  * the source in messages. Missing keys, non-integers and sizes outside
  * sane bounds are errors naming the key. *out is one allocation, released
  * with ft_model_shape_free. */
-ft_status_t ft_model_shape(const ft_meta_t *meta, const char *where, int from_gguf,
+FT_WARN_UNUSED ft_status_t ft_model_shape(const ft_meta_t *meta, const char *where, int from_gguf,
                            ft_dtype_t expert_format, ft_dtype_t dense_format,
                            ft_plan_model_t **out);
 
@@ -57,7 +57,7 @@ ft_status_t ft_model_shape(const ft_meta_t *meta, const char *where, int from_gg
  * tensor's element count, re-counted in the given formats by the rules
  * above) and its KV geometry. For a model both can describe, it equals
  * ft_model_shape's. */
-ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert_format,
+FT_WARN_UNUSED ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert_format,
                                    ft_dtype_t dense_format, ft_plan_model_t **out);
 
 void ft_model_shape_free(ft_plan_model_t *shape);

@@ -24,7 +24,7 @@ typedef struct ft_ds3_dims {
     uint32_t n_experts, n_used, expert_ffn, n_shared, dense_ffn, first_dense, moe_freq;
 } ft_ds3_dims_t;
 
-static ft_status_t ft_ds3_dims(ft_shape_ctx_t *c, ft_ds3_dims_t *s)
+FT_WARN_UNUSED static ft_status_t ft_ds3_dims(ft_shape_ctx_t *c, ft_ds3_dims_t *s)
 {
     ft_status_t st;
     memset(s, 0, sizeof(*s));
@@ -93,7 +93,7 @@ static void ft_ds3_layer(ft_shape_ctx_t *c, const ft_ds3_dims_t *s, uint32_t l, 
     ft_ds_moe(c, L, s->d, s->n_experts, s->n_used, s->expert_ffn, s->n_shared);
 }
 
-static ft_status_t ft_ds_done(ft_shape_ctx_t *c, ft_plan_model_t *m, ft_status_t st,
+FT_WARN_UNUSED static ft_status_t ft_ds_done(ft_shape_ctx_t *c, ft_plan_model_t *m, ft_status_t st,
                               ft_plan_model_t **out)
 {
     if (!st) st = ft_shape_finish(c, m);
@@ -128,7 +128,7 @@ typedef struct ft_ds4_dims {
     const ft_meta_entry_t *ratios;
 } ft_ds4_dims_t;
 
-static ft_status_t ft_ds4_dims(ft_shape_ctx_t *c, ft_ds4_dims_t *s)
+FT_WARN_UNUSED static ft_status_t ft_ds4_dims(ft_shape_ctx_t *c, ft_ds4_dims_t *s)
 {
     ft_status_t st;
     memset(s, 0, sizeof(*s));
@@ -166,7 +166,7 @@ static ft_status_t ft_ds4_dims(ft_shape_ctx_t *c, ft_ds4_dims_t *s)
 }
 
 /* The compress ratio of layer l: 0 (window only) or a positive integer. */
-static ft_status_t ft_ds4_ratio(ft_shape_ctx_t *c, const ft_ds4_dims_t *s, uint32_t l, uint32_t *r)
+FT_WARN_UNUSED static ft_status_t ft_ds4_ratio(ft_shape_ctx_t *c, const ft_ds4_dims_t *s, uint32_t l, uint32_t *r)
 {
     double v = s->ratios->arr[l];
     if (!(v >= 0 && v <= 65536) || v != (double)(uint32_t)v)
@@ -191,7 +191,7 @@ static void ft_ds4_compressor(ft_shape_ctx_t *c, ft_plan_layer_t *L, uint32_t d,
         ft_shape_add(c, L->state_bytes, ft_shape_mul3(c, 2 * (uint64_t)r * coff, width, 4));
 }
 
-static ft_status_t ft_ds4_layer(ft_shape_ctx_t *c, const ft_ds4_dims_t *s, uint32_t l,
+FT_WARN_UNUSED static ft_status_t ft_ds4_layer(ft_shape_ctx_t *c, const ft_ds4_dims_t *s, uint32_t l,
                                 ft_plan_layer_t *L)
 {
     uint32_t r = 0;

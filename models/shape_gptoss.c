@@ -12,7 +12,7 @@ typedef struct ft_oss_dims {
 } ft_oss_dims_t;
 
 /* The HF key, or the name the original (non-transformers) config uses. */
-static ft_status_t ft_oss_u32_either(ft_shape_ctx_t *c, const char *hf, const char *orig,
+FT_WARN_UNUSED static ft_status_t ft_oss_u32_either(ft_shape_ctx_t *c, const char *hf, const char *orig,
                                      uint32_t min, uint32_t max, uint32_t *out)
 {
     if (!ft_shape_find(c, hf) && ft_shape_find(c, orig))
@@ -20,7 +20,7 @@ static ft_status_t ft_oss_u32_either(ft_shape_ctx_t *c, const char *hf, const ch
     return ft_shape_u32(c, hf, min, max, out);
 }
 
-static ft_status_t ft_oss_dims(ft_shape_ctx_t *c, ft_oss_dims_t *o)
+FT_WARN_UNUSED static ft_status_t ft_oss_dims(ft_shape_ctx_t *c, ft_oss_dims_t *o)
 {
     ft_status_t st;
     memset(o, 0, sizeof(*o));
@@ -41,7 +41,7 @@ static ft_status_t ft_oss_dims(ft_shape_ctx_t *c, ft_oss_dims_t *o)
 }
 
 /* layer_types when listed; else transformers' default: even layers slide. */
-static ft_status_t ft_oss_sliding(ft_shape_ctx_t *c, uint32_t l, int *sliding)
+FT_WARN_UNUSED static ft_status_t ft_oss_sliding(ft_shape_ctx_t *c, uint32_t l, int *sliding)
 {
     const char *t = ft_shape_layer_type(c, l);
     if (!t) {

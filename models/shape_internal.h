@@ -27,10 +27,10 @@ typedef struct ft_shape_ctx {
 } ft_shape_ctx_t;
 
 /* Required count in [min, max]: an error naming where and the full key. */
-ft_status_t ft_shape_u32(ft_shape_ctx_t *c, const char *key, uint32_t min, uint32_t max,
+FT_WARN_UNUSED ft_status_t ft_shape_u32(ft_shape_ctx_t *c, const char *key, uint32_t min, uint32_t max,
                          uint32_t *out);
 /* Optional: keeps *out (the default) when the key is absent or null. */
-ft_status_t ft_shape_u32_opt(ft_shape_ctx_t *c, const char *key, uint32_t min, uint32_t max,
+FT_WARN_UNUSED ft_status_t ft_shape_u32_opt(ft_shape_ctx_t *c, const char *key, uint32_t min, uint32_t max,
                              uint32_t *out);
 /* Optional boolean; keeps *out when absent. */
 void ft_shape_bool_opt(const ft_shape_ctx_t *c, const char *key, int *out);
@@ -58,20 +58,20 @@ void ft_shape_dense_ffn(ft_shape_ctx_t *c, ft_plan_layer_t *l, uint64_t d, uint6
 
 /* Allocates the shape (model + n_layers zeroed layers + the arch string in
  * one block) and fills the global fields. */
-ft_status_t ft_shape_alloc(const char *arch, uint32_t n_layers, uint32_t d_model, uint32_t vocab,
+FT_WARN_UNUSED ft_status_t ft_shape_alloc(const char *arch, uint32_t n_layers, uint32_t d_model, uint32_t vocab,
                            ft_plan_model_t **out);
 /* Embedding and output head: vocab x d each in the dense format; a tied
  * head is counted once, as output_bytes (the embedding rows are read from
  * the same tensor, so embed_bytes = 0). */
 void ft_shape_embeddings(ft_shape_ctx_t *c, ft_plan_model_t *m, int tied);
 /* An overflow error when the sticky flag is set, else FT_OK. */
-ft_status_t ft_shape_finish(ft_shape_ctx_t *c, ft_plan_model_t *m);
+FT_WARN_UNUSED ft_status_t ft_shape_finish(ft_shape_ctx_t *c, ft_plan_model_t *m);
 
 /* Per family (shape_qwen.c, shape_gptoss.c, shape_deepseek.c). */
-ft_status_t ft_shape_qwen3moe(ft_shape_ctx_t *c, int from_gguf, ft_plan_model_t **out);
-ft_status_t ft_shape_qwen3next(ft_shape_ctx_t *c, ft_plan_model_t **out);
-ft_status_t ft_shape_gptoss(ft_shape_ctx_t *c, ft_plan_model_t **out);
-ft_status_t ft_shape_deepseek3(ft_shape_ctx_t *c, ft_plan_model_t **out);
-ft_status_t ft_shape_deepseek4(ft_shape_ctx_t *c, ft_plan_model_t **out);
+FT_WARN_UNUSED ft_status_t ft_shape_qwen3moe(ft_shape_ctx_t *c, int from_gguf, ft_plan_model_t **out);
+FT_WARN_UNUSED ft_status_t ft_shape_qwen3next(ft_shape_ctx_t *c, ft_plan_model_t **out);
+FT_WARN_UNUSED ft_status_t ft_shape_gptoss(ft_shape_ctx_t *c, ft_plan_model_t **out);
+FT_WARN_UNUSED ft_status_t ft_shape_deepseek3(ft_shape_ctx_t *c, ft_plan_model_t **out);
+FT_WARN_UNUSED ft_status_t ft_shape_deepseek4(ft_shape_ctx_t *c, ft_plan_model_t **out);
 
 #endif

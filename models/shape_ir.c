@@ -10,7 +10,7 @@ static int ft_shape_ir_is_expert(ft_tensor_role_t r)
 
 /* One tensor of layer L: a [n_experts, rows, cols] expert stack counts one
  * expert's matrix; other 2-D tensors are dense matrices; 1-D are f32. */
-static ft_status_t ft_shape_ir_tensor(ft_shape_ctx_t *c, const ft_ir_tensor_t *t,
+FT_WARN_UNUSED static ft_status_t ft_shape_ir_tensor(ft_shape_ctx_t *c, const ft_ir_tensor_t *t,
                                       ft_plan_layer_t *L)
 {
     if (ft_shape_ir_is_expert(t->role)) {

@@ -35,7 +35,7 @@ typedef struct ft_qwen_dims {
 /* Keys: GGUF (after "qwen3moe.") or HF. */
 #define FT_QK(gguf_key, hf_key) (from_gguf ? (gguf_key) : (hf_key))
 
-static ft_status_t ft_shape_qwen_dims(ft_shape_ctx_t *c, int from_gguf, ft_qwen_dims_t *q)
+FT_WARN_UNUSED static ft_status_t ft_shape_qwen_dims(ft_shape_ctx_t *c, int from_gguf, ft_qwen_dims_t *q)
 {
     ft_status_t st;
     memset(q, 0, sizeof(*q));
@@ -79,7 +79,7 @@ static ft_status_t ft_shape_qwen_dims(ft_shape_ctx_t *c, int from_gguf, ft_qwen_
 
 /* The FFN half of a layer: routed experts (+ shared expert and its gate)
  * or a dense SwiGLU FFN, and the norm before it. */
-static ft_status_t ft_shape_qwen_ffn(ft_shape_ctx_t *c, const ft_qwen_dims_t *q, int is_moe,
+FT_WARN_UNUSED static ft_status_t ft_shape_qwen_ffn(ft_shape_ctx_t *c, const ft_qwen_dims_t *q, int is_moe,
                                      uint32_t l, ft_plan_layer_t *L)
 {
     ft_shape_vec(c, L, q->d); /* ffn_norm / post_attention_layernorm */
@@ -170,7 +170,7 @@ static void ft_shape_gdn(ft_shape_ctx_t *c, const ft_qwen_dims_t *q, const ft_gd
     L->state_bytes = ft_shape_add(c, state, conv);
 }
 
-static ft_status_t ft_shape_gdn_dims(ft_shape_ctx_t *c, ft_gdn_dims_t *g)
+FT_WARN_UNUSED static ft_status_t ft_shape_gdn_dims(ft_shape_ctx_t *c, ft_gdn_dims_t *g)
 {
     ft_status_t st;
     g->conv_k = 4;
@@ -187,7 +187,7 @@ static ft_status_t ft_shape_gdn_dims(ft_shape_ctx_t *c, ft_gdn_dims_t *g)
 
 /* Is layer l a full-attention layer? layer_types when listed, else every
  * full_attention_interval-th layer. */
-static ft_status_t ft_shape_qwen_is_full(ft_shape_ctx_t *c, const ft_gdn_dims_t *g, uint32_t l,
+FT_WARN_UNUSED static ft_status_t ft_shape_qwen_is_full(ft_shape_ctx_t *c, const ft_gdn_dims_t *g, uint32_t l,
                                          int *full)
 {
     const char *t = ft_shape_layer_type(c, l);

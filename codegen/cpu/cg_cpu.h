@@ -32,7 +32,7 @@ typedef struct ft_cg_cpu_kernel {
 
 /* The kernels ft_cg_cpu_emit emits for m and tensor_formats (same rules),
  * in emission order: *out is malloc'd (free()), *out_n entries. */
-ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
                               ft_cg_cpu_kernel_t **out, uint32_t *out_n);
 
 /* Emits the kernels m needs: one matmul per distinct (format, rows, cols)
@@ -46,19 +46,19 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
  * not compute are skipped (the runtime falls back for them). The source is
  * parsed through libclang before it is returned (errors name the kernel
  * and line). *out_source is malloc'd, NUL-terminated; free() it. */
-ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
                            const char *isa, char **out_source);
 
 /* Parses source through libclang with the flags of isa; any error becomes
  * a status "ft_kernels.c:LINE:COL: in kernel 'NAME': MESSAGE". */
-ft_status_t ft_cg_cpu_check(const char *source, const char *isa);
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_check(const char *source, const char *isa);
 
 /* Compiles source with the system compiler (`cc`, or $FT_CC) into a
  * shared object: fixed flags and file names in a private temporary
  * directory, so the same source gives the same bytes. Compiler errors are
  * reported with file:line:col and the kernel's name. *out_so is malloc'd
  * (free()), *out_len its size in bytes. */
-ft_status_t ft_cg_cpu_build(const char *source, const char *isa, uint8_t **out_so,
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_build(const char *source, const char *isa, uint8_t **out_so,
                             size_t *out_len);
 
 #endif

@@ -27,7 +27,7 @@ const char *const *ft_cg_cpu_isa_flags(const char *isa)
     return portable;
 }
 
-static ft_status_t ft_cg_write_file(const char *path, const void *data, size_t len)
+FT_WARN_UNUSED static ft_status_t ft_cg_write_file(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -39,7 +39,7 @@ static ft_status_t ft_cg_write_file(const char *path, const void *data, size_t l
 }
 
 /* Reads at most max bytes of path into a malloc'd buffer (+ NUL). */
-static ft_status_t ft_cg_read_file(const char *path, size_t max, uint8_t **out, size_t *out_len)
+FT_WARN_UNUSED static ft_status_t ft_cg_read_file(const char *path, size_t max, uint8_t **out, size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
@@ -66,7 +66,7 @@ static ft_status_t ft_cg_read_file(const char *path, size_t max, uint8_t **out, 
 
 /* The first "ft_kernels.c:L:C: error: ..." line of the compiler's output,
  * with the kernel it falls in. */
-static ft_status_t ft_cg_compile_error(const char *source, const char *log, int exit_code)
+FT_WARN_UNUSED static ft_status_t ft_cg_compile_error(const char *source, const char *log, int exit_code)
 {
     const char *p = strstr(log, FT_CG_SOURCE_NAME ":");
     for (; p; p = strstr(p + 1, FT_CG_SOURCE_NAME ":")) {

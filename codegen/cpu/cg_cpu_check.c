@@ -40,7 +40,7 @@ static const char *ft_cg_sig(unsigned op)
 
 /* Parses source; on success *out_tu is the translation unit (dispose it
  * and *out_idx). Errors become one status naming the first one. */
-static ft_status_t ft_cg_parse(const char *source, const char *isa, CXIndex *out_idx,
+FT_WARN_UNUSED static ft_status_t ft_cg_parse(const char *source, const char *isa, CXIndex *out_idx,
                                CXTranslationUnit *out_tu)
 {
     const char *args[24];

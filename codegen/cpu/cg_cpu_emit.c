@@ -86,7 +86,7 @@ static uint64_t ft_cg_act_row_bytes(uint32_t fmt, uint32_t cols)
     return k == 1 ? (uint64_t)cols / 32 * 34 : k == 2 ? (uint64_t)cols / 256 * 292 : (uint64_t)cols * 4;
 }
 
-static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
+FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
 {
     const ft_cg_fmt_t *f = ft_cg_fmt(k->format);
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;

@@ -23,7 +23,7 @@ int ft_cg_cpu_format_supported(uint32_t fmt);
 
 /* Emits the kernels reqs[0..n) for isa; override (NULL or n_override
  * entries) replaces templates by name. Checked through libclang. */
-ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const char *isa,
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const char *isa,
                                    const ft_cg_template_t *override, uint32_t n_override,
                                    char **out_source);
 
@@ -36,6 +36,6 @@ const char *const *ft_cg_cpu_isa_flags(const char *isa);
 
 /* Entry-table lines built by reading the annotated kernel signatures of
  * source through libclang (cg_cpu_check.c). *out is malloc'd. */
-ft_status_t ft_cg_cpu_entry_table(const char *source, const char *isa, char **out);
+FT_WARN_UNUSED ft_status_t ft_cg_cpu_entry_table(const char *source, const char *isa, char **out);
 
 #endif

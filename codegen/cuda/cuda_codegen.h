@@ -70,7 +70,7 @@ typedef struct ft_cg_cuda_spec {
  * tensors marked), uniform attention and MoE shapes. UNSUPPORTED names the
  * tensor or layer the CUDA kernels cannot compute (a format other than
  * F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, layers with differing head shapes). */
-ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_t *out_spec);
+FT_WARN_UNUSED ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_t *out_spec);
 
 /* 1 when the CUDA templates compute weight format wtype. */
 int ft_cg_cuda_supports(ft_dtype_t wtype);
@@ -103,12 +103,12 @@ typedef struct ft_cg_cuda_source {
 
 /* Emits the CUDA C for spec into out_source (filled; release with
  * ft_cg_cuda_source_free). Deterministic: same spec, same bytes. */
-ft_status_t ft_cg_cuda_emit(const ft_cg_cuda_spec_t *spec, ft_cg_cuda_source_t *out_source);
+FT_WARN_UNUSED ft_status_t ft_cg_cuda_emit(const ft_cg_cuda_spec_t *spec, ft_cg_cuda_source_t *out_source);
 void ft_cg_cuda_source_free(ft_cg_cuda_source_t *source);
 
 /* Adds a template section to an emitted source (used by tests to inject a
  * deliberately broken template; the emitter uses it for the real ones). */
-ft_status_t ft_cg_cuda_source_append(ft_cg_cuda_source_t *source, const char *section_name,
+FT_WARN_UNUSED ft_status_t ft_cg_cuda_source_append(ft_cg_cuda_source_t *source, const char *section_name,
                                      const char *text);
 
 /* Compiled images: one cubin per target ("sm_90") and PTX for the lowest
@@ -130,7 +130,7 @@ extern const uint32_t ft_cg_cuda_default_archs[6];
 
 /* Parses "sm_80,sm_90" (or "80,90") into archs (at most max entries,
  * ascending, no duplicates). INVALID_ARGUMENT names the bad item. */
-ft_status_t ft_cg_cuda_parse_archs(const char *list, uint32_t *archs, uint32_t max,
+FT_WARN_UNUSED ft_status_t ft_cg_cuda_parse_archs(const char *list, uint32_t *archs, uint32_t max,
                                    uint32_t *out_n);
 
 /* 1 when this build can compile (NVRTC found at configure time). */
@@ -141,7 +141,7 @@ int ft_cg_cuda_nvrtc_available(void);
  * also after a failure). UNAVAILABLE when built without NVRTC. A compile
  * error returns FORMAT with the target, the template section and kernels
  * the first error falls in, and NVRTC's log. */
-ft_status_t ft_cg_cuda_compile(const ft_cg_cuda_source_t *source, const uint32_t *archs, uint32_t n,
+FT_WARN_UNUSED ft_status_t ft_cg_cuda_compile(const ft_cg_cuda_source_t *source, const uint32_t *archs, uint32_t n,
                                ft_cg_cuda_images_t *out_images);
 void ft_cg_cuda_images_free(ft_cg_cuda_images_t *images);
 

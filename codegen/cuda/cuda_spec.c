@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-static ft_status_t ft_cg_cuda_add_matmul(ft_cg_cuda_spec_t *sp, const ft_ir_tensor_t *t,
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_add_matmul(ft_cg_cuda_spec_t *sp, const ft_ir_tensor_t *t,
                                          int experts)
 {
     if (!ft_cg_cuda_supports(t->dtype))

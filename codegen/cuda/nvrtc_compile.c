@@ -18,7 +18,7 @@ int ft_cg_cuda_nvrtc_available(void)
     return 1;
 }
 
-static ft_status_t ft_cg_nvrtc_status(nvrtcResult rc, const char *what, uint32_t sm)
+FT_WARN_UNUSED static ft_status_t ft_cg_nvrtc_status(nvrtcResult rc, const char *what, uint32_t sm)
 {
     if (rc == NVRTC_SUCCESS) return FT_OK;
     const ft_status_code_t code = rc == NVRTC_ERROR_OUT_OF_MEMORY    ? FT_STATUS_OUT_OF_MEMORY
@@ -48,7 +48,7 @@ static const ft_cg_cuda_section_t *ft_cg_nvrtc_blame(const ft_cg_cuda_source_t *
     return NULL;
 }
 
-static ft_status_t ft_cg_nvrtc_log_error(nvrtcProgram prog, const ft_cg_cuda_source_t *src,
+FT_WARN_UNUSED static ft_status_t ft_cg_nvrtc_log_error(nvrtcProgram prog, const ft_cg_cuda_source_t *src,
                                          uint32_t sm, int ptx)
 {
     size_t n = 0;
@@ -68,7 +68,7 @@ static ft_status_t ft_cg_nvrtc_log_error(nvrtcProgram prog, const ft_cg_cuda_sou
 }
 
 /* Compiles src for one target into img (cubin, or PTX when ptx != 0). */
-static ft_status_t ft_cg_nvrtc_one(const ft_cg_cuda_source_t *src, uint32_t sm, int ptx,
+FT_WARN_UNUSED static ft_status_t ft_cg_nvrtc_one(const ft_cg_cuda_source_t *src, uint32_t sm, int ptx,
                                    ft_cg_cuda_image_t *img)
 {
     nvrtcProgram prog;

@@ -17,7 +17,7 @@ static int ft_gguf_is_tokenizer_array(const char *key)
     return strncmp(key, "tokenizer.ggml.", 15) == 0;
 }
 
-static ft_status_t ft_gguf_meta_array(const ft_gguf_t *g, const ft_gguf_kv_t *kv, ft_meta_t *meta)
+FT_WARN_UNUSED static ft_status_t ft_gguf_meta_array(const ft_gguf_t *g, const ft_gguf_kv_t *kv, ft_meta_t *meta)
 {
     const ft_gguf_value_t *v = &kv->value;
     if (v->elem_type == FT_GGUF_STRING || v->elem_type == FT_GGUF_ARRAY ||
@@ -37,7 +37,7 @@ static ft_status_t ft_gguf_meta_array(const ft_gguf_t *g, const ft_gguf_kv_t *kv
     return st;
 }
 
-static ft_status_t ft_gguf_meta_one(const ft_gguf_t *g, const ft_gguf_kv_t *kv, ft_meta_t *meta)
+FT_WARN_UNUSED static ft_status_t ft_gguf_meta_one(const ft_gguf_t *g, const ft_gguf_kv_t *kv, ft_meta_t *meta)
 {
     const ft_gguf_value_t *v = &kv->value;
     switch (v->type) {
@@ -69,7 +69,7 @@ static ft_status_t ft_gguf_meta_one(const ft_gguf_t *g, const ft_gguf_kv_t *kv, 
     }
 }
 
-static ft_status_t ft_gguf_tensors_fill(const ft_gguf_t *g, ft_src_model_t *src)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tensors_fill(const ft_gguf_t *g, ft_src_model_t *src)
 {
     /* n_tensors <= FT_GGUF_MAX_TENSORS, so it fits the uint32 count. */
     src->tensors =

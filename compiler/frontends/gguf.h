@@ -11,6 +11,6 @@
  * a row-major shape (GGUF ne[] reversed) and absolute file offset, and
  * tokenizer.ggml.* into src->tok. Errors name the file, field and byte
  * offset. */
-ft_status_t ft_gguf_import(const char *path, ft_src_model_t **out_src);
+FT_WARN_UNUSED ft_status_t ft_gguf_import(const char *path, ft_src_model_t **out_src);
 
 #endif

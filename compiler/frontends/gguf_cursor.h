@@ -13,7 +13,7 @@
 #error "the GGUF reader copies little-endian arrays as they are: port it first"
 /* Fills src->tok from tokenizer.ggml.* and tokenizer.chat_template
  * (gguf_tokenizer.c). */
-ft_status_t ft_gguf_tokenizer_fill(const ft_gguf_t *g, ft_src_model_t *src);
+FT_WARN_UNUSED ft_status_t ft_gguf_tokenizer_fill(const ft_gguf_t *g, ft_src_model_t *src);
 
 #endif
 
@@ -27,12 +27,12 @@ typedef struct ft_gguf_cur {
 
 /* Reads n bytes (n <= 8) as a little-endian integer. `what` names the
  * field for the truncation error, e.g. "tensor 'x' n_dims". */
-ft_status_t ft_gguf_cur_le(ft_gguf_cur_t *c, unsigned n, const char *what, uint64_t *out);
+FT_WARN_UNUSED ft_status_t ft_gguf_cur_le(ft_gguf_cur_t *c, unsigned n, const char *what, uint64_t *out);
 
 /* Reads a GGUF string (u64 length + bytes) into a NUL-terminated arena
  * copy, checking it is valid UTF-8; with no_nul, embedded NULs are refused
  * too (keys and tensor names are used as C strings). */
-ft_status_t ft_gguf_cur_str(ft_gguf_cur_t *c, const char *what, int no_nul, ft_gguf_str_t *out);
+FT_WARN_UNUSED ft_status_t ft_gguf_cur_str(ft_gguf_cur_t *c, const char *what, int no_nul, ft_gguf_str_t *out);
 
 /* 0 when s[0..len) is valid UTF-8 (no overlongs, surrogates or code
  * points above U+10FFFF), else 1 + the index of the first bad byte. */
@@ -40,13 +40,13 @@ uint64_t ft_gguf_utf8_check(const char *s, uint64_t len);
 
 /* Parses the n_tensors tensor infos at c->pos into g->tensors and checks
  * each one's shape and type (gguf_tensors.c). */
-ft_status_t ft_gguf_parse_tensor_infos(ft_gguf_cur_t *c, ft_gguf_t *g);
+FT_WARN_UNUSED ft_status_t ft_gguf_parse_tensor_infos(ft_gguf_cur_t *c, ft_gguf_t *g);
 /* Sets g->data_start from c->pos and checks offsets: aligned, inside the
  * file and not overlapping (gguf_tensors.c). */
-ft_status_t ft_gguf_check_layout(const ft_gguf_cur_t *c, ft_gguf_t *g);
+FT_WARN_UNUSED ft_status_t ft_gguf_check_layout(const ft_gguf_cur_t *c, ft_gguf_t *g);
 
 /* Fills src->tok from tokenizer.ggml.* and tokenizer.chat_template
  * (gguf_tokenizer.c). */
-ft_status_t ft_gguf_tokenizer_fill(const ft_gguf_t *g, ft_src_model_t *src);
+FT_WARN_UNUSED ft_status_t ft_gguf_tokenizer_fill(const ft_gguf_t *g, ft_src_model_t *src);
 
 #endif

@@ -157,11 +157,11 @@ static void ft_gguf_scalar_set(ft_gguf_value_t *v, ft_gguf_type_t type, uint64_t
     }
 }
 
-static ft_status_t ft_gguf_read_value(ft_gguf_cur_t *c, const char *ctx, uint32_t type, int depth,
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_value(ft_gguf_cur_t *c, const char *ctx, uint32_t type, int depth,
                                       ft_gguf_value_t *v);
 
 /* Reads an array body (element type, count, elements) at c->pos. */
-static ft_status_t ft_gguf_read_array(ft_gguf_cur_t *c, const char *ctx, int depth,
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_array(ft_gguf_cur_t *c, const char *ctx, int depth,
                                       ft_gguf_value_t *v)
 {
     uint64_t at = c->pos, et, n;
@@ -224,7 +224,7 @@ static ft_status_t ft_gguf_read_array(ft_gguf_cur_t *c, const char *ctx, int dep
     return FT_OK;
 }
 
-static ft_status_t ft_gguf_read_value(ft_gguf_cur_t *c, const char *ctx, uint32_t type, int depth,
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_value(ft_gguf_cur_t *c, const char *ctx, uint32_t type, int depth,
                                       ft_gguf_value_t *v)
 {
     memset(v, 0, sizeof(*v));
@@ -243,7 +243,7 @@ static ft_status_t ft_gguf_read_value(ft_gguf_cur_t *c, const char *ctx, uint32_
     return FT_OK;
 }
 
-static ft_status_t ft_gguf_read_header(ft_gguf_cur_t *c, ft_gguf_t *g)
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_header(ft_gguf_cur_t *c, ft_gguf_t *g)
 {
     uint64_t magic, version, n_tensors, n_kv;
     ft_status_t st = ft_gguf_cur_le(c, 4, "magic", &magic);
@@ -296,7 +296,7 @@ static ft_status_t ft_gguf_read_header(ft_gguf_cur_t *c, ft_gguf_t *g)
     return FT_OK;
 }
 
-static ft_status_t ft_gguf_read_kv(ft_gguf_cur_t *c, uint64_t idx, ft_gguf_kv_t *kv)
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_kv(ft_gguf_cur_t *c, uint64_t idx, ft_gguf_kv_t *kv)
 {
     char ctx[320];
     ft_gguf_str_t key;
@@ -325,7 +325,7 @@ static int ft_gguf_kv_cmp(const void *a, const void *b)
 }
 
 /* Sorting finds duplicates in n log n; a hostile file may hold 65536 keys. */
-static ft_status_t ft_gguf_check_dup_keys(const ft_gguf_cur_t *c, const ft_gguf_t *g)
+FT_WARN_UNUSED static ft_status_t ft_gguf_check_dup_keys(const ft_gguf_cur_t *c, const ft_gguf_t *g)
 {
     if (g->n_kv < 2) return FT_OK;
     const ft_gguf_kv_t **idx = malloc(g->n_kv * sizeof(*idx));
@@ -344,7 +344,7 @@ static ft_status_t ft_gguf_check_dup_keys(const ft_gguf_cur_t *c, const ft_gguf_
     return st;
 }
 
-static ft_status_t ft_gguf_read_alignment(const ft_gguf_cur_t *c, ft_gguf_t *g)
+FT_WARN_UNUSED static ft_status_t ft_gguf_read_alignment(const ft_gguf_cur_t *c, ft_gguf_t *g)
 {
     g->alignment = FT_GGUF_DEFAULT_ALIGNMENT;
     const ft_gguf_kv_t *kv = ft_gguf_find(g, "general.alignment");

@@ -94,7 +94,7 @@ typedef struct ft_gguf {
 /* Parses and validates `size` bytes of a GGUF file. `name` is used in
  * error messages and kept. On success *out owns its own copies (release
  * with ft_gguf_free); `data` is not referenced afterwards. */
-ft_status_t ft_gguf_parse(const uint8_t *data, uint64_t size, const char *name, ft_gguf_t **out);
+FT_WARN_UNUSED ft_status_t ft_gguf_parse(const uint8_t *data, uint64_t size, const char *name, ft_gguf_t **out);
 void ft_gguf_free(ft_gguf_t *g);
 
 /* The pair with this key, or NULL. */
@@ -115,6 +115,6 @@ const char *ft_gguf_type_name(ft_gguf_type_t type); /* "uint32", ...; "unknown" 
  * parsed file: metadata, tensors (shape = ne reversed, offset absolute)
  * and tokenizer. src->files[0] becomes {g->name, g->size}. On error src
  * may be partly filled; destroy it. */
-ft_status_t ft_gguf_to_source(const ft_gguf_t *g, ft_src_model_t *src);
+FT_WARN_UNUSED ft_status_t ft_gguf_to_source(const ft_gguf_t *g, ft_src_model_t *src);
 
 #endif

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* ctx is "tensor 'name' (info at byte X)". */
-static ft_status_t ft_gguf_tensor_type(ft_gguf_cur_t *c, const char *ctx, ft_gguf_tensor_t *t)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tensor_type(ft_gguf_cur_t *c, const char *ctx, ft_gguf_tensor_t *t)
 {
     uint64_t at = c->pos, id;
     ft_status_t st = ft_gguf_cur_le(c, 4, ctx, &id);
@@ -32,7 +32,7 @@ static ft_status_t ft_gguf_tensor_type(ft_gguf_cur_t *c, const char *ctx, ft_ggu
 
 /* n_bytes from ne and dtype: rows must be whole blocks and nothing may
  * overflow (ggml counts elements in int64). */
-static ft_status_t ft_gguf_tensor_size(const ft_gguf_cur_t *c, const char *ctx, ft_gguf_tensor_t *t)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tensor_size(const ft_gguf_cur_t *c, const char *ctx, ft_gguf_tensor_t *t)
 {
     uint64_t n_elems = 1, rows = 1, row_bytes;
     for (uint32_t d = 0; d < t->n_dims; d++)
@@ -58,7 +58,7 @@ static ft_status_t ft_gguf_tensor_size(const ft_gguf_cur_t *c, const char *ctx, 
     return FT_OK;
 }
 
-static ft_status_t ft_gguf_tensor_info(ft_gguf_cur_t *c, uint64_t idx, ft_gguf_tensor_t *t)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tensor_info(ft_gguf_cur_t *c, uint64_t idx, ft_gguf_tensor_t *t)
 {
     char ctx[320];
     ft_gguf_str_t name;
@@ -147,7 +147,7 @@ static uint64_t ft_gguf_offset_field_at(const ft_gguf_tensor_t *t)
     return t->info_offset + 8 + strlen(t->name) + 4 + 8ull * t->n_dims + 4;
 }
 
-static ft_status_t ft_gguf_check_range(const ft_gguf_cur_t *c, const ft_gguf_t *g,
+FT_WARN_UNUSED static ft_status_t ft_gguf_check_range(const ft_gguf_cur_t *c, const ft_gguf_t *g,
                                        const ft_gguf_tensor_t *t)
 {
     if (t->offset % g->alignment != 0)

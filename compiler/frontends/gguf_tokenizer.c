@@ -7,7 +7,7 @@
 
 /* A key's value as a string copy in the arena; *out stays NULL when the
  * key is absent. */
-static ft_status_t ft_gguf_tok_string(const ft_gguf_t *g, const char *key, ft_src_model_t *src,
+FT_WARN_UNUSED static ft_status_t ft_gguf_tok_string(const ft_gguf_t *g, const char *key, ft_src_model_t *src,
                                       const char **out)
 {
     const ft_gguf_kv_t *kv = ft_gguf_find(g, key);
@@ -27,7 +27,7 @@ static ft_status_t ft_gguf_tok_string(const ft_gguf_t *g, const char *key, ft_sr
 
 /* An array of strings (tokens, merges): arena copies and lengths. The
  * count must fit a uint32 (the tokenizer's id type). */
-static ft_status_t ft_gguf_tok_strings(const ft_gguf_t *g, const char *key, ft_src_model_t *src,
+FT_WARN_UNUSED static ft_status_t ft_gguf_tok_strings(const ft_gguf_t *g, const char *key, ft_src_model_t *src,
                                        uint32_t *out_n, const char ***out_strs,
                                        const uint32_t **out_lens)
 {
@@ -69,7 +69,7 @@ static ft_status_t ft_gguf_tok_strings(const ft_gguf_t *g, const char *key, ft_s
 }
 
 /* token_type: one integer in 1..6 per token; all NORMAL when absent. */
-static ft_status_t ft_gguf_tok_types(const ft_gguf_t *g, ft_src_model_t *src)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tok_types(const ft_gguf_t *g, ft_src_model_t *src)
 {
     ft_ir_tokenizer_t *tok = &src->tok;
     uint8_t *types = ft_arena_alloc(src->arena, tok->n_tokens ? tok->n_tokens : 1);
@@ -102,7 +102,7 @@ static ft_status_t ft_gguf_tok_types(const ft_gguf_t *g, ft_src_model_t *src)
 }
 
 /* A token id: an integer < n_tokens; *out keeps -1 when absent. */
-static ft_status_t ft_gguf_tok_id(const ft_gguf_t *g, const char *key, uint32_t n_tokens,
+FT_WARN_UNUSED static ft_status_t ft_gguf_tok_id(const ft_gguf_t *g, const char *key, uint32_t n_tokens,
                                   int32_t *out)
 {
     const ft_gguf_kv_t *kv = ft_gguf_find(g, key);
@@ -122,7 +122,7 @@ static ft_status_t ft_gguf_tok_id(const ft_gguf_t *g, const char *key, uint32_t 
     return FT_OK;
 }
 
-static ft_status_t ft_gguf_tok_add_bos(const ft_gguf_t *g, ft_ir_tokenizer_t *tok)
+FT_WARN_UNUSED static ft_status_t ft_gguf_tok_add_bos(const ft_gguf_t *g, ft_ir_tokenizer_t *tok)
 {
     const ft_gguf_kv_t *kv = ft_gguf_find(g, "tokenizer.ggml.add_bos_token");
     if (!kv) return FT_OK;

@@ -84,7 +84,7 @@ static char *ft_hf_path(const char *dir, const char *name)
 
 /* Reads dir/name; *out_data stays NULL (and no error) when the file does
  * not exist and `optional` is set. */
-static ft_status_t ft_hf_read_in_dir(const char *dir, const char *name, uint64_t max_bytes,
+FT_WARN_UNUSED static ft_status_t ft_hf_read_in_dir(const char *dir, const char *name, uint64_t max_bytes,
                                      int optional, char **out_path, char **out_data,
                                      uint64_t *out_len)
 {
@@ -97,7 +97,7 @@ static ft_status_t ft_hf_read_in_dir(const char *dir, const char *name, uint64_t
     return ft_hf_read_file(*out_path, max_bytes, out_data, out_len);
 }
 
-static ft_status_t ft_hf_read_config(ft_src_model_t *src, const char *dir)
+FT_WARN_UNUSED static ft_status_t ft_hf_read_config(ft_src_model_t *src, const char *dir)
 {
     char *path, *data;
     uint64_t len;
@@ -111,7 +111,7 @@ static ft_status_t ft_hf_read_config(ft_src_model_t *src, const char *dir)
 
 /* Newer checkpoints keep the chat template in its own file rather than in
  * tokenizer_config.json; it is used only when the latter has none. */
-static ft_status_t ft_hf_read_template_file(ft_src_model_t *src, const char *dir)
+FT_WARN_UNUSED static ft_status_t ft_hf_read_template_file(ft_src_model_t *src, const char *dir)
 {
     char *path, *data;
     uint64_t len;
@@ -134,7 +134,7 @@ static ft_status_t ft_hf_read_template_file(ft_src_model_t *src, const char *dir
     return st;
 }
 
-static ft_status_t ft_hf_read_tokenizer(ft_src_model_t *src, const char *dir)
+FT_WARN_UNUSED static ft_status_t ft_hf_read_tokenizer(ft_src_model_t *src, const char *dir)
 {
     char *tpath = NULL, *tdata = NULL, *cpath = NULL, *cdata = NULL;
     uint64_t tlen, clen;

@@ -12,6 +12,6 @@
  * every safetensors tensor into src->tensors (absolute offsets, one entry
  * in src->files per shard), and the tokenizer into src->tok in GGUF's
  * conventions. */
-ft_status_t ft_hf_import(const char *dir, ft_src_model_t **out_src);
+FT_WARN_UNUSED ft_status_t ft_hf_import(const char *dir, ft_src_model_t **out_src);
 
 #endif

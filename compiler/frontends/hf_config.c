@@ -17,7 +17,7 @@ typedef struct ft_hf_flat {
     const char *where;
 } ft_hf_flat_t;
 
-static ft_status_t ft_hf_flatten(ft_hf_flat_t *c, const char *key, const json_t *v, int depth);
+FT_WARN_UNUSED static ft_status_t ft_hf_flatten(ft_hf_flat_t *c, const char *key, const json_t *v, int depth);
 
 /* "prefix.part" in a heap buffer; plain `part` at the top level. */
 static char *ft_hf_join_key(const char *prefix, const char *part)
@@ -40,7 +40,7 @@ static int ft_hf_all_numbers(const json_t *arr)
     return 1;
 }
 
-static ft_status_t ft_hf_flatten_array(ft_hf_flat_t *c, const char *key, const json_t *v, int depth)
+FT_WARN_UNUSED static ft_status_t ft_hf_flatten_array(ft_hf_flat_t *c, const char *key, const json_t *v, int depth)
 {
     size_t n = json_array_size(v);
     if (ft_hf_all_numbers(v)) {
@@ -66,7 +66,7 @@ static ft_status_t ft_hf_flatten_array(ft_hf_flat_t *c, const char *key, const j
     return FT_OK;
 }
 
-static ft_status_t ft_hf_flatten_object(ft_hf_flat_t *c, const char *prefix, const json_t *v,
+FT_WARN_UNUSED static ft_status_t ft_hf_flatten_object(ft_hf_flat_t *c, const char *prefix, const json_t *v,
                                         int depth)
 {
     const char *part;
@@ -82,7 +82,7 @@ static ft_status_t ft_hf_flatten_object(ft_hf_flat_t *c, const char *prefix, con
     return FT_OK;
 }
 
-static ft_status_t ft_hf_flatten(ft_hf_flat_t *c, const char *key, const json_t *v, int depth)
+FT_WARN_UNUSED static ft_status_t ft_hf_flatten(ft_hf_flat_t *c, const char *key, const json_t *v, int depth)
 {
     if (depth > FT_HF_CONFIG_MAX_DEPTH)
         return ft_status_make(FT_STATUS_UNSUPPORTED,

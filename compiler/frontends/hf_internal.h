@@ -19,30 +19,30 @@
 /* Reads the regular file `path` into a NUL-terminated heap buffer, refusing
  * files over max_bytes before reading them. *out_len excludes the NUL.
  * The caller frees *out_data. */
-ft_status_t ft_hf_read_file(const char *path, uint64_t max_bytes, char **out_data,
+FT_WARN_UNUSED ft_status_t ft_hf_read_file(const char *path, uint64_t max_bytes, char **out_data,
                             uint64_t *out_len);
 
 /* Flattens config.json text (len bytes) into meta with dotted keys:
  * {"a": {"b": 1}} -> "a.b"; arrays of numbers -> one FT_META_ARRAY; any
  * other array -> "key.0", "key.1", ...; null -> FT_META_NULL. `where`
  * names the file in messages. */
-ft_status_t ft_hf_config_parse(ft_meta_t *meta, const char *where, const char *json, uint64_t len);
+FT_WARN_UNUSED ft_status_t ft_hf_config_parse(ft_meta_t *meta, const char *where, const char *json, uint64_t len);
 
 /* Reads the weights of `dir` (index + shards, model.safetensors, or every
  * *.safetensors sorted by name) into src->files and src->tensors. */
-ft_status_t ft_hf_weights_load(ft_src_model_t *src, const char *dir);
+FT_WARN_UNUSED ft_status_t ft_hf_weights_load(ft_src_model_t *src, const char *dir);
 
 /* Reads tokenizer.json text (and tokenizer_config.json text, or NULL) into
  * src->tok. src->meta must already hold config.json (vocab_size and the
  * *_token_id fallbacks). The where_* strings name the files in messages. */
-ft_status_t ft_hf_tokenizer_parse(ft_src_model_t *src, const char *where_tok, const char *tok_json,
+FT_WARN_UNUSED ft_status_t ft_hf_tokenizer_parse(ft_src_model_t *src, const char *where_tok, const char *tok_json,
                                   uint64_t tok_len, const char *where_cfg, const char *cfg_json,
                                   uint64_t cfg_len);
 
 /* tokenizer_config.json text (or NULL) -> chat template, add_bos and the
  * BOS/EOS/PAD ids, falling back to config.json's *_token_id in src->meta.
  * src->tok's vocabulary must be filled. */
-ft_status_t ft_hf_special_tokens_parse(ft_src_model_t *src, const char *where_cfg,
+FT_WARN_UNUSED ft_status_t ft_hf_special_tokens_parse(ft_src_model_t *src, const char *where_cfg,
                                        const char *cfg_json, uint64_t cfg_len);
 
 /* The id of the token spelled s (len bytes) in tok, or -1. Linear. */

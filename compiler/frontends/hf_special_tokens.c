@@ -16,7 +16,7 @@ typedef struct ft_hf_special {
 
 /* "chat_template": a string, or [{"name": ..., "template": ...}] of which
  * the one named "default" is taken. */
-static ft_status_t ft_hf_chat_template(ft_src_model_t *src, const char *where, const json_t *v)
+FT_WARN_UNUSED static ft_status_t ft_hf_chat_template(ft_src_model_t *src, const char *where, const json_t *v)
 {
     const char *text = NULL;
     if (!v || json_is_null(v)) return FT_OK;
@@ -46,7 +46,7 @@ static ft_status_t ft_hf_chat_template(ft_src_model_t *src, const char *where, c
 
 /* A special token named in tokenizer_config.json: "text", {"content":
  * "text", ...} or null. *out_named is 0 when it names none. */
-static ft_status_t ft_hf_special_named(const ft_src_model_t *src, const char *where,
+FT_WARN_UNUSED static ft_status_t ft_hf_special_named(const ft_src_model_t *src, const char *where,
                                        const ft_hf_special_t *sp, const json_t *v, int *out_named)
 {
     *out_named = 0;
@@ -68,7 +68,7 @@ static ft_status_t ft_hf_special_named(const ft_src_model_t *src, const char *wh
 
 /* config.json *_token_id when it is a single integer (lists, as in some
  * instruct models, are ignored as llama.cpp does). */
-static ft_status_t ft_hf_special_fallback(const ft_src_model_t *src, const ft_hf_special_t *sp)
+FT_WARN_UNUSED static ft_status_t ft_hf_special_fallback(const ft_src_model_t *src, const ft_hf_special_t *sp)
 {
     const ft_meta_entry_t *e = ft_meta_find(&src->meta, sp->config_key);
     if (!e || e->type != FT_META_INT) return FT_OK;
@@ -81,7 +81,7 @@ static ft_status_t ft_hf_special_fallback(const ft_src_model_t *src, const ft_hf
     return FT_OK;
 }
 
-static ft_status_t ft_hf_special_apply(ft_src_model_t *src, const char *where, const json_t *root)
+FT_WARN_UNUSED static ft_status_t ft_hf_special_apply(ft_src_model_t *src, const char *where, const json_t *root)
 {
     ft_ir_tokenizer_t *tok = &src->tok;
     const ft_hf_special_t specials[] = {

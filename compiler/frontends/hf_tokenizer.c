@@ -44,7 +44,7 @@ int64_t ft_hf_token_lookup(const ft_ir_tokenizer_t *tok, const char *s, uint64_t
     return -1;
 }
 
-static ft_status_t ft_hf_tok_put(ft_hf_tok_ctx_t *c, const char *field, json_int_t id,
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_put(ft_hf_tok_ctx_t *c, const char *field, json_int_t id,
                                  const char *s, uint8_t type)
 {
     if (id < 0 || (uint64_t)id >= c->cap)
@@ -67,7 +67,7 @@ static ft_status_t ft_hf_tok_put(ft_hf_tok_ctx_t *c, const char *field, json_int
     return FT_OK;
 }
 
-static ft_status_t ft_hf_tok_vocab(ft_hf_tok_ctx_t *c)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_vocab(ft_hf_tok_ctx_t *c)
 {
     const char *s;
     json_t *v;
@@ -83,7 +83,7 @@ static ft_status_t ft_hf_tok_vocab(ft_hf_tok_ctx_t *c)
     return FT_OK;
 }
 
-static ft_status_t ft_hf_tok_added(ft_hf_tok_ctx_t *c, const json_t *added)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_added(ft_hf_tok_ctx_t *c, const json_t *added)
 {
     size_t i;
     const json_t *a;
@@ -109,7 +109,7 @@ static ft_status_t ft_hf_tok_added(ft_hf_tok_ctx_t *c, const json_t *added)
 
 /* n = highest id + 1; every id below it must be taken. Then pads up to
  * config.json vocab_size (`want`, 0 when absent). */
-static ft_status_t ft_hf_tok_dense(ft_hf_tok_ctx_t *c, uint32_t want, uint32_t *out_n)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_dense(ft_hf_tok_ctx_t *c, uint32_t want, uint32_t *out_n)
 {
     uint32_t n = c->cap;
     while (n > 0 && !c->types[n - 1])
@@ -165,7 +165,7 @@ static int ft_hf_in_vocab(const json_t *vocab, const char *s, size_t n, char *bu
     return json_object_get(vocab, buf) != NULL;
 }
 
-static ft_status_t ft_hf_tok_merges(ft_hf_tok_ctx_t *c, const json_t *merges)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_merges(ft_hf_tok_ctx_t *c, const json_t *merges)
 {
     ft_ir_tokenizer_t *tok = &c->src->tok;
     size_t n = json_array_size(merges);
@@ -230,7 +230,7 @@ static const char *ft_hf_pre_name(const json_t *pre)
 }
 
 /* config.json vocab_size: 0 when absent; bounded by what padding allows. */
-static ft_status_t ft_hf_tok_want(const ft_src_model_t *src, uint64_t n_entries, uint32_t *out)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_want(const ft_src_model_t *src, uint64_t n_entries, uint32_t *out)
 {
     *out = 0;
     if (!ft_meta_find(&src->meta, "vocab_size")) return FT_OK;
@@ -248,7 +248,7 @@ static ft_status_t ft_hf_tok_want(const ft_src_model_t *src, uint64_t n_entries,
 }
 
 /* model.type, byte-level check, vocab + added_tokens -> tokens. */
-static ft_status_t ft_hf_tok_build(ft_hf_tok_ctx_t *c, const json_t *root)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_build(ft_hf_tok_ctx_t *c, const json_t *root)
 {
     const json_t *model = json_object_get(root, "model");
     const char *type = json_string_value(json_object_get(model, "type"));
@@ -299,7 +299,7 @@ static ft_status_t ft_hf_tok_build(ft_hf_tok_ctx_t *c, const json_t *root)
     return FT_OK;
 }
 
-static ft_status_t ft_hf_tok_unk(ft_hf_tok_ctx_t *c, const json_t *model)
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_unk(ft_hf_tok_ctx_t *c, const json_t *model)
 {
     const json_t *u = json_object_get(model, "unk_token");
     if (!u || json_is_null(u)) return FT_OK;

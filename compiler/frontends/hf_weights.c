@@ -75,7 +75,7 @@ static int ft_hf_shard_name_ok(const char *name)
 
 /* Collects the shard names of an index's weight_map; *out_root keeps the
  * parsed index for the per-tensor check afterwards. */
-static ft_status_t ft_hf_index_shards(const char *path, const char *text, uint64_t len,
+FT_WARN_UNUSED static ft_status_t ft_hf_index_shards(const char *path, const char *text, uint64_t len,
                                       ft_hf_shards_t *shards, json_t **out_root)
 {
     json_error_t err;
@@ -112,7 +112,7 @@ static ft_status_t ft_hf_index_shards(const char *path, const char *text, uint64
 }
 
 /* Every *.safetensors regular file of dir, sorted by name. */
-static ft_status_t ft_hf_scan_dir(const char *dir, ft_hf_shards_t *shards)
+FT_WARN_UNUSED static ft_status_t ft_hf_scan_dir(const char *dir, ft_hf_shards_t *shards)
 {
     DIR *d = opendir(dir);
     if (!d) return ft_status_make(FT_STATUS_IO, "%s: cannot list: %s", dir, strerror(errno));
@@ -132,7 +132,7 @@ static ft_status_t ft_hf_scan_dir(const char *dir, ft_hf_shards_t *shards)
     return st;
 }
 
-static ft_status_t ft_hf_tensors_append(ft_src_model_t *src, ft_hf_tensors_t *all,
+FT_WARN_UNUSED static ft_status_t ft_hf_tensors_append(ft_src_model_t *src, ft_hf_tensors_t *all,
                                         const ft_st_file_t *f, uint32_t file_idx, const char *path)
 {
     if (f->n_tensors > UINT32_MAX / 2 - all->n)
@@ -164,7 +164,7 @@ static ft_status_t ft_hf_tensors_append(ft_src_model_t *src, ft_hf_tensors_t *al
 }
 
 /* Maps one shard just long enough to validate its header. */
-static ft_status_t ft_hf_read_shard(ft_src_model_t *src, ft_hf_tensors_t *all, uint32_t idx,
+FT_WARN_UNUSED static ft_status_t ft_hf_read_shard(ft_src_model_t *src, ft_hf_tensors_t *all, uint32_t idx,
                                     const char *path)
 {
     ft_mapped_file_t *m;
@@ -205,7 +205,7 @@ static const ft_src_tensor_t *ft_hf_find_sorted(const ft_src_tensor_t *const *so
 }
 
 /* An index entry must name the shard that holds the tensor. */
-static ft_status_t ft_hf_check_index(const ft_src_model_t *src,
+FT_WARN_UNUSED static ft_status_t ft_hf_check_index(const ft_src_model_t *src,
                                      const ft_src_tensor_t *const *sorted, uint32_t n,
                                      const json_t *index, const char *index_path)
 {
@@ -233,7 +233,7 @@ static ft_status_t ft_hf_check_index(const ft_src_model_t *src,
 
 /* A tensor name in two shards is an error; so is an index entry whose shard
  * does not hold that tensor. */
-static ft_status_t ft_hf_check_names(const ft_src_model_t *src, const ft_hf_tensors_t *all,
+FT_WARN_UNUSED static ft_status_t ft_hf_check_names(const ft_src_model_t *src, const ft_hf_tensors_t *all,
                                      const json_t *index, const char *index_path)
 {
     const ft_src_tensor_t **sorted = malloc((all->n ? all->n : 1) * sizeof(*sorted));
@@ -254,7 +254,7 @@ static ft_status_t ft_hf_check_names(const ft_src_model_t *src, const ft_hf_tens
 }
 
 /* Chooses the shards: the index's, else model.safetensors, else all. */
-static ft_status_t ft_hf_pick_shards(const char *dir, char *index_path, ft_hf_shards_t *shards,
+FT_WARN_UNUSED static ft_status_t ft_hf_pick_shards(const char *dir, char *index_path, ft_hf_shards_t *shards,
                                      json_t **out_index)
 {
     struct stat sb;

@@ -38,7 +38,7 @@ static int ft_st_get_u64(const json_t *v, uint64_t *out)
     return 1;
 }
 
-static ft_status_t ft_st_parse_shape(const ft_st_ctx_t *c, const char *tname, const json_t *shape,
+FT_WARN_UNUSED static ft_status_t ft_st_parse_shape(const ft_st_ctx_t *c, const char *tname, const json_t *shape,
                                      ft_st_tensor_t *t, uint64_t *out_elems)
 {
     if (!json_is_array(shape))
@@ -76,7 +76,7 @@ static ft_status_t ft_st_parse_shape(const ft_st_ctx_t *c, const char *tname, co
 
 /* Fills t with offsets relative to the data section (t->offset = begin);
  * ft_st_check_layout makes them absolute once all tensors are known. */
-static ft_status_t ft_st_parse_tensor(const ft_st_ctx_t *c, const char *tname, const json_t *v,
+FT_WARN_UNUSED static ft_status_t ft_st_parse_tensor(const ft_st_ctx_t *c, const char *tname, const json_t *v,
                                       ft_st_tensor_t *t)
 {
     if (!json_is_object(v))
@@ -139,7 +139,7 @@ static ft_status_t ft_st_parse_tensor(const ft_st_ctx_t *c, const char *tname, c
     return FT_OK;
 }
 
-static ft_status_t ft_st_parse_metadata(const ft_st_ctx_t *c, const json_t *v)
+FT_WARN_UNUSED static ft_status_t ft_st_parse_metadata(const ft_st_ctx_t *c, const json_t *v)
 {
     ft_st_file_t *f = c->file;
     if (!json_is_object(v))
@@ -183,7 +183,7 @@ static int ft_st_cmp_meta(const void *a, const void *b)
 
 /* Sorts by offset, rejects overlapping byte ranges (empty tensors overlap
  * nothing) and makes the offsets absolute. */
-static ft_status_t ft_st_check_layout(const ft_st_ctx_t *c)
+FT_WARN_UNUSED static ft_status_t ft_st_check_layout(const ft_st_ctx_t *c)
 {
     ft_st_file_t *f = c->file;
     if (f->n_tensors > 1) qsort(f->tensors, f->n_tensors, sizeof(*f->tensors), ft_st_cmp_tensor);
@@ -208,7 +208,7 @@ static ft_status_t ft_st_check_layout(const ft_st_ctx_t *c)
     return FT_OK;
 }
 
-static ft_status_t ft_st_parse_entries(const ft_st_ctx_t *c, json_t *root)
+FT_WARN_UNUSED static ft_status_t ft_st_parse_entries(const ft_st_ctx_t *c, json_t *root)
 {
     ft_st_file_t *f = c->file;
     size_t n = json_object_size(root);
@@ -237,7 +237,7 @@ static ft_status_t ft_st_parse_entries(const ft_st_ctx_t *c, json_t *root)
     return ft_st_check_layout(c);
 }
 
-static ft_status_t ft_st_read_header_len(const uint8_t *data, uint64_t size, const char *name,
+FT_WARN_UNUSED static ft_status_t ft_st_read_header_len(const uint8_t *data, uint64_t size, const char *name,
                                          uint64_t *out_len)
 {
     if (size < 8)

@@ -48,7 +48,7 @@ typedef struct ft_st_file {
  * overlap. `name` is used in error messages only (usually the file path).
  * The result holds no pointer into `data`. On success *out is owned by the
  * caller and released with ft_st_file_free. */
-ft_status_t ft_st_parse(const uint8_t *data, uint64_t size, const char *name, ft_st_file_t **out);
+FT_WARN_UNUSED ft_status_t ft_st_parse(const uint8_t *data, uint64_t size, const char *name, ft_st_file_t **out);
 void ft_st_file_free(ft_st_file_t *file);
 
 #endif

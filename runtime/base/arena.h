@@ -13,7 +13,7 @@
 typedef struct ft_arena ft_arena_t;
 
 /* cap_bytes: the most the arena will ever hand out (0 = 1 GiB). */
-ft_status_t ft_arena_create(uint64_t cap_bytes, ft_arena_t **out_arena);
+FT_WARN_UNUSED ft_status_t ft_arena_create(uint64_t cap_bytes, ft_arena_t **out_arena);
 void ft_arena_destroy(ft_arena_t *arena);
 
 /* Zeroed memory aligned to 16 bytes, or NULL when the cap or malloc fails.

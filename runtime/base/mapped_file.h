@@ -15,7 +15,7 @@ typedef struct ft_mapped_file {
 
 /* Maps `path` read-only. On success *out_file is owned by the caller and is
  * released with ft_mapped_file_close. */
-ft_status_t ft_mapped_file_open(const char *path, ft_mapped_file_t **out_file);
+FT_WARN_UNUSED ft_status_t ft_mapped_file_open(const char *path, ft_mapped_file_t **out_file);
 void ft_mapped_file_close(ft_mapped_file_t *file);
 
 #endif

@@ -23,7 +23,7 @@ typedef struct ft_membw_result {
  * reads 128 bytes per step through four independent vector accumulators,
  * so one thread is limited by memory rather than by issue. out_samples,
  * when not NULL, receives the n_runs rates in run order. */
-ft_status_t ft_membw_measure(ft_threadpool_t *pool, uint64_t buffer_bytes, uint32_t n_runs,
+FT_WARN_UNUSED ft_status_t ft_membw_measure(ft_threadpool_t *pool, uint64_t buffer_bytes, uint32_t n_runs,
                              double *out_samples, ft_membw_result_t *out);
 
 #endif

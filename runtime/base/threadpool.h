@@ -16,7 +16,7 @@ typedef struct ft_threadpool ft_threadpool_t;
 typedef void (*ft_parallel_fn)(void *ctx, uint32_t thread_index, uint32_t n_threads);
 
 /* n_threads 0: one per online CPU. */
-ft_status_t ft_threadpool_create(uint32_t n_threads, ft_threadpool_t **out_pool);
+FT_WARN_UNUSED ft_status_t ft_threadpool_create(uint32_t n_threads, ft_threadpool_t **out_pool);
 void ft_threadpool_destroy(ft_threadpool_t *pool);
 uint32_t ft_threadpool_size(const ft_threadpool_t *pool);
 

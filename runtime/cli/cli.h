@@ -15,14 +15,14 @@ int ft_cli_bench(int argc, char **argv);
 int ft_cli_fail(ft_status_t st);
 double ft_cli_now(void);
 /* Parses "1,2,3" into a malloc'ed array; NULL status on success. */
-ft_status_t ft_cli_parse_tokens(const char *s, int32_t **out_ids, uint32_t *out_n);
+FT_WARN_UNUSED ft_status_t ft_cli_parse_tokens(const char *s, int32_t **out_ids, uint32_t *out_n);
 /* Parses a non-negative integer option value, or fails with its name. */
-ft_status_t ft_cli_parse_u32(const char *name, const char *s, uint32_t *out);
-ft_status_t ft_cli_parse_float(const char *name, const char *s, float *out);
+FT_WARN_UNUSED ft_status_t ft_cli_parse_u32(const char *name, const char *s, uint32_t *out);
+FT_WARN_UNUSED ft_status_t ft_cli_parse_float(const char *name, const char *s, float *out);
 /* Sizes: "512", "3M", "8G", "24GiB", "1.5G" (binary units: K = 1024). */
-ft_status_t ft_cli_parse_size(const char *name, const char *s, uint64_t *out);
+FT_WARN_UNUSED ft_status_t ft_cli_parse_size(const char *name, const char *s, uint64_t *out);
 /* "cpu", "sim" or "cuda". */
-ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out);
+FT_WARN_UNUSED ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out);
 /* The options of every command that opens an engine: --threads N,
  * --backend cpu|sim|cuda, --hw PROFILE, --vram SIZE, --kernels auto|generated|reference
  * (getopt codes >= 0x100). */
@@ -37,7 +37,7 @@ int ft_cli_engine_option(int c, const char *arg, ft_engine_options_t *eo, ft_sta
 
 /* Opens the engine; for the cuda backend without a GPU, says so in one line
  * and falls back to the cpu backend. */
-ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_engine_t **out);
+FT_WARN_UNUSED ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_engine_t **out);
 int ft_cli_chat(int argc, char **argv);
 /* Writes s (n bytes) as a JSON string literal, escaping as needed. */
 void ft_cli_json_string(FILE *out, const char *s, size_t n);

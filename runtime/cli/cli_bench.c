@@ -63,7 +63,7 @@ static void ft_bench_add(ft_engine_stats_t *sum, const ft_engine_stats_t *x)
     sum->prefill_stream_tokens = x->prefill_stream_tokens;
 }
 
-static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode,
+FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode,
                                 ft_bench_sim_t *sim)
 {
     const uint32_t vocab = ft_engine_info(e)->vocab_size;

@@ -19,7 +19,7 @@ typedef struct ft_chat_state {
     int in_turn; /* an assistant turn is open and needs closing */
 } ft_chat_state_t;
 
-static ft_status_t ft_chat_feed(ft_chat_state_t *c, const char *text, unsigned flags)
+FT_WARN_UNUSED static ft_status_t ft_chat_feed(ft_chat_state_t *c, const char *text, unsigned flags)
 {
     int32_t *ids = NULL;
     uint32_t n = 0;
@@ -36,7 +36,7 @@ static ft_status_t ft_chat_feed(ft_chat_state_t *c, const char *text, unsigned f
     return st;
 }
 
-static ft_status_t ft_chat_turn(ft_chat_state_t *c, const char *line)
+FT_WARN_UNUSED static ft_status_t ft_chat_turn(ft_chat_state_t *c, const char *line)
 {
     ft_chat_message_t msg = {"user", line};
     char *text = NULL;

@@ -81,7 +81,7 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
 }
 
 /* The prompt as token ids: raw ids, plain text, or a one-message chat. */
-static ft_status_t ft_run_prompt(ft_engine_t *e, const ft_run_opts_t *o, int32_t **ids, uint32_t *n)
+FT_WARN_UNUSED static ft_status_t ft_run_prompt(ft_engine_t *e, const ft_run_opts_t *o, int32_t **ids, uint32_t *n)
 {
     if (o->prompt_tokens)
         return ft_cli_parse_tokens(o->prompt_tokens, ids, n);
@@ -107,7 +107,7 @@ typedef struct ft_gen {
     int stopped;
 } ft_gen_t;
 
-static ft_status_t ft_gen_append_text(ft_gen_t *g, const char *b, size_t n)
+FT_WARN_UNUSED static ft_status_t ft_gen_append_text(ft_gen_t *g, const char *b, size_t n)
 {
     if (g->n_text + n + 1 > g->cap_text) {
         size_t cap = (g->cap_text + n + 1) * 2;
@@ -123,7 +123,7 @@ static ft_status_t ft_gen_append_text(ft_gen_t *g, const char *b, size_t n)
     return FT_OK;
 }
 
-static ft_status_t ft_run_generate(ft_engine_t *e, ft_session_t *s, ft_sampler_t *smp,
+FT_WARN_UNUSED static ft_status_t ft_run_generate(ft_engine_t *e, ft_session_t *s, ft_sampler_t *smp,
                                    ft_stop_matcher_t *stop, const ft_run_opts_t *o, ft_gen_t *g)
 {
     double t0 = ft_cli_now();

@@ -46,7 +46,7 @@ static void ft_engine_install_kernels(ft_engine_t *e)
 /* Generated kernels: the plan's CPU module when asked for and this CPU has
  * its ISA; a module for an ISA this CPU lacks (UNSUPPORTED) leaves the
  * reference kernels in place, any other load failure fails the open. */
-static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_engine_options_t *opts)
+FT_WARN_UNUSED static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_engine_options_t *opts)
 {
     snprintf(e->kernels_desc, sizeof(e->kernels_desc), "reference");
     const Ftplan__CpuModule *cm = e->bundle->plan->cpu_module;
@@ -76,7 +76,7 @@ static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_engine_options_t *
 
 /* Calibration from ftc compile --calibrate: which experts to pin, as
  * fractions of tokens; NULL when the plan has none. */
-static ft_status_t ft_engine_popularity(const ft_engine_t *e, float **out)
+FT_WARN_UNUSED static ft_status_t ft_engine_popularity(const ft_engine_t *e, float **out)
 {
     *out = NULL;
     const Ftplan__Calibration *cal = e->bundle->plan->calibration;
@@ -96,7 +96,7 @@ static ft_status_t ft_engine_popularity(const ft_engine_t *e, float **out)
  * with the device's free VRAM unless --vram says otherwise, and then
  * polling free VRAM to re-plan. The q* split uses the profile given, else
  * the bundle's, else generic figures. */
-static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opts)
+FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opts)
 {
     const Ftplan__Plan *plan = e->bundle->plan;
     ft_hw_t hw;
@@ -131,7 +131,7 @@ static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opt
 
 /* The backend: cpu needs nothing more; sim models the profile's GPU with
  * the offload machinery; cuda drives a real GPU with the same machinery. */
-static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *opts)
+FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *opts)
 {
     switch (opts->backend) {
     case FT_BACKEND_CPU: return FT_OK;

@@ -14,14 +14,14 @@ typedef struct ft_model_ctx {
     const char *where; /* the plan file, for messages */
 } ft_model_ctx_t;
 
-static ft_status_t ft_bytes(const ft_model_ctx_t *c, const Ftplan__Tensor *t, uint64_t n_bytes,
+FT_WARN_UNUSED static ft_status_t ft_bytes(const ft_model_ctx_t *c, const Ftplan__Tensor *t, uint64_t n_bytes,
                             const uint8_t **out)
 {
     return ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, out);
 }
 
 /* An f32 vector of n elements: plan tensor ti. */
-static ft_status_t ft_vec(const ft_model_ctx_t *c, uint32_t ti, uint32_t n, const float **out)
+FT_WARN_UNUSED static ft_status_t ft_vec(const ft_model_ctx_t *c, uint32_t ti, uint32_t n, const float **out)
 {
     const Ftplan__Tensor *t = c->b->plan->tensors[ti];
     if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || t->n_shape != 1 || t->shape[0] != n)
@@ -36,7 +36,7 @@ static ft_status_t ft_vec(const ft_model_ctx_t *c, uint32_t ti, uint32_t n, cons
 
 /* Plan tensor ti as a [rows, cols] matrix, or with n_experts > 0 a
  * [n_experts, rows, cols] stack; rows and cols come from its shape. */
-static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti, uint32_t n_experts, ft_mat_t *out)
+FT_WARN_UNUSED static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti, uint32_t n_experts, ft_mat_t *out)
 {
     const Ftplan__Tensor *t = c->b->plan->tensors[ti];
     const uint32_t nd = n_experts ? 3 : 2;
@@ -70,7 +70,7 @@ static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti, uint32_t n_ex
 }
 
 /* The layer's FTW expert block, and where gate, up and down sit in a blob. */
-static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t *L)
+FT_WARN_UNUSED static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t *L)
 {
     const Ftplan__ExpertBlock *eb = NULL;
     for (size_t i = 0; i < c->b->plan->n_expert_blocks; i++)
@@ -100,7 +100,7 @@ static ft_status_t ft_layer_blob(const ft_model_ctx_t *c, uint32_t l, ft_layer_t
 
 /* Resolves every weight of one op: matrices into m->mats (once per
  * tensor), vectors checked where the program binds them. */
-static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftplan__Op *op, ft_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftplan__Op *op, ft_model_t *m)
 {
     const int stack = op->kind == FTPLAN__OP_KIND__OP_MOE;
     const int mat = stack || op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
@@ -121,7 +121,7 @@ static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftplan__Op *op, ft_
 }
 
 /* The layer's FTW expert block (above), after the MOE op's stacks. */
-static ft_status_t ft_layer_moe(const ft_model_ctx_t *c, const ft_model_t *m, const Ftplan__Op *op, uint32_t l,
+FT_WARN_UNUSED static ft_status_t ft_layer_moe(const ft_model_ctx_t *c, const ft_model_t *m, const Ftplan__Op *op, uint32_t l,
                                 ft_layer_t *L)
 {
     L->gate = m->mats[op->weights[0]];
@@ -142,7 +142,7 @@ static ft_status_t ft_layer_moe(const ft_model_ctx_t *c, const ft_model_t *m, co
  * RMSNORM is the attention norm and the one after the attention the FFN
  * norm; the three-output LINEAR is q, k, v and the LINEAR reading the
  * attention's output is wo; HEAD_NORMs name their buffer. */
-static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_model_t *m, uint32_t l, ft_layer_t *L)
+FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_model_t *m, uint32_t l, ft_layer_t *L)
 {
     const Ftplan__BlockOps *blk = c->b->plan->schedule->blocks[l];
     const float **norm_slot[2] = {&L->attn_norm, &L->ffn_norm};
@@ -232,7 +232,7 @@ static void ft_model_sizes(ft_model_t *m)
 
 /* The token embedding (prologue EMBED), the output norm and head
  * (epilogue RMSNORM and the LINEAR into the logits). */
-static ft_status_t ft_model_ends(const ft_model_ctx_t *c, ft_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_model_ends(const ft_model_ctx_t *c, ft_model_t *m)
 {
     const Ftplan__Schedule *sc = c->b->plan->schedule;
     ft_status_t st;

@@ -90,7 +90,7 @@ typedef struct ft_model {
 /* Builds the model view of an open bundle; a bundle that this runtime
  * cannot execute (an architecture, attention or format it does not have)
  * is refused naming what is missing. */
-ft_status_t ft_model_create(const ft_bundle_t *bundle, const ft_allocator_t *alloc,
+FT_WARN_UNUSED ft_status_t ft_model_create(const ft_bundle_t *bundle, const ft_allocator_t *alloc,
                             ft_model_t **out_model);
 void ft_model_destroy(ft_model_t *model, const ft_allocator_t *alloc);
 

@@ -35,7 +35,7 @@ static uint32_t ft_width(const ft_bind_ctx_t *c, uint32_t buf)
     return c->p->widths[buf];
 }
 
-static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t n,
                                const float **out)
 {
     const Ftplan__Tensor *t = c->b->plan->tensors[op->weights[0]];
@@ -48,7 +48,7 @@ static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, siz
 }
 
 /* The shapes of one op's matrices against its buffers. */
-static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+FT_WARN_UNUSED static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
 {
     for (size_t j = 0; j < op->n_weights; j++) {
         x->w[j] = &c->m->mats[op->weights[j]];
@@ -67,7 +67,7 @@ static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftplan__Op *op, si
 }
 
 /* Kind-specific parameters and shape checks. */
-static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
 {
     const uint32_t w_in = x->n_in ? ft_width(c, x->in[0]) : 0, w_out = x->n_out ? ft_width(c, x->out[0]) : 0;
     const uint32_t q_w = op->n_heads * op->head_dim, kv_w = op->n_kv_heads * op->head_dim;
@@ -126,7 +126,7 @@ static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t
     }
 }
 
-static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *const *ops, size_t n, const ft_allocator_t *a,
+FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *const *ops, size_t n, const ft_allocator_t *a,
                                 ft_xops_t *out)
 {
     out->n = (uint32_t)n;

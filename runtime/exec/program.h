@@ -65,7 +65,7 @@ typedef struct ft_program {
 /* Binds the plan's schedule against the model view m (whose mats table
  * and layer views ft_model_create fills from the same schedule): checks
  * every op's shapes against its weights and buffers, naming the op. */
-ft_status_t ft_program_create(const ft_bundle_t *bundle, const ft_model_t *m, const ft_allocator_t *alloc,
+FT_WARN_UNUSED ft_status_t ft_program_create(const ft_bundle_t *bundle, const ft_model_t *m, const ft_allocator_t *alloc,
                               ft_program_t **out);
 void ft_program_destroy(ft_program_t *p, const ft_allocator_t *alloc);
 /* Chooses the fusions the kernel module mod allows (NULL: none). */

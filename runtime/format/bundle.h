@@ -22,8 +22,8 @@ typedef struct ft_bundle {
 int ft_bundle_is_bundle(const char *path);
 
 /* path: the bundle directory, or its plan.ftp. */
-ft_status_t ft_bundle_open(const char *path, ft_bundle_t **out_bundle);
-ft_status_t ft_bundle_verify(const ft_bundle_t *bundle);
+FT_WARN_UNUSED ft_status_t ft_bundle_open(const char *path, ft_bundle_t **out_bundle);
+FT_WARN_UNUSED ft_status_t ft_bundle_verify(const ft_bundle_t *bundle);
 void ft_bundle_close(ft_bundle_t *bundle);
 
 #endif

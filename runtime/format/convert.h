@@ -111,7 +111,7 @@ void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n);
  * other pair, FT_STATUS_INVALID_ARGUMENT when n_elems is not a multiple of
  * a block format's block size. The rows must not overlap. Allocates nothing
  * (converts through a small stack buffer). */
-ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const void *src_row,
+FT_WARN_UNUSED ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const void *src_row,
                            uint64_t n_elems);
 
 #endif

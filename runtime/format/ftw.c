@@ -147,7 +147,7 @@ uint64_t ft_ftw_writer_offset(const ft_ftw_writer_t *w)
 }
 
 /* Pads, writes the header and closes the file; w->file is NULL after. */
-static ft_status_t ft_ftw_writer_seal(ft_ftw_writer_t *w, uint8_t hash16[FT_FTW_HASH_BYTES])
+FT_WARN_UNUSED static ft_status_t ft_ftw_writer_seal(ft_ftw_writer_t *w, uint8_t hash16[FT_FTW_HASH_BYTES])
 {
     ft_status_t st = ft_ftw_writer_align(w, NULL);
     if (st)
@@ -214,7 +214,7 @@ struct ft_ftw {
 };
 
 /* Checks the header of a mapped file (see ftw.h for the layout). */
-static ft_status_t ft_ftw_check_header(const uint8_t *p, uint64_t size, const char *path,
+FT_WARN_UNUSED static ft_status_t ft_ftw_check_header(const uint8_t *p, uint64_t size, const char *path,
                                        uint64_t *out_data_bytes)
 {
     if (size < 8 || memcmp(p + FT_FTW_OFF_MAGIC, FT_FTW_MAGIC, 8) != 0)

@@ -36,15 +36,15 @@ typedef struct ft_ftw_writer ft_ftw_writer_t;
 
 /* Starts writing path.tmp; ft_ftw_writer_finish renames it to path.
  * On success *out_writer is owned by the caller until finish or abort. */
-ft_status_t ft_ftw_writer_create(const char *path, ft_ftw_writer_t **out_writer);
+FT_WARN_UNUSED ft_status_t ft_ftw_writer_create(const char *path, ft_ftw_writer_t **out_writer);
 
 /* Pads with zero bytes to the next 4096 boundary (nothing when already
  * there) and gives the absolute file offset reached: where the next tensor
  * starts. out_offset may be NULL. */
-ft_status_t ft_ftw_writer_align(ft_ftw_writer_t *w, uint64_t *out_offset);
+FT_WARN_UNUSED ft_status_t ft_ftw_writer_align(ft_ftw_writer_t *w, uint64_t *out_offset);
 
 /* Appends n_bytes of data at the current offset. */
-ft_status_t ft_ftw_writer_write(ft_ftw_writer_t *w, const void *data, uint64_t n_bytes);
+FT_WARN_UNUSED ft_status_t ft_ftw_writer_write(ft_ftw_writer_t *w, const void *data, uint64_t n_bytes);
 
 /* The absolute file offset the next byte will be written at. */
 uint64_t ft_ftw_writer_offset(const ft_ftw_writer_t *w);
@@ -54,7 +54,7 @@ uint64_t ft_ftw_writer_offset(const ft_ftw_writer_t *w);
  * removed). out_size: the file size in bytes, header included (a plan's
  * WeightFile.size); out_hash16: the 16-byte content hash (WeightFile
  * content_hash). Either may be NULL. */
-ft_status_t ft_ftw_writer_finish(ft_ftw_writer_t *w, uint64_t *out_size,
+FT_WARN_UNUSED ft_status_t ft_ftw_writer_finish(ft_ftw_writer_t *w, uint64_t *out_size,
                                  uint8_t out_hash16[FT_FTW_HASH_BYTES]);
 
 /* Discards the file being written and frees w. After any failed writer
@@ -68,7 +68,7 @@ typedef struct ft_ftw ft_ftw_t;
 /* Maps path and checks the header: magic, version, header_bytes, zero
  * padding, and data_bytes + 4096 == the file size. Does not hash the data
  * (see ft_ftw_verify). *out_ftw is owned by the caller: ft_ftw_close. */
-ft_status_t ft_ftw_open(const char *path, ft_ftw_t **out_ftw);
+FT_WARN_UNUSED ft_status_t ft_ftw_open(const char *path, ft_ftw_t **out_ftw);
 void ft_ftw_close(ft_ftw_t *f);
 
 const char *ft_ftw_path(const ft_ftw_t *f);
@@ -83,18 +83,18 @@ const uint8_t *ft_ftw_hash(const ft_ftw_t *f);
 
 /* Points *out_ptr at [offset, offset + n_bytes) of the file after checking
  * that the range lies in the data area (FT_STATUS_OUT_OF_RANGE if not). */
-ft_status_t ft_ftw_range(const ft_ftw_t *f, uint64_t offset, uint64_t n_bytes,
+FT_WARN_UNUSED ft_status_t ft_ftw_range(const ft_ftw_t *f, uint64_t offset, uint64_t n_bytes,
                          const uint8_t **out_ptr);
 
 /* Cheap: compares the file size and the header's hash with what a plan
  * recorded (WeightFile.size, .content_hash). FT_STATUS_MISMATCH names the
  * file and both values. */
-ft_status_t ft_ftw_check(const ft_ftw_t *f, uint64_t expected_size,
+FT_WARN_UNUSED ft_status_t ft_ftw_check(const ft_ftw_t *f, uint64_t expected_size,
                          const uint8_t expected_hash16[FT_FTW_HASH_BYTES]);
 
 /* Expensive: re-hashes all data bytes and compares with the header
  * (FT_STATUS_MISMATCH on a difference). For `ftc verify` and full checks. */
-ft_status_t ft_ftw_verify(const ft_ftw_t *f);
+FT_WARN_UNUSED ft_status_t ft_ftw_verify(const ft_ftw_t *f);
 
 /* Writes the 32 lower-case hex digits of a 16-byte hash and a NUL. */
 void ft_ftw_hash_hex(const uint8_t hash16[FT_FTW_HASH_BYTES], char out_hex[33]);

@@ -57,7 +57,7 @@ static void ft_plan_wr64(uint8_t *p, uint64_t v)
 
 /* The one place where zstd error codes become statuses. A failure while
  * decompressing means the file is damaged; while compressing, a bug or OOM. */
-static ft_status_t ft_plan_zstd_status(size_t rc, int decompressing, const char *name,
+FT_WARN_UNUSED static ft_status_t ft_plan_zstd_status(size_t rc, int decompressing, const char *name,
                                        const char *what)
 {
     ZSTD_ErrorCode ec = ZSTD_getErrorCode(rc);
@@ -70,7 +70,7 @@ static ft_status_t ft_plan_zstd_status(size_t rc, int decompressing, const char 
 }
 
 /* Compresses raw into a new buffer holding header + payload. */
-static ft_status_t ft_plan_frame(const uint8_t *raw, size_t raw_bytes, uint8_t **out_data,
+FT_WARN_UNUSED static ft_status_t ft_plan_frame(const uint8_t *raw, size_t raw_bytes, uint8_t **out_data,
                                  uint64_t *out_size)
 {
     size_t cap = ZSTD_compressBound(raw_bytes);
@@ -140,7 +140,7 @@ ft_status_t ft_plan_encode(const Ftplan__Plan *plan, uint8_t **out_data, uint64_
     return st;
 }
 
-static ft_status_t ft_plan_write_all(FILE *f, const uint8_t *data, uint64_t size,
+FT_WARN_UNUSED static ft_status_t ft_plan_write_all(FILE *f, const uint8_t *data, uint64_t size,
                                      const char *tmp_path)
 {
     if (size && fwrite(data, 1, (size_t)size, f) != (size_t)size)
@@ -186,7 +186,7 @@ out:
 
 /* Checks the fields that say what the file is: magic, version, header
  * size and the reserved field. */
-static ft_status_t ft_plan_check_identity(const uint8_t *data, uint64_t size, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_identity(const uint8_t *data, uint64_t size, const char *name)
 {
     if (size < 8 || memcmp(data + FT_PLAN_OFF_MAGIC, FT_PLAN_MAGIC, 8) != 0)
         return ft_status_make(FT_STATUS_FORMAT,
@@ -218,7 +218,7 @@ static ft_status_t ft_plan_check_identity(const uint8_t *data, uint64_t size, co
 
 /* Checks the whole header; on success *out_raw_bytes is bounded and the
  * payload [48, size) has the recorded size and hash. */
-static ft_status_t ft_plan_check_header(const uint8_t *data, uint64_t size, const char *name,
+FT_WARN_UNUSED static ft_status_t ft_plan_check_header(const uint8_t *data, uint64_t size, const char *name,
                                         uint64_t *out_raw_bytes)
 {
     ft_status_t st = ft_plan_check_identity(data, size, name);
@@ -268,7 +268,7 @@ static ft_status_t ft_plan_check_header(const uint8_t *data, uint64_t size, cons
 
 /* Decompresses the single zstd frame [data, data + n) into exactly
  * raw_bytes bytes; *out_raw is malloc'ed. */
-static ft_status_t ft_plan_inflate(const uint8_t *data, uint64_t n, uint64_t raw_bytes,
+FT_WARN_UNUSED static ft_status_t ft_plan_inflate(const uint8_t *data, uint64_t n, uint64_t raw_bytes,
                                    const char *name, uint8_t **out_raw)
 {
     char where[48];

@@ -38,23 +38,23 @@
 
 /* Serializes plan into a complete plan file image in memory.
  * *out_data is malloc'ed and owned by the caller (free()). */
-ft_status_t ft_plan_encode(const Ftplan__Plan *plan, uint8_t **out_data, uint64_t *out_size);
+FT_WARN_UNUSED ft_status_t ft_plan_encode(const Ftplan__Plan *plan, uint8_t **out_data, uint64_t *out_size);
 
 /* Writes plan to path atomically: path.tmp is written, then renamed. */
-ft_status_t ft_plan_write(const Ftplan__Plan *plan, const char *path);
+FT_WARN_UNUSED ft_status_t ft_plan_write(const Ftplan__Plan *plan, const char *path);
 
 /* Parses and validates a plan file image of size bytes. name is used in
  * messages (the file name). data is not referenced after the call. On
  * success *out_plan is owned by the caller: release it with ft_plan_free. */
-ft_status_t ft_plan_read_mem(const uint8_t *data, uint64_t size, const char *name,
+FT_WARN_UNUSED ft_status_t ft_plan_read_mem(const uint8_t *data, uint64_t size, const char *name,
                              Ftplan__Plan **out_plan);
 
 /* Maps path and reads it as ft_plan_read_mem does. */
-ft_status_t ft_plan_read(const char *path, Ftplan__Plan **out_plan);
+FT_WARN_UNUSED ft_status_t ft_plan_read(const char *path, Ftplan__Plan **out_plan);
 
 /* Unpacks a serialized (uncompressed) plan protobuf of size bytes and
  * validates it: the payload step of ft_plan_read_mem on its own. */
-ft_status_t ft_plan_unpack(const uint8_t *raw, uint64_t size, const char *name,
+FT_WARN_UNUSED ft_status_t ft_plan_unpack(const uint8_t *raw, uint64_t size, const char *name,
                            Ftplan__Plan **out_plan);
 
 /* Frees a plan returned by a reader. NULL is accepted. */

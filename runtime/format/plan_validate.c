@@ -36,7 +36,7 @@ ft_status_t ft_plan_check_unique(ft_plan_named_t *items, size_t n, const char *n
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_hparams(const Ftplan__Hparams *hp, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_hparams(const Ftplan__Hparams *hp, const char *name)
 {
     if (!hp)
         return ft_status_make(FT_STATUS_FORMAT, "%s: hparams: missing", name);
@@ -84,7 +84,7 @@ static ft_status_t ft_plan_check_hparams(const Ftplan__Hparams *hp, const char *
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_attn(const Ftplan__Attention *a, uint32_t rope_dim, size_t i,
+FT_WARN_UNUSED static ft_status_t ft_plan_check_attn(const Ftplan__Attention *a, uint32_t rope_dim, size_t i,
                                       const char *name)
 {
     if (!a)
@@ -114,7 +114,7 @@ static ft_status_t ft_plan_check_attn(const Ftplan__Attention *a, uint32_t rope_
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_moe(const Ftplan__Moe *m, size_t i, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_moe(const Ftplan__Moe *m, size_t i, const char *name)
 {
     if (!m)
         return ft_status_make(FT_STATUS_FORMAT, "%s: blocks[%zu].moe: missing on an MoE block",
@@ -140,7 +140,7 @@ static ft_status_t ft_plan_check_moe(const Ftplan__Moe *m, size_t i, const char 
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_blocks(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_blocks(const Ftplan__Plan *plan, const char *name)
 {
     const Ftplan__Hparams *hp = plan->hparams;
     if (plan->n_blocks != hp->n_layers)
@@ -170,7 +170,7 @@ static ft_status_t ft_plan_check_blocks(const Ftplan__Plan *plan, const char *na
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_file_name(const char *fname, size_t i, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_file_name(const char *fname, size_t i, const char *name)
 {
     if (!fname || !*fname)
         return ft_status_make(FT_STATUS_FORMAT, "%s: weight_files[%zu].name is empty", name, i);
@@ -186,7 +186,7 @@ static ft_status_t ft_plan_check_file_name(const char *fname, size_t i, const ch
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_weight_files(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_weight_files(const Ftplan__Plan *plan, const char *name)
 {
     for (size_t i = 0; i < plan->n_weight_files; i++) {
         const Ftplan__WeightFile *wf = plan->weight_files[i];
@@ -217,7 +217,7 @@ static ft_status_t ft_plan_check_weight_files(const Ftplan__Plan *plan, const ch
     return st;
 }
 
-static ft_status_t ft_plan_check_tokenizer(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_tokenizer(const Ftplan__Plan *plan, const char *name)
 {
     const Ftplan__Tokenizer *tok = plan->tokenizer;
     if (!tok)

@@ -90,6 +90,6 @@
 #define FT_PLAN_MAX_CUDA_IMAGES 16u
 
 /* name is the plan's file name, used in messages. */
-ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name);
 
 #endif

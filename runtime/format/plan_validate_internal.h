@@ -23,23 +23,23 @@ int ft_plan_enum_ok(const ProtobufCEnumDescriptor *desc, int value);
 
 /* Sorts items and fails (FT_STATUS_FORMAT) on the first duplicate name;
  * what is the field, e.g. "tensors". O(n log n) for hostile n. */
-ft_status_t ft_plan_check_unique(ft_plan_named_t *items, size_t n, const char *name,
+FT_WARN_UNUSED ft_status_t ft_plan_check_unique(ft_plan_named_t *items, size_t n, const char *name,
                                  const char *what);
 
 /* Need hparams, blocks and weight_files already checked. */
-ft_status_t ft_plan_check_tensors(const Ftplan__Plan *plan, const char *name);
-ft_status_t ft_plan_check_expert_blocks(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_tensors(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_expert_blocks(const Ftplan__Plan *plan, const char *name);
 
 /* plan_validate_partition.c; need hparams and blocks already checked. */
-ft_status_t ft_plan_check_partition(const Ftplan__Plan *plan, const char *name);
-ft_status_t ft_plan_check_calibration(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_partition(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_calibration(const Ftplan__Plan *plan, const char *name);
 
 /* plan_validate_kernels.c: the CPU module and CUDA images. */
-ft_status_t ft_plan_check_kernels(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_kernels(const Ftplan__Plan *plan, const char *name);
 
 /* plan_validate_schedule.c: the op schedule; needs hparams and tensors
  * already checked. */
-ft_status_t ft_plan_check_schedule(const Ftplan__Plan *plan, const char *name);
+FT_WARN_UNUSED ft_status_t ft_plan_check_schedule(const Ftplan__Plan *plan, const char *name);
 /* The schema's name of an op kind ("OP_LINEAR"), "?" for unknown ones. */
 const char *ft_plan_op_kind_name(int kind);
 

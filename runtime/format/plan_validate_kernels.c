@@ -35,7 +35,7 @@ static int ft_plan_arch_ok(const char *arch, const char *prefix, uint32_t *out_s
     return 1;
 }
 
-static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKernel *k, size_t i, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKernel *k, size_t i, const char *name)
 {
     if (!k)
         return ft_status_make(FT_STATUS_FORMAT, "%s: cpu_module.kernels[%zu]: missing", name, i);
@@ -62,7 +62,7 @@ static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKernel *k, size_t i
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_cpu_module(const Ftplan__CpuModule *cm, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_cpu_module(const Ftplan__CpuModule *cm, const char *name)
 {
     const char *isa = cm->isa ? cm->isa : "";
     if (strcmp(isa, "avx512") != 0 && strcmp(isa, "avx2") != 0 && strcmp(isa, "portable") != 0)
@@ -90,7 +90,7 @@ static ft_status_t ft_plan_check_cpu_module(const Ftplan__CpuModule *cm, const c
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_cuda(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_cuda(const Ftplan__Plan *plan, const char *name)
 {
     if (plan->n_cuda_images > FT_PLAN_MAX_CUDA_IMAGES)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: cuda_images: %zu, at most %u", name,

@@ -14,7 +14,7 @@
 
 /* A figure's median, when present, must be finite and >= 0 (positive when
  * `required`; then the figure must be present too). */
-static ft_status_t ft_pv_figure(const Fthw__Figure *f, int required, const char *field,
+FT_WARN_UNUSED static ft_status_t ft_pv_figure(const Fthw__Figure *f, int required, const char *field,
                                 const char *name)
 {
     if (!f)
@@ -27,7 +27,7 @@ static ft_status_t ft_pv_figure(const Fthw__Figure *f, int required, const char 
     return FT_OK;
 }
 
-static ft_status_t ft_pv_gemv(Fthw__GemvRate *const *rates, size_t n, const char *where,
+FT_WARN_UNUSED static ft_status_t ft_pv_gemv(Fthw__GemvRate *const *rates, size_t n, const char *where,
                               const char *name)
 {
     for (size_t i = 0; i < n; i++) {
@@ -44,7 +44,7 @@ static ft_status_t ft_pv_gemv(Fthw__GemvRate *const *rates, size_t n, const char
 
 /* What ft_hw_from_profile and the planner need, so that a runtime re-plan
  * from the embedded profile cannot fail on it. */
-static ft_status_t ft_pv_profile(const Fthw__Profile *p, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_profile(const Fthw__Profile *p, const char *name)
 {
     const Fthw__Cpu *c = p->cpu;
     if (!c)
@@ -101,7 +101,7 @@ static uint32_t ft_pv_max_experts(const Ftplan__Plan *plan)
     return m;
 }
 
-static ft_status_t ft_pv_budget(const Ftplan__Budget *b, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_budget(const Ftplan__Budget *b, const char *name)
 {
     if (b->ctx < 1 || b->ctx > FT_PLAN_MAX_CONTEXT)
         return FT_PV_BAD(FT_STATUS_OUT_OF_RANGE, "%s: budget.ctx is %u, expected 1..%u", name,
@@ -115,7 +115,7 @@ static ft_status_t ft_pv_budget(const Ftplan__Budget *b, const char *name)
 }
 
 /* Regions add up to vram_used, within the budget; RAM within its budget. */
-static ft_status_t ft_pv_sizes(const Ftplan__Partition *p, const Ftplan__Budget *b,
+FT_WARN_UNUSED static ft_status_t ft_pv_sizes(const Ftplan__Partition *p, const Ftplan__Budget *b,
                                const char *name)
 {
     const uint64_t regions[] = {p->vram_dense, p->vram_pinned, p->vram_slots,
@@ -151,7 +151,7 @@ static ft_status_t ft_pv_sizes(const Ftplan__Partition *p, const Ftplan__Budget 
 
 /* Pinned ids: strictly ascending flat ids of experts that exist, on layers
  * that run on the GPU. */
-static ft_status_t ft_pv_pinned(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_pinned(const Ftplan__Plan *plan, const char *name)
 {
     const Ftplan__Partition *p = plan->partition;
     if (p->n_pinned_ids != p->n_pinned && !(p->unified && p->n_pinned_ids == 0))
@@ -178,7 +178,7 @@ static ft_status_t ft_pv_pinned(const Ftplan__Plan *plan, const char *name)
     return FT_OK;
 }
 
-static ft_status_t ft_pv_fractions(const float *v, size_t n, const char *field, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_fractions(const float *v, size_t n, const char *field, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (!(v[i] >= 0.0f && v[i] <= 1.0f)) /* also refuses NaN */
@@ -187,7 +187,7 @@ static ft_status_t ft_pv_fractions(const float *v, size_t n, const char *field, 
     return FT_OK;
 }
 
-static ft_status_t ft_pv_qstar(const Ftplan__Plan *plan, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_qstar(const Ftplan__Plan *plan, const char *name)
 {
     const Ftplan__Partition *p = plan->partition;
     size_t n_layers = plan->hparams->n_layers, nb = p->n_bucket_tokens;
@@ -210,7 +210,7 @@ static ft_status_t ft_pv_qstar(const Ftplan__Plan *plan, const char *name)
     return st ? st : ft_pv_fractions(p->hit_rate, p->n_hit_rate, "hit_rate", name);
 }
 
-static ft_status_t ft_pv_predictions(const Ftplan__Partition *p, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_pv_predictions(const Ftplan__Partition *p, const char *name)
 {
     if (!ft_plan_enum_ok(&ftplan__bottleneck__descriptor, p->bottleneck))
         return FT_PV_BAD(FT_STATUS_FORMAT, "%s: partition.bottleneck: unknown value %d", name,
@@ -270,7 +270,7 @@ ft_status_t ft_plan_check_partition(const Ftplan__Plan *plan, const char *name)
 /* Per layer: each count at most n_tokens, the row at most n_tokens * n_used
  * (a token is routed to n_used distinct experts), zero past the layer's
  * experts and on dense layers. */
-static ft_status_t ft_pv_calib_layer(const Ftplan__Calibration *c, const Ftplan__Block *b,
+FT_WARN_UNUSED static ft_status_t ft_pv_calib_layer(const Ftplan__Calibration *c, const Ftplan__Block *b,
                                      size_t l, const char *name)
 {
     const uint64_t *row = c->counts + l * c->n_experts;

@@ -47,7 +47,7 @@ const char *ft_plan_op_kind_name(int kind)
     return v ? v->name : "?";
 }
 
-static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i,
+FT_WARN_UNUSED static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i,
                                     const char *field, const uint32_t *v, size_t n, size_t limit)
 {
     for (size_t j = 0; j < n; j++)
@@ -57,7 +57,7 @@ static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, const Ftplan__Op *o
 }
 
 /* The parameters one kind reads, each in range. */
-static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
 {
     switch (op->kind) {
     case FTPLAN__OP_KIND__OP_RMSNORM:
@@ -108,7 +108,7 @@ static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const Ftplan__Op *op
     return FT_OK;
 }
 
-static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+FT_WARN_UNUSED static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
 {
     const Ftplan__Schedule *s = c->plan->schedule;
     if (!ft_plan_enum_ok(&ftplan__op_kind__descriptor, op->kind) || op->kind == FTPLAN__OP_KIND__OP_INVALID)
@@ -131,7 +131,7 @@ static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftplan__Op *op, si
     return ft_check_params(c, op, i);
 }
 
-static ft_status_t ft_check_ops(const ft_sched_ctx_t *c, Ftplan__Op *const *ops, size_t n)
+FT_WARN_UNUSED static ft_status_t ft_check_ops(const ft_sched_ctx_t *c, Ftplan__Op *const *ops, size_t n)
 {
     if (n > FT_SCHED_MAX_OPS)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: schedule.%s has %zu ops (at most %u)", c->name,
@@ -146,7 +146,7 @@ static ft_status_t ft_check_ops(const ft_sched_ctx_t *c, Ftplan__Op *const *ops,
     return FT_OK;
 }
 
-static ft_status_t ft_check_buffers(const Ftplan__Schedule *s, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_check_buffers(const Ftplan__Schedule *s, const char *name)
 {
     if (s->n_buffers == 0 || s->n_buffers > FT_SCHED_MAX_BUFFERS)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: schedule has %zu buffers (expected 1..%u)", name,

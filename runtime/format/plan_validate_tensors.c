@@ -55,7 +55,7 @@ static uint64_t ft_plan_tensor_bytes(const Ftplan__Tensor *t, size_t i, const ch
 
 /* Checks format and shape; sets *out_extent to the bytes the tensor spans
  * from its offset (for a stack: up to the end of the last expert). */
-static ft_status_t ft_plan_check_tensor_shape(const Ftplan__Tensor *t, size_t i,
+FT_WARN_UNUSED static ft_status_t ft_plan_check_tensor_shape(const Ftplan__Tensor *t, size_t i,
                                               const char *name, uint64_t *out_extent)
 {
     if (!ft_plan_enum_ok(&ftplan__weight_format__descriptor, t->format) ||
@@ -100,7 +100,7 @@ static ft_status_t ft_plan_check_tensor_shape(const Ftplan__Tensor *t, size_t i,
     return FT_OK;
 }
 
-static ft_status_t ft_plan_check_tensor(const Ftplan__Plan *plan, size_t i, const char *name)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_tensor(const Ftplan__Plan *plan, size_t i, const char *name)
 {
     const Ftplan__Tensor *t = plan->tensors[i];
     if (!t || !t->name || !*t->name)
@@ -163,7 +163,7 @@ ft_status_t ft_plan_check_tensors(const Ftplan__Plan *plan, const char *name)
 #define FT_EXPERT_ERR(code, fmt, ...) \
     ft_status_make(code, "%s: expert_blocks[%zu]: " fmt, name, i, __VA_ARGS__)
 
-static ft_status_t ft_plan_check_expert_block(const Ftplan__Plan *plan, size_t i,
+FT_WARN_UNUSED static ft_status_t ft_plan_check_expert_block(const Ftplan__Plan *plan, size_t i,
                                               uint8_t *seen, const char *name)
 {
     const Ftplan__ExpertBlock *eb = plan->expert_blocks[i];

@@ -34,18 +34,18 @@
  * released with free; *out_len excludes the NUL). header, when not NULL,
  * is written first as comment lines ("# " + each line). Fields are printed
  * in descriptor order; proto3 fields holding their default are omitted. */
-ft_status_t ft_textproto_print(const ProtobufCMessage *msg, const char *header, char **out_text,
+FT_WARN_UNUSED ft_status_t ft_textproto_print(const ProtobufCMessage *msg, const char *header, char **out_text,
                                size_t *out_len);
 
 /* Parses len bytes of text (no NUL needed) as a message of type desc.
  * input_name is used in error messages ("profile.textproto:3:14: ...").
  * *out_msg is allocated with the libc allocator and released with
  * protobuf_c_message_free_unpacked(*out_msg, NULL). */
-ft_status_t ft_textproto_parse(const ProtobufCMessageDescriptor *desc, const char *text, size_t len,
+FT_WARN_UNUSED ft_status_t ft_textproto_parse(const ProtobufCMessageDescriptor *desc, const char *text, size_t len,
                                const char *input_name, ProtobufCMessage **out_msg);
 
 /* Reads a file (at most FT_TEXTPROTO_MAX_BYTES) and parses it. */
-ft_status_t ft_textproto_parse_file(const ProtobufCMessageDescriptor *desc, const char *path,
+FT_WARN_UNUSED ft_status_t ft_textproto_parse_file(const ProtobufCMessageDescriptor *desc, const char *path,
                                     ProtobufCMessage **out_msg);
 
 #endif

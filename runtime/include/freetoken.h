@@ -40,16 +40,26 @@ typedef struct ft_status *ft_status_t;
 
 #define FT_OK ((ft_status_t)NULL)
 
+/* On every function that returns an ft_status_t: a dropped status is a
+ * leaked error object and a failure nobody saw. GCC does not accept a (void)
+ * cast as using the result; free the status (ft_status_free) where ignoring
+ * it is right, and say why. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FT_WARN_UNUSED __attribute__((warn_unused_result))
+#else
+#define FT_WARN_UNUSED
+#endif
+
 /* Makes an error with a printf-style message. Never returns NULL: when the
  * message cannot be allocated a static out-of-memory status is returned
  * (which ft_status_free accepts). */
-ft_status_t ft_status_make(ft_status_code_t code, const char *fmt, ...)
+FT_WARN_UNUSED ft_status_t ft_status_make(ft_status_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-ft_status_t ft_status_makev(ft_status_code_t code, const char *fmt, va_list ap);
+FT_WARN_UNUSED ft_status_t ft_status_makev(ft_status_code_t code, const char *fmt, va_list ap);
 
 /* Prefixes context to an existing error ("while reading X: <old message>")
  * and returns it. NULL in gives NULL out, so it can wrap any call. */
-ft_status_t ft_status_annotate(ft_status_t status, const char *fmt, ...)
+FT_WARN_UNUSED ft_status_t ft_status_annotate(ft_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 ft_status_code_t ft_status_code(ft_status_t status);
@@ -59,8 +69,38 @@ const char *ft_status_message(ft_status_t status);
 const char *ft_status_code_name(ft_status_code_t code);
 void ft_status_free(ft_status_t status);
 
-/* Allocator hook: every allocation libfreetoken makes goes through one.
- * NULL wherever an allocator is accepted means the libc allocator. */
+/* Allocator hook. NULL wherever an allocator is accepted means the libc
+ * allocator. Through it go the engine's and sessions' own objects: the
+ * executor's model, engine and session state (activations, KV pages,
+ * scratch), the expert cache and its sim slot memory, the offload and
+ * streaming buffers, and the cuda backend's host-side objects (a test fails
+ * the k-th of these for every k: tests/unit/test_alloc_fail.c).
+ *
+ * These allocations do NOT go through it; they use libc (or the library's
+ * own default) whatever the hook:
+ *   - status objects (runtime/base/status.c): malloc, so that an error can
+ *     be reported when the hook is what failed; when even that fails a
+ *     static out-of-memory status is returned, which needs no allocation;
+ *   - reading the bundle (runtime/format/): the bundle and FTW file objects,
+ *     the plan's decompression buffer and zstd's decompression context
+ *     (ZSTD_decompress), protobuf-c's unpacked plan (unpacked with the
+ *     default allocator), plan validation and textproto (hardware profile)
+ *     parsing, including its arena (runtime/base/arena.c);
+ *   - the mapped weight and profile files (runtime/base/mapped_file.c: the
+ *     object; the bytes are mmap'd, not allocated);
+ *   - the planner's results (runtime/plan/: pinned experts, hit rates, the
+ *     q* table), made at open and again by every ft_engine_replan;
+ *   - the tokenizer, its vocabulary index, BPE merges, pre-tokenizer and
+ *     PCRE2's compiled patterns and match data, chat formatting, stop
+ *     strings and the sampler (runtime/text/); strings returned to the
+ *     caller by ft_engine_tokenize and ft_engine_chat_format are malloc'd
+ *     and freed with ft_engine_free;
+ *   - the thread pool (runtime/base/threadpool.c, and the threads' stacks);
+ *   - the CPU kernel module object (runtime/backends/cpu/cpu_module.c; the
+ *     module itself is loaded with dlopen) and the sim device's slot clocks
+ *     (runtime/backends/sim/sim_device.c);
+ *   - the cuda backend's page-locked host buffers (cuMemHostAlloc) and all
+ *     device memory, which the driver allocates. */
 typedef struct ft_allocator {
     void *(*alloc)(void *user, size_t n_bytes);
     void *(*realloc)(void *user, void *p, size_t n_bytes);
@@ -115,7 +155,7 @@ void ft_engine_options_init(ft_engine_options_t *opts);
 /* Opens a bundle directory (or its plan.ftp): reads and validates the plan,
  * maps the weights (never copies them), checks their size and recorded hash
  * against the plan, and prepares the tokenizer and the thread pool. */
-ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
+FT_WARN_UNUSED ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
                            ft_engine_t **out_engine);
 /* Every session of the engine must be destroyed first. */
 void ft_engine_close(ft_engine_t *engine);
@@ -160,7 +200,7 @@ void ft_engine_reset_stats(ft_engine_t *engine);
  * each expert it is routed to (n_experts: ft_model_info_t.n_experts).
  * ft_engine_routing_counts copies them out (n_layers * n_experts values)
  * and returns the number of tokens counted. */
-ft_status_t ft_engine_count_routing(ft_engine_t *engine, int on);
+FT_WARN_UNUSED ft_status_t ft_engine_count_routing(ft_engine_t *engine, int on);
 uint64_t ft_engine_routing_counts(const ft_engine_t *engine, uint64_t *out_counts, size_t n_counts);
 
 /* Moves the boundary between KV memory and expert slots for a new VRAM
@@ -168,17 +208,17 @@ uint64_t ft_engine_routing_counts(const ft_engine_t *engine, uint64_t *out_count
  * before anything is freed, the coldest expert slots are evicted when
  * shrinking, no session state is dropped, no weight is re-read, and on any
  * failure nothing changes. Not for the cpu backend (nothing to move). */
-ft_status_t ft_engine_replan(ft_engine_t *engine, uint64_t vram_bytes);
+FT_WARN_UNUSED ft_status_t ft_engine_replan(ft_engine_t *engine, uint64_t vram_bytes);
 
 #define FT_TOKENIZE_SPECIAL 1u /* recognize special tokens written in the text */
 #define FT_TOKENIZE_ADD_BOS 2u /* prepend BOS when the model wants one */
 
 /* Tokenizer: flags are FT_TOKENIZE_*. *out_ids is released with
  * ft_engine_free. */
-ft_status_t ft_engine_tokenize(const ft_engine_t *engine, const char *text, size_t len,
+FT_WARN_UNUSED ft_status_t ft_engine_tokenize(const ft_engine_t *engine, const char *text, size_t len,
                                unsigned flags, int32_t **out_ids, uint32_t *out_n);
 /* The bytes of one token (may be part of a UTF-8 sequence). */
-ft_status_t ft_engine_token_bytes(const ft_engine_t *engine, int32_t id, const char **out_bytes,
+FT_WARN_UNUSED ft_status_t ft_engine_token_bytes(const ft_engine_t *engine, int32_t id, const char **out_bytes,
                                   uint32_t *out_len);
 /* 1 when id ends generation (EOS, <|im_end|>, ...). */
 int ft_engine_is_eog(const ft_engine_t *engine, int32_t id);
@@ -190,7 +230,7 @@ typedef struct ft_chat_message {
 
 /* Renders messages in the model's chat format; *out_text is released with
  * ft_engine_free. */
-ft_status_t ft_engine_chat_format(const ft_engine_t *engine, const ft_chat_message_t *msgs,
+FT_WARN_UNUSED ft_status_t ft_engine_chat_format(const ft_engine_t *engine, const ft_chat_message_t *msgs,
                                   size_t n_msgs, int add_generation_prompt, char **out_text);
 
 void ft_engine_free(const ft_engine_t *engine, void *p);
@@ -208,7 +248,7 @@ void ft_session_options_init(ft_session_options_t *opts);
 
 /* Allocates the KV cache and every buffer the forward pass needs, so
  * evaluating tokens allocates nothing. */
-ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
+FT_WARN_UNUSED ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
                               ft_session_t **out_session);
 void ft_session_destroy(ft_session_t *session);
 
@@ -218,7 +258,7 @@ void ft_session_destroy(ft_session_t *session);
  * row per position; either way ft_session_logits then holds the last
  * position's. Errors: an empty batch, an unknown token id, or a sequence
  * longer than the session's context. */
-ft_status_t ft_session_eval(ft_session_t *session, const int32_t *tokens, uint32_t n,
+FT_WARN_UNUSED ft_status_t ft_session_eval(ft_session_t *session, const int32_t *tokens, uint32_t n,
                             float *out_all_logits);
 
 /* The logits of the last evaluated position (vocab_size floats), or NULL
@@ -227,7 +267,7 @@ const float *ft_session_logits(const ft_session_t *session);
 uint32_t ft_session_n_past(const ft_session_t *session);
 uint32_t ft_session_n_ctx(const ft_session_t *session);
 /* Forgets every position from n_past on (n_past <= current). */
-ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
+FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* ------------------------------------------------------------------ */
 /* Sampling.                                                           */
@@ -250,7 +290,7 @@ typedef struct ft_sampler_options {
 void ft_sampler_options_init(ft_sampler_options_t *opts);
 
 /* Allocates everything sampling needs for a vocabulary of n_vocab. */
-ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab,
+FT_WARN_UNUSED ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab,
                               ft_sampler_t **out_sampler);
 void ft_sampler_destroy(ft_sampler_t *sampler);
 

@@ -255,3 +255,39 @@ ft_status_t ft_expert_cache_resize(ft_expert_cache_t *c, uint32_t n_slots)
         ft_lru_push_front(c, (int32_t)i);
     return FT_OK;
 }
+
+ft_status_t ft_expert_cache_resized(const ft_expert_cache_t *c, uint32_t n_slots, ft_expert_cache_t **out)
+{
+    *out = NULL;
+    if (c->stats.n_pinned > n_slots)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                              "expert cache: %u pinned experts do not fit in %u slots", c->stats.n_pinned,
+                              n_slots);
+    ft_expert_cache_t *d;
+    ft_status_t st = ft_expert_cache_create(c->n_ids, n_slots, c->slot_bytes, c->alloc, &d);
+    if (st)
+        return st;
+    /* The same choice as ft_expert_cache_resize: pinned ones, then the rest
+     * from most to least recent, copied straight into d's slots in order. */
+    uint32_t n_kept = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t s = c->head; s >= 0 && n_kept < n_slots; s = c->slots[s].next) {
+            const ft_slot_t *o = &c->slots[s];
+            if (o->id < 0 || o->pinned != (pass == 0))
+                continue;
+            d->slots[n_kept].id = o->id;
+            d->slots[n_kept].pinned = o->pinned;
+            d->where[o->id] = (int32_t)n_kept;
+            memcpy(d->data + (uint64_t)n_kept * c->slot_bytes, c->data + (uint64_t)s * c->slot_bytes,
+                   c->slot_bytes);
+            n_kept++;
+        }
+    d->head = d->tail = -1;
+    for (uint32_t i = n_slots; i-- > n_kept;)
+        ft_lru_push_front(d, (int32_t)i);
+    for (uint32_t i = n_kept; i-- > 0;)
+        ft_lru_push_front(d, (int32_t)i);
+    d->stats = c->stats;
+    *out = d;
+    return FT_OK;
+}

@@ -21,7 +21,7 @@ typedef struct ft_expert_cache_stats {
 
 /* n_ids: experts in the model (n_layers * n_experts); slot_bytes: one
  * slot's size; slot memory comes from alloc (the device's memory). */
-ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, uint64_t slot_bytes,
+FT_WARN_UNUSED ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, uint64_t slot_bytes,
                                    const ft_allocator_t *alloc, ft_expert_cache_t **out_cache);
 void ft_expert_cache_destroy(ft_expert_cache_t *c);
 
@@ -52,6 +52,12 @@ void ft_expert_cache_reset_stats(ft_expert_cache_t *c);
  * experts (and every pinned one). Allocates the new slot array first and
  * changes nothing when that fails or when the pinned experts would not fit,
  * so a failed resize leaves the cache as it was. */
-ft_status_t ft_expert_cache_resize(ft_expert_cache_t *c, uint32_t n_slots);
+FT_WARN_UNUSED ft_status_t ft_expert_cache_resize(ft_expert_cache_t *c, uint32_t n_slots);
+/* As ft_expert_cache_resize, into a new cache (*out, the caller's) and
+ * leaving c untouched: a re-plan fills the new slots and can still drop the
+ * new cache, with the old one exactly as it was, if a later step fails.
+ * Slot i of *out holds the i-th kept expert; counters are carried over. */
+FT_WARN_UNUSED ft_status_t ft_expert_cache_resized(const ft_expert_cache_t *c, uint32_t n_slots,
+                                                   ft_expert_cache_t **out);
 
 #endif

@@ -10,7 +10,7 @@
  * FTW blob (gate, up, down, each page-aligned): what a slot holds and a
  * copy moves. The device's KV cache is taken as f16 (the sim's; a driven
  * device's is f32, ft_offload_kv_f32). */
-static ft_status_t ft_offload_shape(ft_offload_t *o)
+FT_WARN_UNUSED static ft_status_t ft_offload_shape(ft_offload_t *o)
 {
     const ft_model_t *m = o->m;
     o->layers = ft_mem_calloc(o->a, m->n_layers ? m->n_layers : 1, sizeof(ft_plan_layer_t));
@@ -43,14 +43,14 @@ static ft_status_t ft_offload_shape(ft_offload_t *o)
 
 /* A driven device (the CUDA backend) keeps its KV cache in float32, not
  * the f16 the planner's model assumes: twice the bytes per token. */
-static ft_status_t ft_offload_kv_f32(ft_offload_t *o)
+FT_WARN_UNUSED static ft_status_t ft_offload_kv_f32(ft_offload_t *o)
 {
     for (uint32_t l = 0; o->has_ext && l < o->m->n_layers; l++)
         o->layers[l].kv_bytes_per_token *= 2;
     return FT_OK;
 }
 
-static ft_status_t ft_offload_popularity(ft_offload_t *o, const float *pop, uint32_t stride)
+FT_WARN_UNUSED static ft_status_t ft_offload_popularity(ft_offload_t *o, const float *pop, uint32_t stride)
 {
     if (!pop)
         return FT_OK;
@@ -64,7 +64,7 @@ static ft_status_t ft_offload_popularity(ft_offload_t *o, const float *pop, uint
     return FT_OK;
 }
 
-static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64_t vram_bytes, ft_plan_result_t *res)
+FT_WARN_UNUSED static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64_t vram_bytes, ft_plan_result_t *res)
 {
     ft_plan_budget_t budget = {.vram_bytes = vram_bytes, .ram_bytes = 0, .ctx = o->ctx, .batch = 1};
     ft_status_t st = ft_planner_solve(&o->pm, &o->hw, &budget, res);
@@ -78,15 +78,16 @@ static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64_t vram_bytes, 
     return st;
 }
 
-/* Puts expert e of layer l into cache slot s: a host copy into the sim's
- * slot memory, or the driven device's fill. */
-static ft_status_t ft_offload_fill(ft_offload_t *o, int32_t s, uint32_t l, uint32_t e)
+/* Puts expert e of layer l into slot s of cache c: a host copy into the
+ * sim's slot memory, or the driven device's fill. */
+FT_WARN_UNUSED static ft_status_t ft_offload_fill(ft_offload_t *o, ft_expert_cache_t *c, int32_t s, uint32_t l,
+                                                  uint32_t e)
 {
     const ft_layer_t *L = &o->m->layers[l];
     const uint8_t *blob = L->blob0 + (uint64_t)e * L->blob_stride;
     if (o->has_ext)
         return o->ext.fill(o->ext.user, s, blob, L->blob_stride);
-    memcpy(ft_expert_cache_slot_data(o->cache, s), blob, L->blob_stride);
+    memcpy(ft_expert_cache_slot_data(c, s), blob, L->blob_stride);
     return FT_OK;
 }
 
@@ -95,48 +96,49 @@ static ft_status_t ft_offload_fill(ft_offload_t *o, int32_t s, uint32_t l, uint3
  * round-robin over the layers (no calibration: any expert is as likely as
  * another). Costs load time, not step time, so it is neither counted as
  * misses nor put on the virtual clock. */
-static ft_status_t ft_offload_warm(ft_offload_t *o)
+FT_WARN_UNUSED static ft_status_t ft_offload_warm(ft_offload_t *o, ft_expert_cache_t *c,
+                                                  const ft_plan_result_t *plan)
 {
     const ft_model_t *m = o->m;
     const uint32_t stride = m->max_experts;
     ft_status_t st = FT_OK;
-    for (uint32_t i = 0; i < o->plan.n_pinned && !st; i++) {
-        const uint32_t id = o->plan.pinned[i], l = id / stride, e = id % stride;
+    for (uint32_t i = 0; i < plan->n_pinned && !st; i++) {
+        const uint32_t id = plan->pinned[i], l = id / stride, e = id % stride;
         if (l >= m->n_layers || e >= m->layers[l].n_experts)
             continue;
-        int32_t s = ft_expert_cache_pin(o->cache, id);
+        int32_t s = ft_expert_cache_pin(c, id);
         if (s >= 0)
-            st = ft_offload_fill(o, s, l, e);
+            st = ft_offload_fill(o, c, s, l, e);
     }
     for (uint32_t e = 0; e < stride && !st; e++)
         for (uint32_t l = 0; l < m->n_layers && !st; l++) {
-            if (e >= m->layers[l].n_experts || ft_expert_cache_find(o->cache, l * stride + e) >= 0)
+            if (e >= m->layers[l].n_experts || ft_expert_cache_find(c, l * stride + e) >= 0)
                 continue;
-            int32_t s = ft_expert_cache_fill_free(o->cache, l * stride + e);
+            int32_t s = ft_expert_cache_fill_free(c, l * stride + e);
             if (s < 0)
                 return FT_OK; /* full */
-            st = ft_offload_fill(o, s, l, e);
+            st = ft_offload_fill(o, c, s, l, e);
         }
     return st;
 }
 
-/* A driven device after the cache was resized (which renumbers the slots
- * it keeps): every occupied slot is filled again from the mapped weights. */
-static ft_status_t ft_offload_refill(ft_offload_t *o)
+/* A driven device after a re-plan renumbered the slots (into cache c):
+ * every occupied slot of c is filled again from the mapped weights. */
+FT_WARN_UNUSED static ft_status_t ft_offload_refill(ft_offload_t *o, ft_expert_cache_t *c)
 {
     const uint32_t stride = o->m->max_experts;
     ft_status_t st = FT_OK;
     for (uint32_t l = 0; l < o->m->n_layers && !st; l++)
         for (uint32_t e = 0; e < o->m->layers[l].n_experts && !st; e++) {
-            const int32_t s = ft_expert_cache_find(o->cache, l * stride + e);
+            const int32_t s = ft_expert_cache_find(c, l * stride + e);
             if (s >= 0)
-                st = ft_offload_fill(o, s, l, e);
+                st = ft_offload_fill(o, c, s, l, e);
         }
     return st;
 }
 
 /* The sim's device: host slot memory, streaming buffers, virtual clock. */
-static ft_status_t ft_offload_sim_init(ft_offload_t *o)
+FT_WARN_UNUSED static ft_status_t ft_offload_sim_init(ft_offload_t *o)
 {
     const uint32_t n = ft_offload_cache_slots(&o->plan);
     ft_status_t st = ft_offload_sim_streams(o, &o->plan);
@@ -149,7 +151,7 @@ static ft_status_t ft_offload_sim_init(ft_offload_t *o)
 
 /* A driven device: the cache maps ids to slot numbers only (no host slot
  * memory); the device reserves the slots and buffers. */
-static ft_status_t ft_offload_ext_init(ft_offload_t *o)
+FT_WARN_UNUSED static ft_status_t ft_offload_ext_init(ft_offload_t *o)
 {
     const uint32_t n = ft_offload_cache_slots(&o->plan);
     ft_status_t st = ft_expert_cache_create(o->m->n_layers * o->m->max_experts, n, 0, o->a, &o->cache);
@@ -159,7 +161,7 @@ static ft_status_t ft_offload_ext_init(ft_offload_t *o)
     return st;
 }
 
-static ft_status_t ft_offload_init(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
+FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
                                    const float *popularity, uint32_t popularity_stride,
                                    const ft_offload_device_t *dev, const ft_allocator_t *alloc,
                                    ft_offload_t **out)
@@ -193,7 +195,7 @@ static ft_status_t ft_offload_init(const ft_model_t *m, const ft_hw_t *hw, uint6
              !(st = ft_offload_solve(o, vram_bytes, &o->plan)))
         st = dev ? ft_offload_ext_init(o) : ft_offload_sim_init(o);
     if (!st)
-        st = ft_offload_warm(o);
+        st = ft_offload_warm(o, o->cache, &o->plan);
     if (st) {
         ft_offload_destroy(o);
         return st;
@@ -276,31 +278,62 @@ void ft_offload_reset_stats(ft_offload_t *o)
     ft_expert_cache_reset_stats(o->cache);
 }
 
-/* The device side of a re-plan whose cache resize succeeded; on failure
- * the cache goes back to old_slots and the device is left as it was. */
-static ft_status_t ft_offload_resize_device(ft_offload_t *o, const ft_plan_result_t *res, uint32_t old_slots)
+/* Frees the sim's streaming buffers (a plan without streaming). */
+static void ft_offload_sim_drop_streams(ft_offload_t *o)
 {
-    const uint32_t new_slots = ft_offload_cache_slots(res);
-    ft_status_t st;
-    if (o->has_ext) {
-        st = o->ext.reserve(o->ext.user, new_slots, o->slot_bytes, res->vram_stream > 0 ? o->stream_bytes : 0);
-        if (!st) {
-            o->streaming = res->vram_stream > 0;
-            return FT_OK;
-        }
-        ft_expert_cache_resize(o->cache, old_slots); /* had room before */
-        ft_status_t back = ft_offload_refill(o);     /* the resize renumbered the slots */
-        if (back) {
-            ft_status_free(st);
-            return ft_status_annotate(back, "re-plan: restoring the expert slots");
-        }
+    ft_mem_free(o->a, o->stream[0]);
+    ft_mem_free(o->a, o->stream[1]);
+    o->stream[0] = o->stream[1] = NULL;
+    o->streaming = 0;
+}
+
+/* The sim's side of a re-plan to res with the new cache nc (o->cache is
+ * still the old one). The host copies into nc and the allocations come
+ * first; on failure nothing is changed. */
+FT_WARN_UNUSED static ft_status_t ft_offload_replan_sim(ft_offload_t *o, const ft_plan_result_t *res,
+                                                        ft_expert_cache_t *nc)
+{
+    const int had = o->stream[0] != NULL, want = res->vram_stream > 0;
+    ft_status_t st = ft_offload_warm(o, nc, res);
+    if (st || (want && (st = ft_offload_sim_streams(o, res))))
+        return st;
+    if ((st = ft_sim_device_resize_slots(o->dev, ft_offload_cache_slots(res) + 2))) {
+        if (want && !had)
+            ft_offload_sim_drop_streams(o); /* allocated just above */
         return st;
     }
-    if ((st = ft_sim_device_resize_slots(o->dev, new_slots + 2)) || (st = ft_offload_sim_streams(o, res))) {
-        ft_expert_cache_resize(o->cache, old_slots); /* had room before */
-        ft_sim_device_resize_slots(o->dev, old_slots + 2);
+    if (!want && had)
+        ft_offload_sim_drop_streams(o);
+    return FT_OK;
+}
+
+/* A driven device's side of a re-plan to res with the new cache nc: reserve
+ * the new layout (on failure the device keeps its memory, so nothing has
+ * changed), then fill nc's slots. A fill that fails after that puts the old
+ * layout and the old cache's experts back; only if that fails as well is
+ * the device left changed, and the error says so. */
+FT_WARN_UNUSED static ft_status_t ft_offload_replan_ext(ft_offload_t *o, const ft_plan_result_t *res,
+                                                        ft_expert_cache_t *nc)
+{
+    const uint64_t old_stream = o->streaming ? o->stream_bytes : 0;
+    const uint64_t new_stream = res->vram_stream > 0 ? o->stream_bytes : 0;
+    ft_status_t st = o->ext.reserve(o->ext.user, ft_offload_cache_slots(res), o->slot_bytes, new_stream);
+    if (st)
+        return st;
+    if (!(st = ft_offload_refill(o, nc)) && !(st = ft_offload_warm(o, nc, res))) {
+        o->streaming = new_stream != 0;
+        return FT_OK;
     }
-    return st;
+    ft_status_t back = o->ext.reserve(o->ext.user, ft_offload_cache_slots(&o->plan), o->slot_bytes, old_stream);
+    if (!back)
+        back = ft_offload_refill(o, o->cache);
+    if (!back)
+        return st;
+    back = ft_status_annotate(back, "re-plan failed (%s), and restoring the device's expert slots failed too; "
+                              "the device no longer matches the cache",
+                              ft_status_message(st));
+    ft_status_free(st);
+    return back;
 }
 
 ft_status_t ft_offload_replan(ft_offload_t *o, uint64_t vram_bytes)
@@ -327,20 +360,24 @@ ft_status_t ft_offload_replan(ft_offload_t *o, uint64_t vram_bytes)
         ft_plan_result_release(&res);
         return ft_status_make(FT_STATUS_INTERNAL, "offload: the plan's slots are larger than the cache's");
     }
-    /* Everything that can fail first; each step is undone if a later one
-     * fails, so a failed re-plan leaves the engine as it was. */
-    const uint32_t old_slots = ft_offload_cache_slots(&o->plan), new_slots = ft_offload_cache_slots(&res);
-    if ((st = ft_expert_cache_resize(o->cache, new_slots)) ||
-        (st = ft_offload_resize_device(o, &res, old_slots))) {
+    /* Everything that can fail happens on a new cache and before the first
+     * change that cannot be undone, so a failed re-plan leaves the slots,
+     * their contents, the counters and the device as they were. */
+    ft_expert_cache_t *old = o->cache, *nc;
+    if ((st = ft_expert_cache_resized(old, ft_offload_cache_slots(&res), &nc))) {
         ft_plan_result_release(&res);
         return st;
     }
+    st = o->has_ext ? ft_offload_replan_ext(o, &res, nc) : ft_offload_replan_sim(o, &res, nc);
+    if (st) {
+        ft_expert_cache_destroy(nc);
+        ft_plan_result_release(&res);
+        return st;
+    }
+    o->cache = nc;
+    ft_expert_cache_destroy(old);
     ft_plan_result_release(&o->plan);
     o->plan = res;
     o->vram_bytes = vram_bytes;
-    /* A driven device's kept experts moved to new slot numbers; a grown
-     * cache has free slots: warm them, as at load. */
-    if (o->has_ext && (st = ft_offload_refill(o)))
-        return ft_status_annotate(st, "re-plan: refilling the expert slots");
-    return ft_offload_warm(o);
+    return FT_OK;
 }

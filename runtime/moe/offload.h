@@ -42,7 +42,7 @@ typedef struct ft_offload_stats {
 /* popularity: optional calibration, [n_layers][popularity_stride] routed
  * tokens per expert as fractions (each layer's row sums to n_used), so the
  * planner pins hot experts; NULL: uniform. Copied. */
-ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
+FT_WARN_UNUSED ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
                               uint32_t ctx, const float *popularity, uint32_t popularity_stride,
                               const ft_allocator_t *alloc, ft_offload_t **out);
 
@@ -86,7 +86,7 @@ typedef struct ft_offload_device {
 /* As ft_offload_create, for a device the caller drives: no simulated
  * device, no host slot memory, a KV cache of float32 (the planner reserves
  * 4 bytes per element); dev is copied. */
-ft_status_t ft_offload_create_device(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
+FT_WARN_UNUSED ft_status_t ft_offload_create_device(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
                                      uint32_t ctx, const float *popularity, uint32_t popularity_stride,
                                      const ft_offload_device_t *dev, const ft_allocator_t *alloc,
                                      ft_offload_t **out);
@@ -130,6 +130,6 @@ void ft_offload_reset_stats(ft_offload_t *off);
  * is solved and checked first; then the slot count changes (coldest experts
  * evicted when shrinking). Weights are never re-read; on any failure
  * nothing changes. */
-ft_status_t ft_offload_replan(ft_offload_t *off, uint64_t vram_bytes);
+FT_WARN_UNUSED ft_status_t ft_offload_replan(ft_offload_t *off, uint64_t vram_bytes);
 
 #endif

@@ -46,6 +46,6 @@ static inline uint32_t ft_offload_cache_slots(const ft_plan_result_t *plan)
 
 /* offload_sim.c: the sim's streaming buffers for a plan (allocated or
  * freed to match it). */
-ft_status_t ft_offload_sim_streams(ft_offload_t *o, const ft_plan_result_t *res);
+FT_WARN_UNUSED ft_status_t ft_offload_sim_streams(ft_offload_t *o, const ft_plan_result_t *res);
 
 #endif

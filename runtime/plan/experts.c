@@ -91,7 +91,7 @@ static double ft_exp_eval(const ft_exp_item_t *items, size_t n, size_t n_pin, ui
 }
 
 /* Pins the first n_pin items (sorted by key) and records their ids. */
-static ft_status_t ft_exp_pin(const ft_exp_item_t *items, size_t n_pin, ft_plan_result_t *res)
+FT_WARN_UNUSED static ft_status_t ft_exp_pin(const ft_exp_item_t *items, size_t n_pin, ft_plan_result_t *res)
 {
     if (n_pin == 0)
         return FT_OK;

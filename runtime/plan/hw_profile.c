@@ -8,7 +8,7 @@
 
 /* The median of an optional figure; 0 when absent. Rejects negative and
  * non-finite values, naming the field. */
-static ft_status_t ft_hw_fig(const Fthw__Figure *f, const char *field, double *out)
+FT_WARN_UNUSED static ft_status_t ft_hw_fig(const Fthw__Figure *f, const char *field, double *out)
 {
     *out = 0;
     if (!f)
@@ -20,7 +20,7 @@ static ft_status_t ft_hw_fig(const Fthw__Figure *f, const char *field, double *o
     return FT_OK;
 }
 
-static ft_status_t ft_hw_fig_u64(const Fthw__Figure *f, const char *field, uint64_t *out)
+FT_WARN_UNUSED static ft_status_t ft_hw_fig_u64(const Fthw__Figure *f, const char *field, uint64_t *out)
 {
     double v;
     ft_status_t st = ft_hw_fig(f, field, &v);
@@ -39,7 +39,7 @@ static void ft_hw_name(char *dst, size_t cap, const char *src)
 
 /* Per format: total bytes over total time of every listed shape, with
  * bytes taken as rows * cols (the same element size within a format). */
-static ft_status_t ft_hw_gemv(Fthw__GemvRate *const *rates, size_t n, const char *where,
+FT_WARN_UNUSED static ft_status_t ft_hw_gemv(Fthw__GemvRate *const *rates, size_t n, const char *where,
                               double out[FT_DTYPE_COUNT])
 {
     double elems[FT_DTYPE_COUNT] = {0}, secs[FT_DTYPE_COUNT] = {0};
@@ -65,7 +65,7 @@ static ft_status_t ft_hw_gemv(Fthw__GemvRate *const *rates, size_t n, const char
     return FT_OK;
 }
 
-static ft_status_t ft_hw_from_gpu(const Fthw__Gpu *g, ft_hw_t *out)
+FT_WARN_UNUSED static ft_status_t ft_hw_from_gpu(const Fthw__Gpu *g, ft_hw_t *out)
 {
     ft_hw_gpu_t *o = &out->gpu;
     ft_status_t st;

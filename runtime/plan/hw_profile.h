@@ -14,13 +14,13 @@
  * cpu.dram_read_gbs must be positive; a GPU needs a positive h2d_gbs.
  * dram_overlap_gbs takes the GPU's cpu_gemv_overlap_gbs (the CPU's expert
  * rate while PCIe copies run), 0 when not measured. Errors name the field. */
-ft_status_t ft_hw_from_profile(const Fthw__Profile *p, ft_hw_t *out);
+FT_WARN_UNUSED ft_status_t ft_hw_from_profile(const Fthw__Profile *p, ft_hw_t *out);
 
 /* Reads a text profile or preset (path names it in errors). *out_profile
  * is released with fthw__profile__free_unpacked(p, NULL). */
-ft_status_t ft_hw_profile_load(const char *path, Fthw__Profile **out_profile);
+FT_WARN_UNUSED ft_status_t ft_hw_profile_load(const char *path, Fthw__Profile **out_profile);
 
 /* ft_hw_profile_load + ft_hw_from_profile. */
-ft_status_t ft_hw_load(const char *path, ft_hw_t *out);
+FT_WARN_UNUSED ft_status_t ft_hw_load(const char *path, ft_hw_t *out);
 
 #endif

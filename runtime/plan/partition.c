@@ -17,7 +17,7 @@ static double ft_part_gib(uint64_t bytes)
 
 /* Unified memory (e.g. DGX Spark): the GPU reads the mapped weights in
  * place, so every expert is "resident" and nothing is copied. */
-static ft_status_t ft_part_unified(const ft_plan_model_t *m, const ft_plan_budget_t *b,
+FT_WARN_UNUSED static ft_status_t ft_part_unified(const ft_plan_model_t *m, const ft_plan_budget_t *b,
                                    const ft_planner_totals_t *tot, ft_plan_result_t *res)
 {
     res->unified = 1;

@@ -31,7 +31,7 @@ typedef struct ft_planner_totals {
 } ft_planner_totals_t;
 
 /* Checks every field and computes the totals with overflow checks. */
-ft_status_t ft_planner_validate(const ft_plan_model_t *m, const ft_hw_t *hw,
+FT_WARN_UNUSED ft_status_t ft_planner_validate(const ft_plan_model_t *m, const ft_hw_t *hw,
                              const ft_plan_budget_t *b, ft_planner_totals_t *out);
 
 /* One layer's KV + state bytes for the budget's ctx and batch (validated). */
@@ -44,17 +44,17 @@ void ft_planner_note(ft_plan_result_t *res, const char *fmt, ...)
 
 /* The VRAM and RAM regions, the GPU layers and the streaming buffers;
  * calls ft_planner_experts for the expert region. */
-ft_status_t ft_planner_partition(const ft_plan_model_t *m, const ft_hw_t *hw,
+FT_WARN_UNUSED ft_status_t ft_planner_partition(const ft_plan_model_t *m, const ft_hw_t *hw,
                               const ft_plan_budget_t *b, const ft_planner_totals_t *tot,
                               ft_plan_result_t *res, int allow_stream);
 
 /* Splits `region` bytes between pinned experts and LRU slots of the GPU
  * layers' MoE experts and sets hit_rate (allocated [n_layers]), pinned,
  * n_pinned, n_slots, vram_pinned, vram_slots. */
-ft_status_t ft_planner_experts(const ft_plan_model_t *m, uint64_t region, ft_plan_result_t *res);
+FT_WARN_UNUSED ft_status_t ft_planner_experts(const ft_plan_model_t *m, uint64_t region, ft_plan_result_t *res);
 
 /* Fills res->qstar (allocated [n_layers][n_buckets]) and the buckets. */
-ft_status_t ft_planner_qstar_table(const ft_plan_model_t *m, const ft_hw_t *hw,
+FT_WARN_UNUSED ft_status_t ft_planner_qstar_table(const ft_plan_model_t *m, const ft_hw_t *hw,
                                 ft_plan_result_t *res);
 
 /* Decode and prefill predictions, the streaming threshold, the

@@ -74,7 +74,7 @@ uint64_t ft_planner_scratch_bytes(const ft_plan_model_t *m, const ft_plan_budget
     return (bytes + (2ull << 20) - 1) & ~((2ull << 20) - 1); /* whole 2 MiB pages */
 }
 
-static ft_status_t ft_plan_check_rate(double v, int required, const char *what)
+FT_WARN_UNUSED static ft_status_t ft_plan_check_rate(double v, int required, const char *what)
 {
     if (!isfinite(v) || v < 0.0 || (required && v == 0.0))
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
@@ -83,7 +83,7 @@ static ft_status_t ft_plan_check_rate(double v, int required, const char *what)
     return FT_OK;
 }
 
-static ft_status_t ft_plan_validate_hw(const ft_hw_t *hw)
+FT_WARN_UNUSED static ft_status_t ft_plan_validate_hw(const ft_hw_t *hw)
 {
     ft_status_t st;
     if (hw->n_gpus > 1)
@@ -110,7 +110,7 @@ static ft_status_t ft_plan_validate_hw(const ft_hw_t *hw)
     return FT_OK;
 }
 
-static ft_status_t ft_plan_validate_layer(const ft_plan_model_t *m, uint32_t i,
+FT_WARN_UNUSED static ft_status_t ft_plan_validate_layer(const ft_plan_model_t *m, uint32_t i,
                                           const ft_plan_budget_t *b, ft_planner_totals_t *t)
 {
     const ft_plan_layer_t *l = &m->layers[i];
@@ -138,7 +138,7 @@ static ft_status_t ft_plan_validate_layer(const ft_plan_model_t *m, uint32_t i,
     return FT_OK;
 }
 
-static ft_status_t ft_plan_validate_popularity(const ft_plan_model_t *m, uint32_t max_experts)
+FT_WARN_UNUSED static ft_status_t ft_plan_validate_popularity(const ft_plan_model_t *m, uint32_t max_experts)
 {
     if (!m->popularity)
         return FT_OK;
@@ -214,7 +214,7 @@ static void ft_plan_check_fit(ft_plan_result_t *res)
     }
 }
 
-static ft_status_t ft_plan_solve_once(const ft_plan_model_t *model, const ft_hw_t *hw,
+FT_WARN_UNUSED static ft_status_t ft_plan_solve_once(const ft_plan_model_t *model, const ft_hw_t *hw,
                                       const ft_plan_budget_t *budget, const ft_planner_totals_t *tot,
                                       int allow_stream, ft_plan_result_t *out)
 {

@@ -105,7 +105,7 @@ const char *ft_bottleneck_name(ft_bottleneck_t b);
 /* Solves the plan. A model that cannot fit the RAM budget gives fits = 0
  * and a `why` saying by how much (not an error status); errors are for
  * invalid inputs. */
-ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
+FT_WARN_UNUSED ft_status_t ft_planner_solve(const ft_plan_model_t *model, const ft_hw_t *hw,
                              const ft_plan_budget_t *budget, ft_plan_result_t *out);
 /* Frees qstar, hit_rate and pinned and sets them to NULL. */
 void ft_plan_result_release(ft_plan_result_t *res);

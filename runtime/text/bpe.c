@@ -117,7 +117,7 @@ void ft_bpe_scratch_free(ft_bpe_scratch_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-static ft_status_t ft_bpe_scratch_reserve(ft_bpe_scratch_t *s, size_t n)
+FT_WARN_UNUSED static ft_status_t ft_bpe_scratch_reserve(ft_bpe_scratch_t *s, size_t n)
 {
     if (n <= s->cap_syms) return FT_OK;
     /* Each merge removes one symbol and adds at most two candidates, so a

@@ -27,7 +27,7 @@ typedef struct ft_bpe {
  * right or joined spelling is not a token is skipped (it could never
  * produce a token id); a merge without a separating space is an error
  * naming where and its index. A repeated pair keeps its first rank. */
-ft_status_t ft_bpe_build(ft_bpe_t *bpe, char *const *merges, size_t n, const ft_vocab_index_t *ix,
+FT_WARN_UNUSED ft_status_t ft_bpe_build(ft_bpe_t *bpe, char *const *merges, size_t n, const ft_vocab_index_t *ix,
                          const char *where);
 void ft_bpe_free(ft_bpe_t *bpe);
 
@@ -42,7 +42,7 @@ void ft_bpe_scratch_free(ft_bpe_scratch_t *s);
 
 /* Merges ids[0..n) in place; *out_n gets the number of tokens left, which
  * are ids[0..*out_n). */
-ft_status_t ft_bpe_merge(const ft_bpe_t *bpe, ft_bpe_scratch_t *s, int32_t *ids, size_t n,
+FT_WARN_UNUSED ft_status_t ft_bpe_merge(const ft_bpe_t *bpe, ft_bpe_scratch_t *s, int32_t *ids, size_t n,
                          size_t *out_n);
 
 #endif

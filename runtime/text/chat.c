@@ -34,7 +34,7 @@ static void ft_chat_put(char *out, size_t *at, const char *s, size_t len)
 
 /* "<|im_start|>" role "\n" content "<|im_end|>\n" per message, then
  * "<|im_start|>assistant\n" when the model is to answer. */
-static ft_status_t ft_chat_render_chatml(const ft_chat_message_t *msgs, size_t n_msgs,
+FT_WARN_UNUSED static ft_status_t ft_chat_render_chatml(const ft_chat_message_t *msgs, size_t n_msgs,
                                          int add_generation_prompt, char **out_text)
 {
     static const char start[] = "<|im_start|>", end[] = "<|im_end|>\n";

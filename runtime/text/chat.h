@@ -20,7 +20,7 @@ ft_chat_format_t ft_chat_detect(const ft_tokenizer_t *tok);
 /* Renders messages (role: "system", "user", "assistant", "tool") and, when
  * add_generation_prompt, the opening of the assistant turn. *out_text is
  * malloc'ed. An unknown format or role is an error. */
-ft_status_t ft_chat_render(ft_chat_format_t fmt, const ft_chat_message_t *msgs, size_t n_msgs,
+FT_WARN_UNUSED ft_status_t ft_chat_render(ft_chat_format_t fmt, const ft_chat_message_t *msgs, size_t n_msgs,
                            int add_generation_prompt, char **out_text);
 
 #endif

@@ -51,7 +51,7 @@ const char *ft_pretok_pattern(const char *pre)
 }
 
 /* PCRE2 error codes become statuses here and nowhere else. */
-static ft_status_t ft_pretok_error(ft_status_code_t code, int pcre_err, const char *what,
+FT_WARN_UNUSED static ft_status_t ft_pretok_error(ft_status_code_t code, int pcre_err, const char *what,
                                    const char *where, size_t offset)
 {
     PCRE2_UCHAR msg[256];

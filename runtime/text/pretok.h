@@ -15,7 +15,7 @@ typedef struct ft_pretok_match ft_pretok_match_t;
 /* pre: "qwen2" (Qwen2/2.5/3), "llama-bpe" (also "llama3", "llama-v3": Llama 3),
  * "gpt2", or "default"/"" (treated as gpt2). where names the source in
  * messages. An unknown name is FT_STATUS_UNSUPPORTED. */
-ft_status_t ft_pretok_create(const char *pre, const char *where, ft_pretok_t **out_pretok);
+FT_WARN_UNUSED ft_status_t ft_pretok_create(const char *pre, const char *where, ft_pretok_t **out_pretok);
 void ft_pretok_destroy(ft_pretok_t *pt);
 
 /* The regex source for a pre-tokenizer name, or NULL when unknown. */
@@ -23,7 +23,7 @@ const char *ft_pretok_pattern(const char *pre);
 
 /* Per-call match state (PCRE2 match data): create one per encode, not per
  * piece, and never share it between threads. */
-ft_status_t ft_pretok_match_create(const ft_pretok_t *pt, ft_pretok_match_t **out_match);
+FT_WARN_UNUSED ft_status_t ft_pretok_match_create(const ft_pretok_t *pt, ft_pretok_match_t **out_match);
 void ft_pretok_match_destroy(ft_pretok_match_t *m);
 
 /* A walk over the pieces of s[0..n), which must be valid UTF-8 (it is not

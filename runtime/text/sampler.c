@@ -80,7 +80,7 @@ static double ft_sampler_uniform(ft_sampler_t *s)
     return (double)(ft_xoshiro_next(s->rng) >> 11) * 0x1.0p-53;
 }
 
-static ft_status_t ft_sampler_check(const ft_sampler_options_t *o, uint32_t n_vocab)
+FT_WARN_UNUSED static ft_status_t ft_sampler_check(const ft_sampler_options_t *o, uint32_t n_vocab)
 {
     if (n_vocab == 0 || n_vocab > INT32_MAX)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: vocabulary of %u tokens",

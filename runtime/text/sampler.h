@@ -12,7 +12,7 @@
  * because they may be the start of a stop string. */
 typedef struct ft_stop_matcher ft_stop_matcher_t;
 
-ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
+FT_WARN_UNUSED ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
                                    ft_stop_matcher_t **out_matcher);
 void ft_stop_matcher_destroy(ft_stop_matcher_t *m);
 

@@ -44,7 +44,7 @@ static size_t ft_tokenizer_decode_spelling(uint8_t type, const unsigned char *s,
     return k;
 }
 
-static ft_status_t ft_tokenizer_check_id(const char *where, const char *field, int32_t id,
+FT_WARN_UNUSED static ft_status_t ft_tokenizer_check_id(const char *where, const char *field, int32_t id,
                                          uint32_t n)
 {
     if (id < -1 || (id >= 0 && (uint32_t)id >= n))
@@ -54,7 +54,7 @@ static ft_status_t ft_tokenizer_check_id(const char *where, const char *field, i
     return FT_OK;
 }
 
-static ft_status_t ft_tokenizer_check(const Ftplan__Tokenizer *pt, const char *where)
+FT_WARN_UNUSED static ft_status_t ft_tokenizer_check(const Ftplan__Tokenizer *pt, const char *where)
 {
     if (!pt->model || strcmp(pt->model, "gpt2") != 0)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
@@ -88,7 +88,7 @@ static ft_status_t ft_tokenizer_check(const Ftplan__Tokenizer *pt, const char *w
 }
 
 /* Copies the spellings and decodes each token's bytes. */
-static ft_status_t ft_tokenizer_load_tokens(ft_tokenizer_t *tok, const Ftplan__Tokenizer *pt,
+FT_WARN_UNUSED static ft_status_t ft_tokenizer_load_tokens(ft_tokenizer_t *tok, const Ftplan__Tokenizer *pt,
                                             const char *where)
 {
     const uint32_t n = tok->n_vocab;

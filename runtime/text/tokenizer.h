@@ -17,7 +17,7 @@ typedef struct ft_tokenizer ft_tokenizer_t;
 /* where: a name for messages (the plan file). Copies what it needs from pt.
  * Refuses tokenizer models other than "gpt2" and pre-tokenizers it does
  * not know, naming them. */
-ft_status_t ft_tokenizer_create(const Ftplan__Tokenizer *pt, const char *where,
+FT_WARN_UNUSED ft_status_t ft_tokenizer_create(const Ftplan__Tokenizer *pt, const char *where,
                                 ft_tokenizer_t **out_tok);
 void ft_tokenizer_destroy(ft_tokenizer_t *tok);
 
@@ -32,16 +32,16 @@ int32_t ft_tokenizer_find(const ft_tokenizer_t *tok, const char *text);
 /* flags: FT_TOKENIZE_SPECIAL, FT_TOKENIZE_ADD_BOS (freetoken.h). */
 /* Encodes len bytes of UTF-8. Invalid UTF-8 is an error naming the byte
  * offset. *out_ids is malloc'ed (free()); *out_n may be 0 for "". */
-ft_status_t ft_tokenizer_encode(const ft_tokenizer_t *tok, const char *text, size_t len,
+FT_WARN_UNUSED ft_status_t ft_tokenizer_encode(const ft_tokenizer_t *tok, const char *text, size_t len,
                                 unsigned flags, int32_t **out_ids, uint32_t *out_n);
 
 /* The bytes a token stands for (after byte-level decoding; special tokens
  * give their text). Valid while tok lives. An id out of range is an error. */
-ft_status_t ft_tokenizer_token_bytes(const ft_tokenizer_t *tok, int32_t id, const char **out_bytes,
+FT_WARN_UNUSED ft_status_t ft_tokenizer_token_bytes(const ft_tokenizer_t *tok, int32_t id, const char **out_bytes,
                                      uint32_t *out_len);
 
 /* Decodes ids into malloc'ed bytes (NUL-terminated, *out_len without it). */
-ft_status_t ft_tokenizer_decode(const ft_tokenizer_t *tok, const int32_t *ids, uint32_t n,
+FT_WARN_UNUSED ft_status_t ft_tokenizer_decode(const ft_tokenizer_t *tok, const int32_t *ids, uint32_t n,
                                 char **out_text, size_t *out_len);
 
 /* The chat template text from the plan ("" when none). */

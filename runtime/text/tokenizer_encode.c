@@ -18,7 +18,7 @@ typedef struct ft_encode_state {
 } ft_encode_state_t;
 
 /* Appends the BPE tokens of one piece text[start, start + len). */
-static ft_status_t ft_encode_piece(ft_encode_state_t *es, size_t start, size_t len)
+FT_WARN_UNUSED static ft_status_t ft_encode_piece(ft_encode_state_t *es, size_t start, size_t len)
 {
     const ft_tokenizer_t *tok = es->tok;
     const unsigned char *p = (const unsigned char *)es->text + start;
@@ -41,7 +41,7 @@ static ft_status_t ft_encode_piece(ft_encode_state_t *es, size_t start, size_t l
 }
 
 /* Pre-tokenizes and merges text[start, end), which holds no special token. */
-static ft_status_t ft_encode_fragment(ft_encode_state_t *es, size_t start, size_t end)
+FT_WARN_UNUSED static ft_status_t ft_encode_fragment(ft_encode_state_t *es, size_t start, size_t end)
 {
     if (end <= start) return FT_OK;
     ft_pretok_cursor_t cur;
@@ -55,7 +55,7 @@ static ft_status_t ft_encode_fragment(ft_encode_state_t *es, size_t start, size_
     return st;
 }
 
-static ft_status_t ft_encode_all(ft_encode_state_t *es, size_t len, unsigned flags)
+FT_WARN_UNUSED static ft_status_t ft_encode_all(ft_encode_state_t *es, size_t len, unsigned flags)
 {
     const ft_tokenizer_t *tok = es->tok;
     if (tok->n_special == 0) return ft_encode_fragment(es, 0, len);

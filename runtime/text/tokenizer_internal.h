@@ -50,7 +50,7 @@ struct ft_tokenizer {
 };
 
 /* Builds the special-token table of tok (types and spellings set). */
-ft_status_t ft_tokenizer_build_specials(ft_tokenizer_t *tok);
+FT_WARN_UNUSED ft_status_t ft_tokenizer_build_specials(ft_tokenizer_t *tok);
 
 /* The special token that starts at s[0..n) under flags, longest first,
  * or -1. *out_len gets its length in bytes. */

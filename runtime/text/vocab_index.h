@@ -17,7 +17,7 @@ typedef struct ft_vocab_index {
 
 /* Indexes n tokens whose spellings are blob[offs[i], offs[i + 1]). When a
  * spelling repeats, the lowest id is kept. */
-ft_status_t ft_vocab_index_build(ft_vocab_index_t *ix, const char *blob, const uint64_t *offs,
+FT_WARN_UNUSED ft_status_t ft_vocab_index_build(ft_vocab_index_t *ix, const char *blob, const uint64_t *offs,
                                  uint32_t n);
 void ft_vocab_index_free(ft_vocab_index_t *ix);
 

@@ -47,7 +47,7 @@ static int ft_cpu_isa_ok(const char *isa)
 
 /* dlopen of the bytes: a memfd when the kernel has them, else a private
  * temporary file, unlinked at once. */
-static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t len, void **out)
+FT_WARN_UNUSED static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t len, void **out)
 {
     char path[512];
     int fd = memfd_create("ft_kernels", MFD_CLOEXEC);

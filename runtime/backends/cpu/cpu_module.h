@@ -21,7 +21,7 @@ typedef struct ft_cpu_module ft_cpu_module_t;
  * Refuses with FT_STATUS_MISMATCH a module of another FT_KABI_VERSION and
  * with FT_STATUS_UNSUPPORTED one whose ISA this CPU lacks. The bytes may
  * be freed after the call. Free *out with ft_cpu_module_free. */
-ft_status_t ft_cpu_module_load(const uint8_t *so, size_t len, ft_cpu_module_t **out);
+FT_WARN_UNUSED ft_status_t ft_cpu_module_load(const uint8_t *so, size_t len, ft_cpu_module_t **out);
 void ft_cpu_module_free(ft_cpu_module_t *mod);
 
 /* The module's ISA ("avx512", "avx2", "portable") and kernel count. */

@@ -103,13 +103,13 @@ typedef struct ft_cuda_api {
 /* Opens the driver library (lib_name NULL: "libcuda.so.1") and resolves
  * every entry point (the optional ones are left NULL when absent). FT_STATUS_UNAVAILABLE, with dlerror's text, when the
  * library or a symbol is missing. */
-ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api);
+FT_WARN_UNUSED ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api);
 void ft_cuda_api_close(ft_cuda_api_t *api);
 
 /* The one place a CUresult becomes an ft_status_t: NULL for success, else
  * "<what>: CUDA error <rc> (<driver's text>)", UNAVAILABLE for no device,
  * a stub library or a driver older than the runtime needs, INTERNAL
  * otherwise. */
-ft_status_t ft_cuda_check(const ft_cuda_api_t *api, ft_cu_result rc, const char *what);
+FT_WARN_UNUSED ft_status_t ft_cuda_check(const ft_cuda_api_t *api, ft_cu_result rc, const char *what);
 
 #endif

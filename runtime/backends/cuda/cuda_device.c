@@ -21,7 +21,7 @@ ft_status_t ft_cuda_enter(ft_cuda_device_t *d)
     return ft_cuda_check(&d->cu, d->cu.cuCtxSetCurrent(d->ctx), "cuCtxSetCurrent");
 }
 
-static ft_status_t ft_cuda_device_query(ft_cuda_device_t *d, int ordinal)
+FT_WARN_UNUSED static ft_status_t ft_cuda_device_query(ft_cuda_device_t *d, int ordinal)
 {
     ft_cuda_api_t *cu = &d->cu;
     int count = 0;

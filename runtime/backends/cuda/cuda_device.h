@@ -39,22 +39,22 @@ typedef struct ft_cuda_device_info {
     size_t total_bytes;     /* device memory */
 } ft_cuda_device_info_t;
 
-ft_status_t ft_cuda_device_create(const ft_cuda_device_options_t *opts, ft_cuda_device_t **out_dev);
+FT_WARN_UNUSED ft_status_t ft_cuda_device_create(const ft_cuda_device_options_t *opts, ft_cuda_device_t **out_dev);
 void ft_cuda_device_destroy(ft_cuda_device_t *dev);
 const ft_cuda_device_info_t *ft_cuda_device_info(const ft_cuda_device_t *dev);
 
 /* Free and total device memory now, bytes (the planner's re-plan hook
  * polls this). */
-ft_status_t ft_cuda_mem_info(ft_cuda_device_t *dev, size_t *out_free, size_t *out_total);
+FT_WARN_UNUSED ft_status_t ft_cuda_mem_info(ft_cuda_device_t *dev, size_t *out_free, size_t *out_total);
 
 /* Device memory. */
-ft_status_t ft_cuda_alloc(ft_cuda_device_t *dev, size_t n_bytes, ft_cu_deviceptr *out_ptr);
+FT_WARN_UNUSED ft_status_t ft_cuda_alloc(ft_cuda_device_t *dev, size_t n_bytes, ft_cu_deviceptr *out_ptr);
 void ft_cuda_free(ft_cuda_device_t *dev, ft_cu_deviceptr ptr);
 
 /* Page-locked host memory (cuMemHostAlloc, portable): copies from and to
  * it run asynchronously at full PCIe speed, where pageable memory is
  * staged by the driver through a bounce buffer. */
-ft_status_t ft_cuda_host_alloc(ft_cuda_device_t *dev, size_t n_bytes, void **out_p);
+FT_WARN_UNUSED ft_status_t ft_cuda_host_alloc(ft_cuda_device_t *dev, size_t n_bytes, void **out_p);
 void ft_cuda_host_free(ft_cuda_device_t *dev, void *p);
 
 /* Page-locks an existing host range in place (a mapped FTW file: pin after
@@ -63,7 +63,7 @@ void ft_cuda_host_free(ft_cuda_device_t *dev, void *p);
  * NULL) for kernels that read it directly (ft_expert_copy). read_only: the
  * range is mapped PROT_READ (needs info.read_only_register). p and n_bytes
  * must be page-aligned. */
-ft_status_t ft_cuda_host_register(ft_cuda_device_t *dev, void *p, size_t n_bytes, int read_only,
+FT_WARN_UNUSED ft_status_t ft_cuda_host_register(ft_cuda_device_t *dev, void *p, size_t n_bytes, int read_only,
                                   ft_cu_deviceptr *out_dev_ptr);
 void ft_cuda_host_unregister(ft_cuda_device_t *dev, void *p);
 
@@ -71,33 +71,33 @@ void ft_cuda_host_unregister(ft_cuda_device_t *dev, void *p);
  * mapping rounded up to whole pages, and returns its device address
  * (out_dev_ptr, may be NULL). Errors name the file. Unpin before closing
  * the file. */
-ft_status_t ft_cuda_pin_mapped_file(ft_cuda_device_t *dev, const ft_mapped_file_t *file,
+FT_WARN_UNUSED ft_status_t ft_cuda_pin_mapped_file(ft_cuda_device_t *dev, const ft_mapped_file_t *file,
                                     ft_cu_deviceptr *out_dev_ptr);
 void ft_cuda_unpin_mapped_file(ft_cuda_device_t *dev, const ft_mapped_file_t *file);
 
 /* Streams and events (events time and order work across streams). */
-ft_status_t ft_cuda_stream_create(ft_cuda_device_t *dev, ft_cu_stream *out_stream);
+FT_WARN_UNUSED ft_status_t ft_cuda_stream_create(ft_cuda_device_t *dev, ft_cu_stream *out_stream);
 void ft_cuda_stream_destroy(ft_cuda_device_t *dev, ft_cu_stream stream);
-ft_status_t ft_cuda_stream_sync(ft_cuda_device_t *dev, ft_cu_stream stream);
-ft_status_t ft_cuda_event_create(ft_cuda_device_t *dev, int timing, ft_cu_event *out_event);
+FT_WARN_UNUSED ft_status_t ft_cuda_stream_sync(ft_cuda_device_t *dev, ft_cu_stream stream);
+FT_WARN_UNUSED ft_status_t ft_cuda_event_create(ft_cuda_device_t *dev, int timing, ft_cu_event *out_event);
 void ft_cuda_event_destroy(ft_cuda_device_t *dev, ft_cu_event event);
-ft_status_t ft_cuda_event_record(ft_cuda_device_t *dev, ft_cu_event event, ft_cu_stream stream);
+FT_WARN_UNUSED ft_status_t ft_cuda_event_record(ft_cuda_device_t *dev, ft_cu_event event, ft_cu_stream stream);
 /* Work queued on stream after this waits for event. */
-ft_status_t ft_cuda_stream_wait(ft_cuda_device_t *dev, ft_cu_stream stream, ft_cu_event event);
-ft_status_t ft_cuda_event_sync(ft_cuda_device_t *dev, ft_cu_event event);
+FT_WARN_UNUSED ft_status_t ft_cuda_stream_wait(ft_cuda_device_t *dev, ft_cu_stream stream, ft_cu_event event);
+FT_WARN_UNUSED ft_status_t ft_cuda_event_sync(ft_cuda_device_t *dev, ft_cu_event event);
 /* Milliseconds between two recorded, completed timing events. */
-ft_status_t ft_cuda_event_elapsed_ms(ft_cuda_device_t *dev, ft_cu_event start, ft_cu_event end,
+FT_WARN_UNUSED ft_status_t ft_cuda_event_elapsed_ms(ft_cuda_device_t *dev, ft_cu_event start, ft_cu_event end,
                                      float *out_ms);
 
 /* Asynchronous copies on stream; host memory should be registered (or
  * the copy is staged by the driver and runs at pageable speed). */
-ft_status_t ft_cuda_copy_h2d(ft_cuda_device_t *dev, ft_cu_deviceptr dst, const void *src,
+FT_WARN_UNUSED ft_status_t ft_cuda_copy_h2d(ft_cuda_device_t *dev, ft_cu_deviceptr dst, const void *src,
                              size_t n_bytes, ft_cu_stream stream);
-ft_status_t ft_cuda_copy_d2h(ft_cuda_device_t *dev, void *dst, ft_cu_deviceptr src, size_t n_bytes,
+FT_WARN_UNUSED ft_status_t ft_cuda_copy_d2h(ft_cuda_device_t *dev, void *dst, ft_cu_deviceptr src, size_t n_bytes,
                              ft_cu_stream stream);
-ft_status_t ft_cuda_copy_d2d(ft_cuda_device_t *dev, ft_cu_deviceptr dst, ft_cu_deviceptr src,
+FT_WARN_UNUSED ft_status_t ft_cuda_copy_d2d(ft_cuda_device_t *dev, ft_cu_deviceptr dst, ft_cu_deviceptr src,
                              size_t n_bytes, ft_cu_stream stream);
-ft_status_t ft_cuda_memset(ft_cuda_device_t *dev, ft_cu_deviceptr dst, uint8_t value,
+FT_WARN_UNUSED ft_status_t ft_cuda_memset(ft_cuda_device_t *dev, ft_cu_deviceptr dst, uint8_t value,
                            size_t n_bytes, ft_cu_stream stream);
 
 /* A compiled image as the plan stores it: a cubin for sm (10 * major +
@@ -118,14 +118,14 @@ int ft_cuda_image_pick(const ft_cuda_image_t *images, uint32_t n, int major, int
 
 /* Loads the best image of images (ft_cuda_image_pick) as a module.
  * UNSUPPORTED names the device's capability and the targets on offer. */
-ft_status_t ft_cuda_module_load(ft_cuda_device_t *dev, const ft_cuda_image_t *images, uint32_t n,
+FT_WARN_UNUSED ft_status_t ft_cuda_module_load(ft_cuda_device_t *dev, const ft_cuda_image_t *images, uint32_t n,
                                 ft_cuda_module_t **out_module);
 void ft_cuda_module_unload(ft_cuda_module_t *module);
 /* The image the module was loaded from (index into the images given). */
 uint32_t ft_cuda_module_image(const ft_cuda_module_t *module);
 /* A kernel of the module by its extern "C" name; FORMAT names it when the
  * module lacks it. */
-ft_status_t ft_cuda_module_function(ft_cuda_module_t *module, const char *name,
+FT_WARN_UNUSED ft_status_t ft_cuda_module_function(ft_cuda_module_t *module, const char *name,
                                     ft_cu_function *out_fn);
 
 /* Launch geometry: grid of blocks, threads per block, dynamic shared
@@ -138,7 +138,7 @@ typedef struct ft_cuda_launch {
 
 /* Launches fn on stream with params (pointers to each argument, in
  * order, as cuLaunchKernel takes them). */
-ft_status_t ft_cuda_launch_kernel(ft_cuda_device_t *dev, ft_cu_function fn,
+FT_WARN_UNUSED ft_status_t ft_cuda_launch_kernel(ft_cuda_device_t *dev, ft_cu_function fn,
                                   const ft_cuda_launch_t *geom, ft_cu_stream stream, void **params);
 
 /* CUDA graphs (cuda_graph.c). Supported when the driver has the optional
@@ -147,9 +147,9 @@ ft_status_t ft_cuda_launch_kernel(ft_cuda_device_t *dev, ft_cu_function fn,
  * when it succeeded, instantiates it into *out_exec (replay with
  * ft_cuda_graph_launch, release with ft_cuda_graph_destroy). */
 int ft_cuda_graphs_supported(const ft_cuda_device_t *dev);
-ft_status_t ft_cuda_capture_begin(ft_cuda_device_t *dev, ft_cu_stream stream);
-ft_status_t ft_cuda_capture_end(ft_cuda_device_t *dev, ft_cu_stream stream, ft_cu_graph_exec *out_exec);
-ft_status_t ft_cuda_graph_launch(ft_cuda_device_t *dev, ft_cu_graph_exec exec, ft_cu_stream stream);
+FT_WARN_UNUSED ft_status_t ft_cuda_capture_begin(ft_cuda_device_t *dev, ft_cu_stream stream);
+FT_WARN_UNUSED ft_status_t ft_cuda_capture_end(ft_cuda_device_t *dev, ft_cu_stream stream, ft_cu_graph_exec *out_exec);
+FT_WARN_UNUSED ft_status_t ft_cuda_graph_launch(ft_cuda_device_t *dev, ft_cu_graph_exec exec, ft_cu_stream stream);
 void ft_cuda_graph_destroy(ft_cuda_device_t *dev, ft_cu_graph_exec exec);
 
 #endif

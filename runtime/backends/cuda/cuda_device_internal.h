@@ -13,6 +13,6 @@ struct ft_cuda_device {
 };
 
 /* Makes the device's context current on the calling thread. */
-ft_status_t ft_cuda_enter(ft_cuda_device_t *d);
+FT_WARN_UNUSED ft_status_t ft_cuda_enter(ft_cuda_device_t *d);
 
 #endif

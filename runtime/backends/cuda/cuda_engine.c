@@ -48,7 +48,7 @@ static void ft_cuda_generic_hw(const ft_cuda_device_info_t *di, uint64_t free_by
 
 /* The plan's images as the device API takes them ("sm_90" cubins, PTX for
  * "compute_80"). UNAVAILABLE when the bundle has none. */
-static ft_status_t ft_cuda_images(const ft_bundle_t *b, const ft_allocator_t *a,
+FT_WARN_UNUSED static ft_status_t ft_cuda_images(const ft_bundle_t *b, const ft_allocator_t *a,
                                   ft_cuda_image_t **out, uint32_t *out_n)
 {
     const Ftplan__Plan *p = b->plan;
@@ -82,7 +82,7 @@ static ft_status_t ft_cuda_images(const ft_bundle_t *b, const ft_allocator_t *a,
 /* Pins every FTW file in place so expert copies run at full PCIe speed.
  * A driver that cannot register read-only memory leaves them pageable
  * (copies are staged by the driver: slower, still correct). */
-static ft_status_t ft_cuda_pin(ft_cuda_engine_t *ce)
+FT_WARN_UNUSED static ft_status_t ft_cuda_pin(ft_cuda_engine_t *ce)
 {
     const ft_bundle_t *b = ce->bundle;
     ce->pinned_ok = ft_mem_calloc(ce->a, b->n_weight_files ? b->n_weight_files : 1, 1);
@@ -138,7 +138,7 @@ static uint64_t ft_cuda_dense_layout(ft_cuda_engine_t *ce, ft_cu_deviceptr base,
 }
 
 /* Uploads the dense weights into one allocation (load time: waits). */
-static ft_status_t ft_cuda_upload_dense(ft_cuda_engine_t *ce)
+FT_WARN_UNUSED static ft_status_t ft_cuda_upload_dense(ft_cuda_engine_t *ce)
 {
     const uint32_t max = 9 * ce->m->n_layers + 2;
     const void **src = ft_mem_calloc(ce->a, max, sizeof(*src));
@@ -166,7 +166,7 @@ static ft_status_t ft_cuda_upload_dense(ft_cuda_engine_t *ce)
  * allocation; a new one is made before the old is freed, so a failure
  * leaves the old in place. Slot contents are refilled by the offload
  * code (the cache renumbers slots on resize). */
-static ft_status_t ft_cuda_reserve(void *user, uint32_t n_slots, uint64_t slot_bytes,
+FT_WARN_UNUSED static ft_status_t ft_cuda_reserve(void *user, uint32_t n_slots, uint64_t slot_bytes,
                                    uint64_t stream_bytes)
 {
     ft_cuda_engine_t *ce = user;
@@ -195,7 +195,7 @@ static ft_status_t ft_cuda_reserve(void *user, uint32_t n_slots, uint64_t slot_b
     return FT_OK;
 }
 
-static ft_status_t ft_cuda_fill(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes)
+FT_WARN_UNUSED static ft_status_t ft_cuda_fill(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes)
 {
     ft_cuda_engine_t *ce = user;
     if (slot < 0 || (uint32_t)slot >= ce->n_slots || n_bytes > ce->slot_bytes)
@@ -207,7 +207,7 @@ static ft_status_t ft_cuda_fill(void *user, int32_t slot, const uint8_t *blob, u
 
 /* The cuda backend runs every layer on the GPU: a plan that keeps layers
  * or the output head on the CPU is refused with what the budget lacks. */
-static ft_status_t ft_cuda_check_plan(const ft_cuda_engine_t *ce, uint64_t vram)
+FT_WARN_UNUSED static ft_status_t ft_cuda_check_plan(const ft_cuda_engine_t *ce, uint64_t vram)
 {
     const ft_plan_result_t *p = ft_offload_plan(ce->off);
     if (!p->cpu_only && p->n_gpu_layers >= ce->m->n_layers && p->output_on_gpu) return FT_OK;
@@ -241,7 +241,7 @@ static void ft_cuda_policy(ft_cuda_engine_t *ce)
     ce->last_poll_ns = ft_cuda_now_ns();
 }
 
-static ft_status_t ft_cuda_engine_setup(ft_cuda_engine_t *ce, const ft_cuda_engine_options_t *o)
+FT_WARN_UNUSED static ft_status_t ft_cuda_engine_setup(ft_cuda_engine_t *ce, const ft_cuda_engine_options_t *o)
 {
     ft_cuda_device_options_t dopt;
     ft_cuda_device_options_init(&dopt);

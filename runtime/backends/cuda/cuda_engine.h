@@ -46,18 +46,18 @@ typedef struct ft_cuda_engine_options {
  * CPU) when there is no driver or GPU or the plan has no CUDA images;
  * OUT_OF_RANGE when the budget cannot keep every layer on the GPU (the
  * message says what it needs). m, bundle and pool must outlive it. */
-ft_status_t ft_cuda_engine_create(const ft_bundle_t *bundle, const ft_model_t *m,
+FT_WARN_UNUSED ft_status_t ft_cuda_engine_create(const ft_bundle_t *bundle, const ft_model_t *m,
                                   ft_threadpool_t *pool, const ft_cuda_engine_options_t *opts,
                                   const ft_allocator_t *alloc, ft_cuda_engine_t **out);
 void ft_cuda_engine_destroy(ft_cuda_engine_t *ce);
 /* The offload state (cache, dispatch, stats, re-plan) the engine drives. */
 ft_offload_t *ft_cuda_engine_offload(ft_cuda_engine_t *ce);
 /* Re-plans for a new budget (ft_engine_replan). */
-ft_status_t ft_cuda_engine_replan(ft_cuda_engine_t *ce, uint64_t vram_bytes);
+FT_WARN_UNUSED ft_status_t ft_cuda_engine_replan(ft_cuda_engine_t *ce, uint64_t vram_bytes);
 
 /* Device buffers of one session: KV cache for n_ctx tokens, activations
  * for batches of n_batch. */
-ft_status_t ft_cuda_session_create(ft_cuda_engine_t *ce, uint32_t n_ctx, uint32_t n_batch,
+FT_WARN_UNUSED ft_status_t ft_cuda_session_create(ft_cuda_engine_t *ce, uint32_t n_ctx, uint32_t n_batch,
                                    ft_cuda_session_t **out);
 void ft_cuda_session_destroy(ft_cuda_session_t *cs);
 
@@ -67,7 +67,7 @@ void ft_cuda_session_destroy(ft_cuda_session_t *cs);
  * last_logits. routing: NULL, or calibration counts [n_layers][max_experts]
  * to add each token's chosen experts to. Between steps it may poll free
  * VRAM and re-plan. */
-ft_status_t ft_cuda_forward_chunk(ft_cuda_session_t *cs, const int32_t *tokens, uint32_t n,
+FT_WARN_UNUSED ft_status_t ft_cuda_forward_chunk(ft_cuda_session_t *cs, const int32_t *tokens, uint32_t n,
                                   uint32_t n_past, float *all_logits, float *last_logits,
                                   uint64_t *routing);
 

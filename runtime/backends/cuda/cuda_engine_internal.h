@@ -120,16 +120,16 @@ struct ft_cuda_session {
 
 /* cuda_kernels.c: looks every kernel the model needs up in the module and
  * checks the shapes the kernels assume. */
-ft_status_t ft_cuda_engine_kernels(ft_cuda_engine_t *ce);
+FT_WARN_UNUSED ft_status_t ft_cuda_engine_kernels(ft_cuda_engine_t *ce);
 
 /* Launch helpers (cuda_kernels.c); all on the compute stream. */
-ft_status_t ft_cuda_launch(ft_cuda_engine_t *ce, ft_cu_function fn, uint32_t gx, uint32_t gy,
+FT_WARN_UNUSED ft_status_t ft_cuda_launch(ft_cuda_engine_t *ce, ft_cu_function fn, uint32_t gx, uint32_t gy,
                            uint32_t block, void **params);
 /* y [n, rows] = x [n, cols] W^T; GEMV for one token, GEMM otherwise. */
-ft_status_t ft_cuda_linear(ft_cuda_engine_t *ce, const ft_cuda_mat_t *w, ft_cu_deviceptr x,
+FT_WARN_UNUSED ft_status_t ft_cuda_linear(ft_cuda_engine_t *ce, const ft_cuda_mat_t *w, ft_cu_deviceptr x,
                            ft_cu_deviceptr y, uint32_t n);
 /* y[idx[i]] += weight[i] * in[i] for n rows of cols floats. */
-ft_status_t ft_cuda_scatter_add(ft_cuda_engine_t *ce, ft_cu_deviceptr in, ft_cu_deviceptr idx,
+FT_WARN_UNUSED ft_status_t ft_cuda_scatter_add(ft_cuda_engine_t *ce, ft_cu_deviceptr in, ft_cu_deviceptr idx,
                                 ft_cu_deviceptr weight, uint32_t n, ft_cu_deviceptr y,
                                 uint32_t cols);
 
@@ -141,8 +141,8 @@ void ft_cuda_engine_poll(ft_cuda_engine_t *ce);
  * kernels (queued only); moe: the choices back to the host, the dispatch,
  * copies and the experts' products into eo; combine: eo into the residual
  * stream in slot order (queued only). */
-ft_status_t ft_cuda_route(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
-ft_status_t ft_cuda_moe(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
-ft_status_t ft_cuda_combine(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_cuda_route(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_cuda_moe(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_cuda_combine(ft_cuda_session_t *cs, uint32_t layer, uint32_t n);
 
 #endif

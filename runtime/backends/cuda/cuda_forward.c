@@ -13,7 +13,7 @@
 #include <time.h>
 
 /* rmsnorm -> q, k, v -> per-head q/k norm + RoPE at positions pos[t]. */
-static ft_status_t ft_cuda_qkv(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+FT_WARN_UNUSED static ft_status_t ft_cuda_qkv(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
 {
     ft_cuda_engine_t *ce = s->ce;
     const ft_layer_t *L = &ce->m->layers[layer];
@@ -38,7 +38,7 @@ static ft_status_t ft_cuda_qkv(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
 }
 
 /* KV append -> attention -> wo, added to the residual stream. */
-static ft_status_t ft_cuda_attend(ft_cuda_session_t *s, uint32_t layer, uint32_t n, uint32_t n_past)
+FT_WARN_UNUSED static ft_status_t ft_cuda_attend(ft_cuda_session_t *s, uint32_t layer, uint32_t n, uint32_t n_past)
 {
     ft_cuda_engine_t *ce = s->ce;
     const ft_model_t *m = ce->m;
@@ -75,7 +75,7 @@ static ft_status_t ft_cuda_attend(ft_cuda_session_t *s, uint32_t layer, uint32_t
 }
 
 /* Embedding rows and positions to the device. */
-static ft_status_t ft_cuda_inputs(ft_cuda_session_t *s, const int32_t *tokens, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_cuda_inputs(ft_cuda_session_t *s, const int32_t *tokens, uint32_t n,
                                   uint32_t n_past)
 {
     ft_cuda_engine_t *ce = s->ce;
@@ -94,7 +94,7 @@ static ft_status_t ft_cuda_inputs(ft_cuda_session_t *s, const int32_t *tokens, u
 }
 
 /* Output norm and logits for positions [first, n) (queued only). */
-static ft_status_t ft_cuda_logits(ft_cuda_session_t *s, uint32_t n, uint32_t first)
+FT_WARN_UNUSED static ft_status_t ft_cuda_logits(ft_cuda_session_t *s, uint32_t n, uint32_t first)
 {
     ft_cuda_engine_t *ce = s->ce;
     const uint32_t rows = n - first;
@@ -108,7 +108,7 @@ static ft_status_t ft_cuda_logits(ft_cuda_session_t *s, uint32_t n, uint32_t fir
 /* Segment l of the step, the work between two host round trips: the
  * combine of layer l - 1, then attention and routing of layer l; segment
  * n_layers ends with the logits. */
-static ft_status_t ft_cuda_segment(ft_cuda_session_t *s, uint32_t l, uint32_t n, uint32_t n_past,
+FT_WARN_UNUSED static ft_status_t ft_cuda_segment(ft_cuda_session_t *s, uint32_t l, uint32_t n, uint32_t n_past,
                                    uint32_t first)
 {
     ft_status_t st = l ? ft_cuda_combine(s, l - 1, n) : FT_OK;
@@ -133,7 +133,7 @@ static void ft_cuda_graphs_off(ft_cuda_session_t *s)
  * read positions from device memory, so they hold for every step), then
  * replayed. A capture that fails turns graphs off for the session and the
  * segment runs as plain launches (nothing captured has run). */
-static ft_status_t ft_cuda_segment_graph(ft_cuda_session_t *s, uint32_t l, uint32_t n_past)
+FT_WARN_UNUSED static ft_status_t ft_cuda_segment_graph(ft_cuda_session_t *s, uint32_t l, uint32_t n_past)
 {
     ft_cuda_engine_t *ce = s->ce;
     if (!s->graphs[l]) {

@@ -11,10 +11,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const char *fmt, ...)
+FT_WARN_UNUSED static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const char *fmt, ...)
+FT_WARN_UNUSED static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const char *fmt, ...)
 {
     char name[96];
     va_list ap;
@@ -26,7 +26,7 @@ static ft_status_t ft_cuda_fn(ft_cuda_engine_t *ce, ft_cu_function *out, const c
 
 /* A matrix's kernels, after checking its rows carry no padding (the
  * kernels compute the row size from the format and columns). */
-static ft_status_t ft_cuda_mat_kernels(ft_cuda_engine_t *ce, const ft_mat_t *w, const char *what,
+FT_WARN_UNUSED static ft_status_t ft_cuda_mat_kernels(ft_cuda_engine_t *ce, const ft_mat_t *w, const char *what,
                                        ft_cu_function *gemv, ft_cu_function *gemm,
                                        ft_cu_function *experts)
 {
@@ -48,7 +48,7 @@ static ft_status_t ft_cuda_mat_kernels(ft_cuda_engine_t *ce, const ft_mat_t *w, 
     return ft_status_annotate(st, "cuda: %s", what);
 }
 
-static ft_status_t ft_cuda_layer_kernels(ft_cuda_engine_t *ce, uint32_t l)
+FT_WARN_UNUSED static ft_status_t ft_cuda_layer_kernels(ft_cuda_engine_t *ce, uint32_t l)
 {
     const ft_layer_t *L = &ce->m->layers[l];
     ft_cuda_layer_t *C = &ce->layers[l];
@@ -89,7 +89,7 @@ static ft_status_t ft_cuda_layer_kernels(ft_cuda_engine_t *ce, uint32_t l)
 
 /* The shapes one kernel instance serves: every layer like layer 0, KV rows
  * packed (kv_stride = n_kv_heads * head_dim), sizes that fit an int. */
-static ft_status_t ft_cuda_check_shapes(const ft_model_t *m)
+FT_WARN_UNUSED static ft_status_t ft_cuda_check_shapes(const ft_model_t *m)
 {
     const ft_layer_t *L0 = &m->layers[0];
     for (uint32_t l = 0; l < m->n_layers; l++) {

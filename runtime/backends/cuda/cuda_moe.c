@@ -60,7 +60,7 @@ ft_status_t ft_cuda_route(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
 
 /* The router's choices and weights to the host: the one wait of the
  * layer (the host decides what runs where). */
-static ft_status_t ft_cuda_read_routes(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+FT_WARN_UNUSED static ft_status_t ft_cuda_read_routes(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
 {
     ft_cuda_engine_t *ce = s->ce;
     const uint32_t K = ce->m->layers[layer].n_used;
@@ -70,7 +70,7 @@ static ft_status_t ft_cuda_read_routes(ft_cuda_session_t *s, uint32_t layer, uin
 }
 
 /* Tokens per expert (e_list: t * K + k) and the active experts. */
-static ft_status_t ft_cuda_group(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_cuda_group(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
                                  uint32_t *out_active)
 {
     const ft_layer_t *L = &s->ce->m->layers[layer];
@@ -107,7 +107,7 @@ static ft_cu_deviceptr ft_cuda_blob(const ft_cuda_engine_t *ce, const ft_layer_t
 }
 
 /* Queues layer's experts into streaming buffer b on the copy stream. */
-static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uint32_t layer, uint32_t b)
+FT_WARN_UNUSED static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uint32_t layer, uint32_t b)
 {
     const ft_layer_t *L = &ce->m->layers[layer];
     ft_status_t st = ft_cuda_copy_h2d(ce->dev, ce->stream[b], L->blob0,
@@ -123,7 +123,7 @@ static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uint32_t layer, ui
  * last reader, the layer before this one, has finished (its results were
  * read back before this layer's routing); or each copied miss into its
  * slot. */
-static ft_status_t ft_cuda_copies(ft_cuda_session_t *s, uint32_t layer,
+FT_WARN_UNUSED static ft_status_t ft_cuda_copies(ft_cuda_session_t *s, uint32_t layer,
                                   const ft_offload_decision_t *d)
 {
     ft_cuda_engine_t *ce = s->ce;
@@ -149,7 +149,7 @@ static ft_status_t ft_cuda_copies(ft_cuda_session_t *s, uint32_t layer,
 
 /* Decode: the experts of a group (hits, or copied misses) in one grouped
  * GEMV each for gate, up and down. base: the group's first table entry. */
-static ft_status_t ft_cuda_group_gemv(ft_cuda_session_t *s, uint32_t layer, uint32_t base,
+FT_WARN_UNUSED static ft_status_t ft_cuda_group_gemv(ft_cuda_session_t *s, uint32_t layer, uint32_t base,
                                       uint32_t n_g, ft_cu_deviceptr sidx)
 {
     ft_cuda_engine_t *ce = s->ce;
@@ -172,7 +172,7 @@ static ft_status_t ft_cuda_group_gemv(ft_cuda_session_t *s, uint32_t layer, uint
 }
 
 /* Prefill: one expert over its gathered tokens with the GEMM kernels. */
-static ft_status_t ft_cuda_expert_gemm(ft_cuda_session_t *s, uint32_t layer, ft_cu_deviceptr blob,
+FT_WARN_UNUSED static ft_status_t ft_cuda_expert_gemm(ft_cuda_session_t *s, uint32_t layer, ft_cu_deviceptr blob,
                                        ft_cu_deviceptr gidx, ft_cu_deviceptr sidx, uint32_t n_e)
 {
     ft_cuda_engine_t *ce = s->ce;
@@ -231,7 +231,7 @@ static void ft_cuda_tables(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
 
 /* The GPU's experts, in the dispatch's order: those already on the device
  * first, then (after waiting for their copies) the copied ones. */
-static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
                                        const ft_offload_decision_t *d, const ft_cuda_meta_t *mt)
 {
     ft_cuda_engine_t *ce = s->ce;
@@ -343,7 +343,7 @@ static void ft_cuda_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)
 
 /* Runs while the GPU computes its experts; then the rows go to the device
  * and into their slots of eo. */
-static ft_status_t ft_cuda_cpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n_items,
+FT_WARN_UNUSED static ft_status_t ft_cuda_cpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n_items,
                                        uint32_t n_rows, const ft_cuda_meta_t *mt)
 {
     ft_cuda_engine_t *ce = s->ce;

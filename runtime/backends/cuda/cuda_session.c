@@ -97,7 +97,7 @@ static void ft_cuda_session_layout_host(ft_cuda_session_t *s, ft_carver_t *c, ui
 
 /* The constant rows: iota (0, 1, ...) and ones, the index and weight of
  * residual adds (ft_rows_scatter_add with weight 1 adds exactly). */
-static ft_status_t ft_cuda_session_constants(ft_cuda_session_t *s)
+FT_WARN_UNUSED static ft_status_t ft_cuda_session_constants(ft_cuda_session_t *s)
 {
     ft_cuda_engine_t *ce = s->ce;
     const uint32_t n_ones = s->n_batch * ce->m->layers[0].n_used;

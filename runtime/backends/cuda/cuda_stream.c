@@ -71,7 +71,7 @@ ft_status_t ft_cuda_event_elapsed_ms(ft_cuda_device_t *d, ft_cu_event start, ft_
 }
 
 /* Names a failed copy with its size, so a log says which transfer broke. */
-static ft_status_t ft_cuda_copy_status(ft_cuda_device_t *d, ft_cu_result rc, const char *kind,
+FT_WARN_UNUSED static ft_status_t ft_cuda_copy_status(ft_cuda_device_t *d, ft_cu_result rc, const char *kind,
                                        size_t n_bytes)
 {
     if (rc == FT_CU_SUCCESS) return FT_OK;

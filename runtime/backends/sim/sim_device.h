@@ -29,11 +29,11 @@ typedef struct ft_sim_counters {
 
 /* n_slots: device buffers whose fill time is tracked (expert slots plus the
  * two streaming buffers). */
-ft_status_t ft_sim_device_create(const ft_hw_t *hw, uint32_t n_slots, ft_sim_device_t **out_dev);
+FT_WARN_UNUSED ft_status_t ft_sim_device_create(const ft_hw_t *hw, uint32_t n_slots, ft_sim_device_t **out_dev);
 void ft_sim_device_destroy(ft_sim_device_t *dev);
 /* Tracks a different number of slots (after a re-plan); fill times of the
  * slots that remain are kept. */
-ft_status_t ft_sim_device_resize_slots(ft_sim_device_t *dev, uint32_t n_slots);
+FT_WARN_UNUSED ft_status_t ft_sim_device_resize_slots(ft_sim_device_t *dev, uint32_t n_slots);
 
 /* A step starts when the previous one has fully finished. */
 ft_sim_event_t ft_sim_step_begin(ft_sim_device_t *dev);
