@@ -366,7 +366,7 @@ EDIT(empty_name, fx->weight_files[0].name = "")
 EDIT(dup_file, fx->weight_files[1].name = "model.ftw")
 EDIT(short_hash, fx->weight_files[0].content_hash.len = 8)
 EDIT(file_size, fx->weight_files[0].size += 100)
-EDIT(schema_new, fx->plan.schema_version = 2)
+EDIT(schema_new, fx->plan.schema_version = FT_PLAN_SCHEMA_VERSION + 1)
 EDIT(schema_zero, fx->plan.schema_version = 0)
 EDIT(no_hparams, fx->plan.hparams = NULL)
 EDIT(arch_unknown, fx->hparams.arch = 0)
@@ -430,7 +430,7 @@ static const semantic_case_t semantic_cases[] = {
     {"short_hash", 0, short_hash, FT_STATUS_FORMAT, "content_hash is 8 bytes, expected 16"},
     {"file_size", 0, file_size, FT_STATUS_FORMAT, "4096-byte pages"},
     {"schema_new", 0, schema_new, FT_STATUS_UNSUPPORTED,
-     "plan schema version 2 is newer than this freetoken (1)"},
+     "plan schema version 3 is newer than this freetoken (2)"},
     {"schema_zero", 0, schema_zero, FT_STATUS_FORMAT, "schema_version is missing"},
     {"no_hparams", 0, no_hparams, FT_STATUS_FORMAT, "hparams: missing"},
     {"arch_unknown", 0, arch_unknown, FT_STATUS_FORMAT, "hparams.arch"},
