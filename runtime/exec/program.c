@@ -141,8 +141,10 @@ FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *con
         x->n_in = (uint32_t)op->n_inputs;
         x->n_out = (uint32_t)op->n_outputs;
         x->n_w = (uint32_t)op->n_weights;
-        memcpy(x->in, op->inputs, op->n_inputs * sizeof(uint32_t));
-        memcpy(x->out, op->outputs, op->n_outputs * sizeof(uint32_t));
+        for (uint32_t j = 0; j < x->n_in; j++) /* protobuf-c leaves empty lists NULL */
+            x->in[j] = op->inputs[j];
+        for (uint32_t j = 0; j < x->n_out; j++)
+            x->out[j] = op->outputs[j];
         x->eps = op->eps;
         x->n_heads = op->n_heads;
         x->n_kv_heads = op->n_kv_heads;
