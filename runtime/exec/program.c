@@ -6,6 +6,7 @@
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
+#include "../format/plan_validate.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,13 +23,7 @@ typedef struct ft_bind_ctx {
 
 #define FT_BIND_ERR(fmt, ...)                                                                            \
     ft_status_make(FT_STATUS_UNSUPPORTED, "%s: schedule %s %d op %zu (%s): " fmt, c->where, c->list,     \
-                   (int)c->layer, i, ft_xop_kind_name(op->kind), __VA_ARGS__)
-
-static const char *ft_xop_kind_name(int kind)
-{
-    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&ftplan__op_kind__descriptor, kind);
-    return v ? v->name : "?";
-}
+                   (int)c->layer, i, ft_plan_op_kind_name(op->kind), __VA_ARGS__)
 
 static uint32_t ft_width(const ft_bind_ctx_t *c, uint32_t buf)
 {
@@ -308,7 +303,7 @@ static int ft_writes(const ft_xop_t *x, uint32_t buf)
  * they want at most two activation formats, each with a fused kernel.
  * The first format goes to xp, a second into the output buffer's memory
  * (a prepared row never takes more bytes than its floats). */
-static void ft_bind_norm(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_model_t *m, const ft_cpu_module_t *mod)
+static void ft_bind_norm(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cpu_module_t *mod)
 {
     ft_xop_t *x = &ops[i];
     x->n_prep = 0;
@@ -338,7 +333,6 @@ static void ft_bind_norm(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_model_t
             return;
     memcpy(x->prep_type, types, n_types * sizeof(types[0]));
     x->n_prep = n_types;
-    (void)m;
 }
 
 /* ATTENTION at ops[i]: the next op a single-format LINEAR of its output
@@ -366,7 +360,7 @@ static void ft_bind_ops(ft_xops_t *l, const ft_model_t *m, const ft_cpu_module_t
 {
     for (uint32_t i = 0; i < l->n; i++)
         if (l->ops[i].kind == FTPLAN__OP_KIND__OP_RMSNORM)
-            ft_bind_norm(l->ops, l->n, i, m, mod);
+            ft_bind_norm(l->ops, l->n, i, mod);
         else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION)
             ft_bind_attention(l->ops, l->n, i, mod);
 }

@@ -89,6 +89,9 @@
 #define FT_PLAN_MAX_CPU_KERNELS 65536u
 #define FT_PLAN_MAX_CUDA_IMAGES 16u
 
+/* The schema's name of an op kind ("OP_LINEAR"), "?" for unknown ones. */
+const char *ft_plan_op_kind_name(int kind);
+
 /* name is the plan's file name, used in messages. */
 FT_WARN_UNUSED ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name);
 

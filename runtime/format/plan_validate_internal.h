@@ -40,7 +40,5 @@ FT_WARN_UNUSED ft_status_t ft_plan_check_kernels(const Ftplan__Plan *plan, const
 /* plan_validate_schedule.c: the op schedule; needs hparams and tensors
  * already checked. */
 FT_WARN_UNUSED ft_status_t ft_plan_check_schedule(const Ftplan__Plan *plan, const char *name);
-/* The schema's name of an op kind ("OP_LINEAR"), "?" for unknown ones. */
-const char *ft_plan_op_kind_name(int kind);
 
 #endif
