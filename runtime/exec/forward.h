@@ -1,5 +1,6 @@
-/* The Qwen3-MoE forward pass over one chunk of tokens (at most n_batch):
- * batched for prefill, the same code for a single decode token. */
+/* One chunk of tokens (at most n_batch) through the plan's op schedule
+ * (executor.c): batched for prefill, the same code for a single decode
+ * token. */
 #ifndef FT_EXEC_FORWARD_H
 #define FT_EXEC_FORWARD_H
 

@@ -18,10 +18,10 @@ typedef struct ft_moe_run {
     const float *hin; /* the input rows as floats */
     uint32_t n_active;
     atomic_uint next; /* next entry of e_active to take */
-    /* The normed rows already prepared for the experts' format by the
-     * fused norm + preparation (s->xp when the router shares the format,
-     * else s->h), or NULL: gather float rows of s->h and prepare them per
-     * expert. */
+    /* The input rows already prepared for the experts' format by a fused
+     * norm + preparation (s->xp when the router shares the format, else
+     * the input buffer's own memory), or NULL: gather the float rows of
+     * hin and prepare them per expert. */
     const uint8_t *xp_rows;
 } ft_moe_run_t;
 
