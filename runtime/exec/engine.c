@@ -2,7 +2,8 @@
  * tokenizer, thread pool). */
 #include "engine_internal.h"
 
-#include "../backends/cuda/cuda_engine.h"
+#include "../backends/cuda/cuda_backend.h"
+#include "dev_engine.h"
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
 #include "../text/chat.h"
@@ -111,7 +112,7 @@ FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine
         have_hw = !st;
         ft_status_free(st); /* a profile the planner cannot use: generic figures */
     }
-    ft_cuda_engine_options_t co = {0};
+    ft_dev_engine_options_t co = {0};
     co.hw = have_hw ? &hw : NULL;
     co.vram_bytes = opts->vram_bytes;
     co.plan_ctx = opts->plan_ctx ? opts->plan_ctx : plan->budget && plan->budget->ctx ? plan->budget->ctx : 4096;
@@ -122,10 +123,13 @@ FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine
     if ((st = ft_engine_popularity(e, &pop)))
         return st;
     co.popularity = pop;
-    st = ft_cuda_engine_create(e->bundle, e->model, e->pool, &co, e->a, &e->cuda);
+    ft_device_t *dev = NULL;
+    st = ft_cuda_backend_create(e->bundle, NULL, 0, e->a, &dev);
+    if (!st)
+        st = ft_dev_engine_create(dev, e->bundle, e->model, e->pool, &co, e->a, &e->dev);
     ft_mem_free(e->a, pop);
     if (!st)
-        e->offload = ft_cuda_engine_offload(e->cuda);
+        e->offload = ft_dev_engine_offload(e->dev);
     return st;
 }
 
@@ -211,8 +215,8 @@ void ft_engine_close(ft_engine_t *e)
     if (!e)
         return;
     const ft_allocator_t *a = e->a ? &e->alloc : NULL;
-    if (e->cuda) { /* it owns the offload state and unpins the weights */
-        ft_cuda_engine_destroy(e->cuda);
+    if (e->dev) { /* it owns the offload state and unpins the weights */
+        ft_dev_engine_destroy(e->dev);
         e->offload = NULL;
     }
     ft_offload_destroy(e->offload);
@@ -273,7 +277,7 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     ft_offload_stats_t st;
     ft_offload_stats(e->offload, &st);
     const ft_plan_result_t *plan = ft_offload_plan(e->offload);
-    out->predicted = e->cuda == NULL; /* sim: modelled; cuda: measured */
+    out->predicted = e->dev == NULL; /* sim: modelled; cuda: measured */
     out->expert_hits = st.hits;
     out->expert_misses = st.misses;
     out->misses_to_gpu = st.misses_to_gpu;

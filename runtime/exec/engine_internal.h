@@ -22,7 +22,7 @@ struct ft_engine {
     ft_model_info_t info;
     uint32_t n_sessions;
     ft_offload_t *offload; /* sim and cuda backends: expert cache, q* dispatch, streaming; else NULL */
-    struct ft_cuda_engine *cuda; /* cuda backend (owns offload then), else NULL */
+    struct ft_dev_engine *dev; /* a device backend (cuda; owns offload then), else NULL */
     uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
     uint64_t routing_tokens;
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
@@ -68,8 +68,8 @@ struct ft_session {
     const uint8_t **e_blob;   /* [max_experts] offloaded expert blob, or NULL: mapped weights */
     ft_expert_scratch_t *es; /* [n_threads] */
     float *logits;    /* [vocab] last position */
-    struct ft_cuda_session *cuda; /* cuda backend: the device's KV and buffers (the host KV
-                                     cache above is then empty), else NULL */
+    struct ft_dev_session *dev; /* a device backend: the device's KV and buffers (the host KV
+                                   cache above is then empty), else NULL */
 };
 
 #endif

@@ -1,7 +1,10 @@
 /* The executor: one step of tokens through the plan's op schedule. It
- * walks the bound ops (program.h) in order and runs each on the CPU's
- * kernels: the prologue over every token, each block, then the epilogue
- * over the rows whose logits are asked for. It knows ops, not models.
+ * walks the bound ops (program.h) in order, the prologue over every
+ * token, each block, then the epilogue over the rows whose logits are
+ * asked for, and hands each op to the engine's backend: the CPU's kernels
+ * (cpu), the CPU's kernels with the modelled device's clock (sim:
+ * exec_sim.c), or the device's kernels (cuda: dev_ops.c). It knows ops,
+ * not models.
  *
  * Prepared activations: an RMSNORM the program fused with the preparation
  * for its consumers, or an ATTENTION that prepares its output for the
@@ -13,6 +16,7 @@
 #include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
+#include "dev_engine.h"
 #include "ops.h"
 
 #include <string.h>
@@ -135,7 +139,7 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
         const uint8_t *rows = where == 1   ? (const uint8_t *)s->xp
                               : where == 2 ? (const uint8_t *)st->buf[x->in[0]]
                                            : NULL;
-        ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL);
+        ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL, st->off);
         break;
     }
     default:
@@ -150,42 +154,130 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
     }
 }
 
-static void ft_run_list(ft_step_t *st, const ft_xops_t *list, const int32_t *tokens)
+/* A backend as the executor sees it: a step begins, takes each op in
+ * order (row0: the first row of the session's buffers the op computes;
+ * the epilogue's LINEAR writes the logits from row 0), and ends, which
+ * leaves the logits of rows [first, n) in logits and the last one's in
+ * s->logits. */
+typedef struct ft_target {
+    ft_status_t (*begin)(ft_step_t *st, uint32_t first);
+    ft_status_t (*op)(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens);
+    ft_status_t (*end)(ft_step_t *st, float *logits);
+} ft_target_t;
+
+/* ---- cpu ------------------------------------------------------------------ */
+
+FT_WARN_UNUSED static ft_status_t ft_cpu_begin(ft_step_t *st, uint32_t first)
 {
-    for (uint32_t i = 0; i < list->n; i++)
-        ft_run_op(st, &list->ops[i], tokens);
+    (void)first;
+    ft_prep_clear(st->s);
+    return FT_OK;
 }
 
-void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits)
+FT_WARN_UNUSED static ft_status_t ft_cpu_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
+{
+    ft_run_op(st, x, tokens);
+    return FT_OK;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_cpu_end(ft_step_t *st, float *logits)
+{
+    (void)st;
+    (void)logits;
+    return FT_OK;
+}
+
+static const ft_target_t ft_cpu_target = {ft_cpu_begin, ft_cpu_op, ft_cpu_end};
+
+/* ---- sim: the CPU's numerics, the modelled device's clock --------------- */
+
+FT_WARN_UNUSED static ft_status_t ft_sim_begin(ft_step_t *st, uint32_t first)
+{
+    st->off = st->s->engine->offload;
+    ft_offload_step_begin(st->off);
+    return ft_cpu_begin(st, first);
+}
+
+FT_WARN_UNUSED static ft_status_t ft_sim_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
+{
+    if (x->kind == FTPLAN__OP_KIND__OP_ROUTER) /* the device's attention and router of the block */
+        ft_offload_attention(st->off, (uint32_t)x->layer, st->n);
+    ft_run_op(st, x, tokens);
+    return FT_OK;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_sim_end(ft_step_t *st, float *logits)
+{
+    (void)logits;
+    ft_offload_step_end(st->off, st->n_step);
+    return FT_OK;
+}
+
+static const ft_target_t ft_sim_target = {ft_sim_begin, ft_sim_op, ft_sim_end};
+
+/* ---- a device through the device interface (dev_ops.c) ------------------- */
+
+FT_WARN_UNUSED static ft_status_t ft_dev_begin(ft_step_t *st, uint32_t first)
+{
+    ft_session_t *s = st->s;
+    return ft_dev_step_begin(s->dev, st->n, s->n_past, first, s->engine->routing);
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
+{
+    return ft_dev_run_op(st->s->dev, x, tokens, st->row0, st->n);
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_end(ft_step_t *st, float *logits)
+{
+    return ft_dev_step_end(st->s->dev, logits, st->s->logits);
+}
+
+static const ft_target_t ft_dev_target = {ft_dev_begin, ft_dev_op, ft_dev_end};
+
+/* ---- the walk --------------------------------------------------------------- */
+
+FT_WARN_UNUSED static ft_status_t ft_run_list(const ft_target_t *t, ft_step_t *st, const ft_xops_t *list,
+                                             const int32_t *tokens)
+{
+    ft_status_t e = FT_OK;
+    for (uint32_t i = 0; i < list->n && !e; i++)
+        e = t->op(st, &list->ops[i], tokens);
+    return e;
+}
+
+ft_status_t ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits)
 {
     const ft_model_t *m = s->m;
     const ft_program_t *p = m->prog;
+    const ft_target_t *t = s->dev ? &ft_dev_target : s->engine->offload ? &ft_sim_target : &ft_cpu_target;
     s->use_generated = s->engine->kmod && n >= s->engine->gen_min_tokens;
-    ft_prep_clear(s);
-    ft_step_t st = {.s = s, .n = n, .pos0 = s->n_past};
-    for (uint32_t b = 0; b < p->n_buffers; b++)
-        st.buf[b] = s->bufs[b];
-    ft_run_list(&st, &p->prologue, tokens);
-    ft_offload_t *off = s->engine->offload;
-    if (off)
-        ft_offload_step_begin(off);
-    for (uint32_t l = 0; l < p->n_blocks; l++)
-        ft_run_list(&st, &p->blocks[l], tokens);
-    if (off)
-        ft_offload_step_end(off, n);
-    if (s->engine->routing)
-        s->engine->routing_tokens += n;
     /* The epilogue: every row's logits when asked for, else the last's. */
     const uint32_t first = all_logits ? 0 : n - 1;
-    ft_prep_clear(s);
-    st.n = n - first;
-    st.pos0 = s->n_past + first;
+    ft_step_t st = {.s = s, .n = n, .n_step = n, .pos0 = s->n_past, .row0 = 0};
     for (uint32_t b = 0; b < p->n_buffers; b++)
-        st.buf[b] = s->bufs[b] ? s->bufs[b] + (size_t)first * p->widths[b] : NULL;
-    st.buf[p->logits_buf] = all_logits ? all_logits : s->logits;
-    ft_run_list(&st, &p->epilogue, tokens + first);
-    if (all_logits)
+        st.buf[b] = s->bufs[b];
+    ft_status_t e = t->begin(&st, first);
+    if (!e) e = ft_run_list(t, &st, &p->prologue, tokens);
+    for (uint32_t l = 0; l < p->n_blocks && !e; l++)
+        e = ft_run_list(t, &st, &p->blocks[l], tokens);
+    if (!e) {
+        ft_prep_clear(s);
+        st.n = n - first;
+        st.pos0 = s->n_past + first;
+        st.row0 = first;
+        for (uint32_t b = 0; b < p->n_buffers; b++)
+            st.buf[b] = s->bufs[b] ? s->bufs[b] + (size_t)first * p->widths[b] : NULL;
+        st.buf[p->logits_buf] = all_logits ? all_logits : s->logits;
+        e = ft_run_list(t, &st, &p->epilogue, tokens + first);
+    }
+    if (!e) e = t->end(&st, all_logits);
+    if (e) return e;
+    if (s->engine->routing)
+        s->engine->routing_tokens += n;
+    if (all_logits && !s->dev)
         memcpy(s->logits, all_logits + (size_t)(n - 1) * m->vocab_size, m->vocab_size * sizeof(float));
     s->n_past += n;
     s->has_logits = 1;
+    return FT_OK;
 }

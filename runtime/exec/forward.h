@@ -9,7 +9,7 @@
 /* Runs tokens[0..n) at positions n_past.. and appends them to the KV cache.
  * all_logits: NULL, or n x vocab floats to fill; s->logits always receives
  * the last token's logits. Inputs are validated by the caller; allocates
- * nothing. */
-void ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits);
+ * nothing. Fails only on a device (the cpu and sim backends cannot). */
+FT_WARN_UNUSED ft_status_t ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits);
 
 #endif

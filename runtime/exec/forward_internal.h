@@ -16,8 +16,11 @@
 typedef struct ft_step {
     ft_session_t *s;
     float *buf[FT_STEP_MAX_BUFFERS];
-    uint32_t n;     /* rows */
-    uint32_t pos0;  /* position of row 0 (n_past for the blocks) */
+    uint32_t n;      /* rows */
+    uint32_t n_step; /* tokens of the step */
+    uint32_t pos0;   /* position of row 0 (n_past for the blocks) */
+    uint32_t row0;   /* the session buffers' row that buf[] starts at */
+    ft_offload_t *off; /* sim: the modelled device's offload state (MOE's expert weights), else NULL */
 } ft_step_t;
 
 /* y_j = W_j x for up to three matrices of one format over n activation
@@ -47,7 +50,9 @@ void ft_xop_attention(ft_step_t *st, const ft_xop_t *x);
  * for the router's format. */
 void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared);
 /* MOE over the ROUTER's choice; xp_rows: the input prepared for the
- * experts' format, or NULL: prepare its float rows per expert. */
-void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows);
+ * experts' format, or NULL: prepare its float rows per expert. off: the
+ * sim's offload state, whose dispatch says where each expert's weights
+ * are (its slots and streaming buffers), or NULL: the mapped weights. */
+void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off);
 
 #endif

@@ -243,13 +243,10 @@ static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepa
 
 void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared)
 {
-    ft_session_t *s = st->s;
-    if (s->engine->offload) /* the modelled device's attention and router (sim) */
-        ft_offload_attention(s->engine->offload, (uint32_t)x->layer, st->n);
-    ft_route(s, x->L, st->n, prepared, st->buf[x->in[0]]);
+    ft_route(st->s, x->L, st->n, prepared, st->buf[x->in[0]]);
 }
 
-void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows)
+void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off)
 {
     ft_session_t *s = st->s;
     const ft_model_t *m = s->m;
@@ -272,8 +269,8 @@ void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows)
     if (s->engine->routing) /* calibration: how often each expert is chosen */
         for (uint32_t e = 0; e < E; e++)
             s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
-    if (s->engine->offload)
-        ft_offload_moe(s->engine->offload, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
+    if (off)
+        ft_offload_moe(off, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
     if (n == 1 && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
         ft_moe_decode(s, L, r.n_active, r.xp_rows, r.hin);
     } else {

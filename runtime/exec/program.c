@@ -132,6 +132,7 @@ FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *con
         const Ftplan__Op *op = ops[i];
         ft_xop_t *x = &out->ops[i];
         x->kind = op->kind;
+        x->id = c->p->n_ops++;
         x->layer = c->layer;
         x->n_in = (uint32_t)op->n_inputs;
         x->n_out = (uint32_t)op->n_outputs;

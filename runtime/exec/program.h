@@ -17,6 +17,7 @@
 /* One bound op. kind is the plan's OpKind (plan.proto). */
 typedef struct ft_xop {
     int kind;
+    uint32_t id;   /* the op's place in the program: prologue, blocks, epilogue in order */
     int32_t layer; /* the block (KV cache, expert block, offload layer), or -1 */
     uint32_t n_in, n_out, n_w;
     uint32_t in[FT_XOP_MAX_ARGS], out[FT_XOP_MAX_ARGS]; /* session buffer indices */
@@ -57,6 +58,7 @@ typedef struct ft_program {
     ft_xops_t prologue, epilogue;
     uint32_t n_blocks;
     ft_xops_t *blocks;   /* [n_blocks] */
+    uint32_t n_ops;      /* every op of the lists (ids 0 .. n_ops - 1) */
     float *inv_freq;     /* every ROPE op's table, back to back */
     /* Sizes for scratch: the largest over the ops. */
     uint32_t max_group, max_kv_width, kv_buf;

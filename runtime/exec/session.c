@@ -3,7 +3,7 @@
 #include "engine_internal.h"
 
 #include "../backends/cpu/kernels.h"
-#include "../backends/cuda/cuda_engine.h"
+#include "dev_engine.h"
 #include "../base/alloc.h"
 #include "forward.h"
 #include "program.h"
@@ -43,7 +43,7 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     const ft_model_t *m = s->m;
     const size_t B = s->n_batch, d = m->d_model, ffn = m->max_ffn, U = m->max_used;
     /* The cuda backend keeps the KV cache on the device. */
-    const size_t kv = s->engine->cuda ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
+    const size_t kv = s->engine->dev ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
     const size_t act = ft_max_act_row(m);
     const ft_program_t *p = m->prog;
     s->k_cache = ft_carve(c, kv * sizeof(float));
@@ -121,8 +121,8 @@ ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *o
     }
     ft_carver_t carve = {(unsigned char *)(((uintptr_t)s->block + 63) & ~(uintptr_t)63), 0};
     ft_session_layout(s, &carve, n_threads);
-    if (engine->cuda) {
-        ft_status_t st = ft_cuda_session_create(engine->cuda, n_ctx, n_batch, &s->cuda);
+    if (engine->dev) {
+        ft_status_t st = ft_dev_session_create(engine->dev, n_ctx, n_batch, &s->dev);
         if (st) {
             ft_mem_free(engine->a, s->block);
             ft_mem_free(engine->a, s);
@@ -139,7 +139,7 @@ void ft_session_destroy(ft_session_t *s)
     if (!s)
         return;
     s->engine->n_sessions--;
-    ft_cuda_session_destroy(s->cuda);
+    ft_dev_session_destroy(s->dev);
     ft_mem_free(s->engine->a, s->block);
     ft_mem_free(s->engine->a, s);
 }
@@ -161,18 +161,9 @@ ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n, 
     for (uint32_t done = 0; done < n;) {
         uint32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
         float *rows = out_all_logits ? out_all_logits + (size_t)done * s->m->vocab_size : NULL;
-        if (s->cuda) {
-            ft_status_t st = ft_cuda_forward_chunk(s->cuda, tokens + done, chunk, s->n_past, rows, s->logits,
-                                                   s->engine->routing);
-            if (st)
-                return st;
-            if (s->engine->routing)
-                s->engine->routing_tokens += chunk;
-            s->n_past += chunk;
-            s->has_logits = 1;
-        } else {
-            ft_forward_chunk(s, tokens + done, chunk, rows);
-        }
+        ft_status_t st = ft_forward_chunk(s, tokens + done, chunk, rows);
+        if (st)
+            return st;
         done += chunk;
     }
     return FT_OK;

@@ -23,7 +23,8 @@
 
 #include "cuda_test_skip.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_engine_internal.h"
+#include "backends/cuda/cuda_device.h"
+#include "exec/dev_internal.h"
 #include "exec/engine_internal.h"
 #include "compile.h"
 #include "cuda_codegen.h"
@@ -386,7 +387,7 @@ static void decode_logits(int graphs, float *out, uint32_t n_steps, uint32_t voc
     assert_null(ft_engine_open(g_bundle, &eo, &e));
     ft_session_t *s = NULL;
     assert_null(ft_session_create(e, NULL, &s));
-    if (!graphs) s->cuda->graphs_off = 1;
+    if (!graphs) s->dev->graphs_off = 1;
     int32_t tok = 7;
     assert_null(ft_session_eval(s, &tok, 1, NULL));
     for (uint32_t i = 0; i < n_steps; i++) {
@@ -397,10 +398,10 @@ static void decode_logits(int graphs, float *out, uint32_t n_steps, uint32_t voc
             tok = l[v] > l[tok] ? (int32_t)v : tok;
         assert_null(ft_session_eval(s, &tok, 1, NULL));
     }
-    const ft_cu_graph_exec first = s->cuda->graphs[0];
+    const ft_dgraph_t first = s->dev->graphs[0];
     assert_true(graphs ? first != NULL : first == NULL);
     for (uint32_t l = 0; graphs && l <= e->model->n_layers; l++)
-        assert_non_null(s->cuda->graphs[l]);
+        assert_non_null(s->dev->graphs[l]);
     ft_session_destroy(s);
     ft_engine_close(e);
 }

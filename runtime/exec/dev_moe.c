@@ -1,5 +1,5 @@
-/* The MoE half of a layer on the CUDA device: FFN norm, router and top-k
- * on the GPU; the chosen experts and weights to the host; the shared
+/* The MOE op on the device (the ROUTER op before it left the choices on
+ * the device, dev_ops.c): the chosen experts and weights to the host; the shared
  * dispatch (ft_offload_dispatch) decides per expert; copies of missed
  * experts into slots (or of the whole layer into a streaming buffer) run
  * on the copy stream and the compute stream waits on their events; the
@@ -10,10 +10,10 @@
  *
  * Expert outputs live slot-major in eo: row k * n + t is token t's k-th
  * choice, so the combine adds them to x in the order k = 0, 1, ... */
-#include "cuda_engine_internal.h"
+#include "dev_internal.h"
 
-#include "../../exec/ops.h"
-#include "../cpu/kernels.h"
+#include "../backends/cpu/kernels.h"
+#include "ops.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -22,19 +22,19 @@
  * grouped GEMV (u64 device pointers), then n * K ints each of scatter
  * rows (GPU experts), gather rows and scatter rows (CPU experts), then the
  * router weights slot-major [K][n]. */
-typedef struct ft_cuda_meta {
+typedef struct ft_dev_meta {
     uint64_t *tab;
     int32_t *sidx, *gidx, *cidx;
     float *wt;
     uint64_t bytes;
     uint64_t off_sidx, off_gidx, off_cidx, off_wt;
-} ft_cuda_meta_t;
+} ft_dev_meta_t;
 
-static void ft_cuda_meta_layout(ft_cuda_session_t *s, uint32_t n, ft_cuda_meta_t *mt)
+static void ft_dev_meta_layout(ft_dev_session_t *s, uint32_t n, ft_dev_meta_t *mt)
 {
-    const ft_layer_t *L = &s->ce->m->layers[0];
-    const uint64_t nk = (uint64_t)n * L->n_used * 4;
-    mt->off_sidx = (uint64_t)L->n_experts * 8;
+    const ft_model_t *m = s->ce->m;
+    const uint64_t nk = (uint64_t)n * m->max_used * 4;
+    mt->off_sidx = (uint64_t)m->max_experts * 8;
     mt->off_gidx = mt->off_sidx + nk;
     mt->off_cidx = mt->off_gidx + nk;
     mt->off_wt = mt->off_cidx + nk;
@@ -46,31 +46,19 @@ static void ft_cuda_meta_layout(ft_cuda_session_t *s, uint32_t n, ft_cuda_meta_t
     mt->wt = (float *)(s->meta_host + mt->off_wt);
 }
 
-ft_status_t ft_cuda_route(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
-{
-    ft_cuda_engine_t *ce = s->ce;
-    const ft_cuda_layer_t *C = &ce->layers[layer];
-    int rows = (int)n;
-    void *pn[] = {&s->x, (void *)&C->ffn_norm, &s->h, &rows};
-    ft_status_t st = ft_cuda_launch(ce, ce->fn.rms_d, n, 1, 256, pn);
-    if (!st) st = ft_cuda_linear(ce, &C->router, s->h, s->rl, n);
-    void *pr[] = {&s->rl, &rows, &s->ids, &s->wts};
-    return st ? st : ft_cuda_launch(ce, ce->fn.router, (n + 3) / 4, 1, 128, pr);
-}
-
 /* The router's choices and weights to the host: the one wait of the
  * layer (the host decides what runs where). */
-FT_WARN_UNUSED static ft_status_t ft_cuda_read_routes(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+FT_WARN_UNUSED static ft_status_t ft_dev_read_routes(ft_dev_session_t *s, uint32_t layer, uint32_t n)
 {
-    ft_cuda_engine_t *ce = s->ce;
+    ft_dev_engine_t *ce = s->ce;
     const uint32_t K = ce->m->layers[layer].n_used;
-    ft_status_t st = ft_cuda_copy_d2h(ce->dev, s->ids_host, s->ids, (size_t)n * K * 4, ce->cs);
-    if (!st) st = ft_cuda_copy_d2h(ce->dev, s->wts_host, s->wts, (size_t)n * K * 4, ce->cs);
-    return st ? st : ft_cuda_stream_sync(ce->dev, ce->cs);
+    ft_status_t st = ft_dev_copy_d2h(ce->dev, s->ids_host, s->ids, (size_t)n * K * 4, ce->cs);
+    if (!st) st = ft_dev_copy_d2h(ce->dev, s->wts_host, s->wts, (size_t)n * K * 4, ce->cs);
+    return st ? st : ft_dev_stream_sync(ce->dev, ce->cs);
 }
 
 /* Tokens per expert (e_list: t * K + k) and the active experts. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_group(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
+FT_WARN_UNUSED static ft_status_t ft_dev_group(ft_dev_session_t *s, uint32_t layer, uint32_t n,
                                  uint32_t *out_active)
 {
     const ft_layer_t *L = &s->ce->m->layers[layer];
@@ -99,7 +87,7 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_group(ft_cuda_session_t *s, uint32_t l
 }
 
 /* Where an active expert's blob is on the device. */
-static ft_cu_deviceptr ft_cuda_blob(const ft_cuda_engine_t *ce, const ft_layer_t *L,
+static ft_dptr_t ft_dev_blob(const ft_dev_engine_t *ce, const ft_layer_t *L,
                                     const ft_offload_item_t *it, int32_t e)
 {
     if (it->where == FT_OFFLOAD_STREAM) return ce->stream[it->slot] + (uint64_t)e * L->blob_stride;
@@ -107,12 +95,12 @@ static ft_cu_deviceptr ft_cuda_blob(const ft_cuda_engine_t *ce, const ft_layer_t
 }
 
 /* Queues layer's experts into streaming buffer b on the copy stream. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uint32_t layer, uint32_t b)
+FT_WARN_UNUSED static ft_status_t ft_dev_stream_layer(ft_dev_engine_t *ce, uint32_t layer, uint32_t b)
 {
     const ft_layer_t *L = &ce->m->layers[layer];
-    ft_status_t st = ft_cuda_copy_h2d(ce->dev, ce->stream[b], L->blob0,
+    ft_status_t st = ft_dev_copy_h2d(ce->dev, ce->stream[b], L->blob0,
                                       (size_t)L->n_experts * L->blob_stride, ce->xs);
-    if (!st) st = ft_cuda_event_record(ce->dev, ce->streamed[b], ce->xs);
+    if (!st) st = ft_dev_event_record(ce->dev, ce->streamed[b], ce->xs);
     ce->stream_layer[b] = st ? -1 : (int32_t)layer;
     return st;
 }
@@ -123,85 +111,85 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_stream_layer(ft_cuda_engine_t *ce, uin
  * last reader, the layer before this one, has finished (its results were
  * read back before this layer's routing); or each copied miss into its
  * slot. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_copies(ft_cuda_session_t *s, uint32_t layer,
+FT_WARN_UNUSED static ft_status_t ft_dev_copies(ft_dev_session_t *s, uint32_t layer,
                                   const ft_offload_decision_t *d)
 {
-    ft_cuda_engine_t *ce = s->ce;
+    ft_dev_engine_t *ce = s->ce;
     const ft_layer_t *L = &ce->m->layers[layer];
     ft_status_t st = FT_OK;
     if (d->streamed) {
         if (ce->stream_layer[d->buffer] != (int32_t)layer)
-            st = ft_cuda_stream_layer(ce, layer, d->buffer);
+            st = ft_dev_stream_layer(ce, layer, d->buffer);
         if (!st && layer + 1 < ce->m->n_layers)
-            st = ft_cuda_stream_layer(ce, layer + 1, (layer + 1) % 2);
+            st = ft_dev_stream_layer(ce, layer + 1, (layer + 1) % 2);
         return st;
     }
     if (!d->n_copies) return FT_OK;
     for (uint32_t k = 0; k < d->n_items && !st; k++) {
         const ft_offload_item_t *it = &d->items[k];
         if (it->where == FT_OFFLOAD_COPY)
-            st = ft_cuda_copy_h2d(ce->dev, ft_cuda_blob(ce, L, it, 0),
+            st = ft_dev_copy_h2d(ce->dev, ft_dev_blob(ce, L, it, 0),
                                   L->blob0 + (uint64_t)s->e_active[it->index] * L->blob_stride,
                                   L->blob_stride, ce->xs);
     }
-    return st ? st : ft_cuda_event_record(ce->dev, ce->copied, ce->xs);
+    return st ? st : ft_dev_event_record(ce->dev, ce->copied, ce->xs);
 }
 
 /* Decode: the experts of a group (hits, or copied misses) in one grouped
  * GEMV each for gate, up and down. base: the group's first table entry. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_group_gemv(ft_cuda_session_t *s, uint32_t layer, uint32_t base,
-                                      uint32_t n_g, ft_cu_deviceptr sidx)
+FT_WARN_UNUSED static ft_status_t ft_dev_group_gemv(ft_dev_session_t *s, uint32_t layer, uint32_t base,
+                                      uint32_t n_g, ft_dptr_t sidx)
 {
-    ft_cuda_engine_t *ce = s->ce;
-    const ft_cuda_layer_t *C = &ce->layers[layer];
+    ft_dev_engine_t *ce = s->ce;
+    const ft_dev_op_t *C = s->moe_op;
     const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
-    ft_cu_deviceptr tab = s->meta + (uint64_t)base * 8, g = s->g + (uint64_t)base * ffn * 4,
+    ft_dptr_t tab = s->meta + (uint64_t)base * 8, g = s->g + (uint64_t)base * ffn * 4,
                     u = s->u + (uint64_t)base * ffn * 4, dn = s->dn + (uint64_t)base * d * 4;
     uint64_t zero = 0, x_ffn = ffn;
     uint64_t og = C->gate.offset, ou = C->up.offset, od = C->down.offset;
     int r_ffn = (int)ffn, r_d = (int)d, total = (int)(n_g * ffn);
-    void *pg[] = {&tab, &og, &s->h, &zero, &g, &r_ffn};
-    void *pu[] = {&tab, &ou, &s->h, &zero, &u, &r_ffn};
+    void *pg[] = {&tab, &og, &s->moe_in, &zero, &g, &r_ffn};
+    void *pu[] = {&tab, &ou, &s->moe_in, &zero, &u, &r_ffn};
     void *ps[] = {&g, &u, &g, &total};
     void *pd[] = {&tab, &od, &g, &x_ffn, &dn, &r_d};
-    ft_status_t st = ft_cuda_launch(ce, C->gate.gemv_experts, (ffn + 3) / 4, n_g, 128, pg);
-    if (!st) st = ft_cuda_launch(ce, C->up.gemv_experts, (ffn + 3) / 4, n_g, 128, pu);
-    if (!st) st = ft_cuda_launch(ce, ce->fn.swiglu, (n_g * ffn + 255) / 256, 1, 256, ps);
-    if (!st) st = ft_cuda_launch(ce, C->down.gemv_experts, (d + 3) / 4, n_g, 128, pd);
-    return st ? st : ft_cuda_scatter_add(ce, dn, sidx, s->ones, n_g, s->eo, d);
+    ft_status_t st = ft_dev_run(ce, C->gate.gemv_experts, (ffn + 3) / 4, n_g, 128, pg);
+    if (!st) st = ft_dev_run(ce, C->up.gemv_experts, (ffn + 3) / 4, n_g, 128, pu);
+    if (!st) st = ft_dev_run(ce, ce->swiglu, (n_g * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_dev_run(ce, C->down.gemv_experts, (d + 3) / 4, n_g, 128, pd);
+    return st ? st : ft_dev_scatter_add(ce, dn, sidx, s->ones, n_g, s->eo, d);
 }
 
 /* Prefill: one expert over its gathered tokens with the GEMM kernels. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_expert_gemm(ft_cuda_session_t *s, uint32_t layer, ft_cu_deviceptr blob,
-                                       ft_cu_deviceptr gidx, ft_cu_deviceptr sidx, uint32_t n_e)
+FT_WARN_UNUSED static ft_status_t ft_dev_expert_gemm(ft_dev_session_t *s, uint32_t layer, ft_dptr_t blob,
+                                       ft_dptr_t gidx, ft_dptr_t sidx, uint32_t n_e)
 {
-    ft_cuda_engine_t *ce = s->ce;
-    const ft_cuda_layer_t *C = &ce->layers[layer];
+    ft_dev_engine_t *ce = s->ce;
+    const ft_dev_op_t *C = s->moe_op;
     const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
-    ft_cu_deviceptr wg = blob + C->gate.offset, wu = blob + C->up.offset,
+    ft_dptr_t wg = blob + C->gate.offset, wu = blob + C->up.offset,
                     wd = blob + C->down.offset;
     int ld_d = (int)d, ld_f = (int)ffn, n = (int)n_e, total = (int)(n_e * ffn);
-    void *pa[] = {&s->h, &ld_d, &gidx, &n, &s->xg, &ld_d};
+    void *pa[] = {&s->moe_in, &ld_d, &gidx, &n, &s->xg, &ld_d};
     void *pg[] = {&wg, &s->xg, &ld_d, &s->g, &ld_f, &ld_f, &n};
     void *pu[] = {&wu, &s->xg, &ld_d, &s->u, &ld_f, &ld_f, &n};
     void *ps[] = {&s->g, &s->u, &s->g, &total};
     void *pd[] = {&wd, &s->g, &ld_f, &s->dn, &ld_d, &ld_d, &n};
-    ft_status_t st = ft_cuda_launch(ce, ce->fn.gather, n_e, 1, 256, pa);
-    if (!st) st = ft_cuda_launch(ce, C->gate.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pg);
-    if (!st) st = ft_cuda_launch(ce, C->up.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pu);
-    if (!st) st = ft_cuda_launch(ce, ce->fn.swiglu, (n_e * ffn + 255) / 256, 1, 256, ps);
-    if (!st) st = ft_cuda_launch(ce, C->down.gemm, (d + 31) / 32, (n_e + 31) / 32, 256, pd);
-    return st ? st : ft_cuda_scatter_add(ce, s->dn, sidx, s->ones, n_e, s->eo, d);
+    ft_status_t st = ft_dev_run(ce, ce->gather, n_e, 1, 256, pa);
+    if (!st) st = ft_dev_run(ce, C->gate.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pg);
+    if (!st) st = ft_dev_run(ce, C->up.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pu);
+    if (!st) st = ft_dev_run(ce, ce->swiglu, (n_e * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_dev_run(ce, C->down.gemm, (d + 31) / 32, (n_e + 31) / 32, 256, pd);
+    return st ? st : ft_dev_scatter_add(ce, s->dn, sidx, s->ones, n_e, s->eo, d);
 }
 
 /* Fills the tables for the GPU's experts (blob table in item order,
  * gather and scatter rows) and the CPU's (their output rows), and the
  * router weights slot-major. Returns the CPU rows in *out_cpu_rows. */
-static void ft_cuda_tables(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
-                           const ft_offload_decision_t *d, const ft_cuda_meta_t *mt,
+static void ft_dev_tables(ft_dev_session_t *s, uint32_t layer, uint32_t n,
+                           const ft_offload_decision_t *d, const ft_dev_meta_t *mt,
                            uint32_t *out_cpu_rows, uint32_t *out_n_cpu)
 {
-    const ft_cuda_engine_t *ce = s->ce;
+    const ft_dev_engine_t *ce = s->ce;
     const ft_layer_t *L = &ce->m->layers[layer];
     const uint32_t K = L->n_used;
     uint32_t g_row = 0, c_row = 0, n_cpu = 0, n_gpu = 0;
@@ -216,7 +204,7 @@ static void ft_cuda_tables(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
                 mt->cidx[c_row++] = (int32_t)((list[j] % K) * n + list[j] / K);
             continue;
         }
-        mt->tab[n_gpu++] = ft_cuda_blob(ce, L, it, (int32_t)e);
+        mt->tab[n_gpu++] = ft_dev_blob(ce, L, it, (int32_t)e);
         for (uint32_t j = 0; j < n_e; j++, g_row++) {
             mt->gidx[g_row] = (int32_t)(list[j] / K);
             mt->sidx[g_row] = (int32_t)((list[j] % K) * n + list[j] / K);
@@ -231,12 +219,12 @@ static void ft_cuda_tables(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
 
 /* The GPU's experts, in the dispatch's order: those already on the device
  * first, then (after waiting for their copies) the copied ones. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n,
-                                       const ft_offload_decision_t *d, const ft_cuda_meta_t *mt)
+FT_WARN_UNUSED static ft_status_t ft_dev_gpu_experts(ft_dev_session_t *s, uint32_t layer, uint32_t n,
+                                       const ft_offload_decision_t *d, const ft_dev_meta_t *mt)
 {
-    ft_cuda_engine_t *ce = s->ce;
+    ft_dev_engine_t *ce = s->ce;
     ft_status_t st = FT_OK;
-    if (d->streamed) st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->streamed[d->buffer]);
+    if (d->streamed) st = ft_dev_stream_wait(ce->dev, ce->cs, ce->streamed[d->buffer]);
     if (n == 1) {
         /* One token: runs of experts that are ready together (hits, or
          * copied misses) in one grouped GEMV each; the table holds the
@@ -257,9 +245,9 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint
             }
             if (copy && !waited) {
                 waited = 1;
-                if ((st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+                if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ce->copied))) break;
             }
-            st = ft_cuda_group_gemv(s, layer, g, run, s->meta + mt->off_sidx + 4ull * g);
+            st = ft_dev_group_gemv(s, layer, g, run, s->meta + mt->off_sidx + 4ull * g);
             g += run;
         }
         return st;
@@ -271,10 +259,10 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint
         if (it->where == FT_OFFLOAD_CPU) continue;
         if (it->where == FT_OFFLOAD_COPY && !waited) {
             waited = 1;
-            if ((st = ft_cuda_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+            if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ce->copied))) break;
         }
         const uint32_t n_e = s->e_active_count[it->index];
-        st = ft_cuda_expert_gemm(s, layer, mt->tab[g++], s->meta + mt->off_gidx + 4ull * row,
+        st = ft_dev_expert_gemm(s, layer, mt->tab[g++], s->meta + mt->off_gidx + 4ull * row,
                                  s->meta + mt->off_sidx + 4ull * row, n_e);
         row += n_e;
     }
@@ -283,16 +271,16 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_gpu_experts(ft_cuda_session_t *s, uint
 
 /* ---- the experts the dispatch keeps on the CPU ------------------------ */
 
-typedef struct ft_cuda_cpu_run {
-    ft_cuda_session_t *s;
+typedef struct ft_dev_cpu_run {
+    ft_dev_session_t *s;
     const ft_layer_t *L;
     uint32_t n_items;
     atomic_uint next;
-} ft_cuda_cpu_run_t;
+} ft_dev_cpu_run_t;
 
 /* y = W x over all rows of mat (weights at w): the plan's generated kernel
  * when it has one and gen is set, else the reference kernel. */
-static void ft_cuda_cpu_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp,
+static void ft_dev_cpu_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp,
                               uint32_t n, float *y, size_t ldy)
 {
     if (gen && mat->kernel)
@@ -305,7 +293,7 @@ static void ft_cuda_cpu_apply(const ft_mat_t *mat, int gen, const uint8_t *w, co
  * down(silu(gate x) * up x) into its rows of cpu_out. Generated kernels
  * (the fused expert, else per product) when the engine runs them for this
  * many tokens, as the cpu backend's forward does. */
-static void ft_cuda_cpu_expert(ft_cuda_session_t *s, const ft_layer_t *L, ft_cuda_cpu_scratch_t *sc,
+static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_cpu_scratch_t *sc,
                                uint32_t i)
 {
     const uint32_t d = s->ce->m->d_model, K = L->n_used, ffn = L->expert_ffn;
@@ -322,80 +310,83 @@ static void ft_cuda_cpu_expert(ft_cuda_session_t *s, const ft_layer_t *L, ft_cud
         L->expert_kernel(wg, wu, wd, sc->xp, n_e, sc->g, sc->u, sc->ap, out);
         return;
     }
-    ft_cuda_cpu_apply(&L->gate, gen, wg, sc->xp, n_e, sc->g, ffn);
+    ft_dev_cpu_apply(&L->gate, gen, wg, sc->xp, n_e, sc->g, ffn);
     if (L->up.dtype != L->gate.dtype) ft_cpu_act_prepare(L->up.dtype, sc->xrows, d, n_e, d, sc->xp);
-    ft_cuda_cpu_apply(&L->up, gen, wu, sc->xp, n_e, sc->u, ffn);
+    ft_dev_cpu_apply(&L->up, gen, wu, sc->xp, n_e, sc->u, ffn);
     ft_op_swiglu(sc->g, sc->u, n_e * ffn);
     ft_cpu_act_prepare(L->down.dtype, sc->g, ffn, n_e, ffn, sc->ap);
-    ft_cuda_cpu_apply(&L->down, gen, wd, sc->ap, n_e, out, d);
+    ft_dev_cpu_apply(&L->down, gen, wd, sc->ap, n_e, out, d);
 }
 
-static void ft_cuda_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)
+static void ft_dev_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
-    ft_cuda_cpu_run_t *r = ctx;
+    ft_dev_cpu_run_t *r = ctx;
     (void)nt;
     for (;;) {
         const uint32_t j = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
         if (j >= r->n_items) break;
-        ft_cuda_cpu_expert(r->s, r->L, &r->s->scratch[ti], r->s->cpu_items[j]);
+        ft_dev_cpu_expert(r->s, r->L, &r->s->scratch[ti], r->s->cpu_items[j]);
     }
 }
 
 /* Runs while the GPU computes its experts; then the rows go to the device
  * and into their slots of eo. */
-FT_WARN_UNUSED static ft_status_t ft_cuda_cpu_experts(ft_cuda_session_t *s, uint32_t layer, uint32_t n_items,
-                                       uint32_t n_rows, const ft_cuda_meta_t *mt)
+FT_WARN_UNUSED static ft_status_t ft_dev_cpu_experts(ft_dev_session_t *s, uint32_t layer, uint32_t n_items,
+                                       uint32_t n_rows, const ft_dev_meta_t *mt)
 {
-    ft_cuda_engine_t *ce = s->ce;
-    ft_cuda_cpu_run_t r = {.s = s, .L = &ce->m->layers[layer], .n_items = n_items};
+    ft_dev_engine_t *ce = s->ce;
+    ft_dev_cpu_run_t r = {.s = s, .L = &ce->m->layers[layer], .n_items = n_items};
     atomic_init(&r.next, 0);
-    ft_threadpool_run(ce->pool, ft_cuda_cpu_worker, &r);
+    ft_threadpool_run(ce->pool, ft_dev_cpu_worker, &r);
     const uint32_t d = ce->m->d_model;
     ft_status_t st =
-        ft_cuda_copy_h2d(ce->dev, s->cpu_rows, s->cpu_out, (size_t)n_rows * d * 4, ce->cs);
+        ft_dev_copy_h2d(ce->dev, s->cpu_rows, s->cpu_out, (size_t)n_rows * d * 4, ce->cs);
     return st ? st
-              : ft_cuda_scatter_add(ce, s->cpu_rows, s->meta + mt->off_cidx, s->ones, n_rows, s->eo,
+              : ft_dev_scatter_add(ce, s->cpu_rows, s->meta + mt->off_cidx, s->ones, n_rows, s->eo,
                                     d);
 }
 
 /* ---- the layer --------------------------------------------------------- */
 
-ft_status_t ft_cuda_moe(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint32_t n)
 {
-    ft_cuda_engine_t *ce = s->ce;
+    ft_dev_engine_t *ce = s->ce;
+    const uint32_t layer = (uint32_t)x->layer;
+    s->moe_in = h;
+    s->moe_op = &ce->ops[x->id];
     const uint32_t d = ce->m->d_model, K = ce->m->layers[layer].n_used;
     uint32_t n_active = 0, n_cpu_rows = 0, n_cpu = 0;
-    ft_status_t st = ft_cuda_read_routes(s, layer, n);
-    if (!st) st = ft_cuda_group(s, layer, n, &n_active);
+    ft_status_t st = ft_dev_read_routes(s, layer, n);
+    if (!st) st = ft_dev_group(s, layer, n, &n_active);
     if (st) return st;
     ft_offload_decision_t dec;
     ft_offload_dispatch(ce->off, layer, n, s->e_active, s->e_active_count, n_active, &dec);
-    ft_cuda_meta_t mt;
-    ft_cuda_meta_layout(s, n, &mt);
-    ft_cuda_tables(s, layer, n, &dec, &mt, &n_cpu_rows, &n_cpu);
+    ft_dev_meta_t mt;
+    ft_dev_meta_layout(s, n, &mt);
+    ft_dev_tables(s, layer, n, &dec, &mt, &n_cpu_rows, &n_cpu);
     /* The copies start first so they overlap everything below. The CPU's
      * inputs come back while the compute stream is idle (after routing). */
-    if ((st = ft_cuda_copies(s, layer, &dec))) return st;
-    if (n_cpu && (st = ft_cuda_copy_d2h(ce->dev, s->h_host, s->h, (size_t)n * d * 4, ce->cs)))
+    if ((st = ft_dev_copies(s, layer, &dec))) return st;
+    if (n_cpu && (st = ft_dev_copy_d2h(ce->dev, s->h_host, s->moe_in, (size_t)n * d * 4, ce->cs)))
         return st;
-    if ((st = ft_cuda_copy_h2d(ce->dev, s->meta, s->meta_host, mt.bytes, ce->cs)) ||
-        (st = ft_cuda_memset(ce->dev, s->eo, 0, (size_t)K * n * d * 4, ce->cs)) ||
-        (st = ft_cuda_gpu_experts(s, layer, n, &dec, &mt)))
+    if ((st = ft_dev_copy_h2d(ce->dev, s->meta, s->meta_host, mt.bytes, ce->cs)) ||
+        (st = ft_dev_memset(ce->dev, s->eo, 0, (size_t)K * n * d * 4, ce->cs)) ||
+        (st = ft_dev_gpu_experts(s, layer, n, &dec, &mt)))
         return st;
-    return n_cpu ? ft_cuda_cpu_experts(s, layer, n_cpu, n_cpu_rows, &mt) : FT_OK;
+    return n_cpu ? ft_dev_cpu_experts(s, layer, n_cpu, n_cpu_rows, &mt) : FT_OK;
 }
 
-ft_status_t ft_cuda_combine(ft_cuda_session_t *s, uint32_t layer, uint32_t n)
+ft_status_t ft_dev_combine(ft_dev_session_t *s, const ft_xop_t *x, uint32_t n)
 {
-    ft_cuda_engine_t *ce = s->ce;
-    const ft_layer_t *L = &ce->m->layers[layer];
+    ft_dev_engine_t *ce = s->ce;
+    const ft_layer_t *L = x->L;
     const uint32_t d = ce->m->d_model, K = L->n_used;
-    ft_cuda_meta_t mt;
-    ft_cuda_meta_layout(s, n, &mt);
+    ft_dev_meta_t mt;
+    ft_dev_meta_layout(s, n, &mt);
     /* x += w_k * eo_k for k = 0, 1, ..., the CPU forward's order. */
     ft_status_t st = FT_OK;
     for (uint32_t k = 0; k < K && !st; k++)
-        st = ft_cuda_scatter_add(ce, s->eo + (uint64_t)k * n * d * 4, s->iota,
-                                 s->meta + mt.off_wt + 4ull * k * n, n, s->x, d);
+        st = ft_dev_scatter_add(ce, s->eo + (uint64_t)k * n * d * 4, s->iota,
+                                 s->meta + mt.off_wt + 4ull * k * n, n, s->buf[x->out[0]], d);
     return st;
 }

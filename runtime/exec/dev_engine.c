@@ -1,0 +1,352 @@
+/* The device engine: the device and its streams, pinned weights, the
+ * memory plan, the dense weights every op reads resident, expert slot
+ * memory, re-plan and free-memory polling. */
+#include "dev_internal.h"
+
+#include "../base/alloc.h"
+#include "../base/checked.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FT_CUDA_ALIGN 256u              /* bytes: every device sub-buffer starts aligned */
+#define FT_CUDA_HEADROOM (256ull << 20) /* bytes left free when planning from free VRAM */
+
+static uint64_t ft_dev_round(uint64_t n)
+{
+    return (n + FT_CUDA_ALIGN - 1) / FT_CUDA_ALIGN * FT_CUDA_ALIGN;
+}
+
+/* Figures for the q* split when no profile describes this machine:
+ * typical PCIe 4 x16 and dual-channel DDR5 numbers, the device's memory
+ * as measured now. The split is then a guess, but a safe one: the cache
+ * and the dispatch stay correct whatever the figures. */
+static void ft_dev_generic_hw(const ft_device_info_t *di, uint64_t free_bytes, ft_hw_t *hw)
+{
+    memset(hw, 0, sizeof(*hw));
+    snprintf(hw->cpu_name, sizeof(hw->cpu_name), "host");
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES);
+    hw->n_cores = cores > 0 ? (uint32_t)cores : 1;
+    hw->ram_bytes = pages > 0 ? (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) : 16ull << 30;
+    hw->dram_gbs = 40.0;
+    hw->dram_1t_gbs = 15.0;
+    hw->n_gpus = 1;
+    ft_hw_gpu_t *g = &hw->gpu;
+    snprintf(g->name, sizeof(g->name), "%.63s", di->name);
+    g->cc_major = (uint32_t)di->cc_major;
+    g->cc_minor = (uint32_t)di->cc_minor;
+    g->vram_bytes = di->total_bytes;
+    g->vram_free_bytes = free_bytes;
+    g->hbm_gbs = 500.0;
+    g->h2d_gbs = g->d2h_gbs = 20.0;
+    g->h2d_overlap_gbs = g->gather_gbs = 16.0;
+    g->launch_us = 5.0;
+    g->gemm_tflops = 50.0;
+}
+
+/* Pins every FTW file in place so expert copies run at full PCIe speed.
+ * A driver that cannot register read-only memory leaves them pageable
+ * (copies are staged by the driver: slower, still correct). */
+FT_WARN_UNUSED static ft_status_t ft_dev_pin_weights(ft_dev_engine_t *ce)
+{
+    const ft_bundle_t *b = ce->bundle;
+    ce->pinned_ok = ft_mem_calloc(ce->a, b->n_weight_files ? b->n_weight_files : 1, 1);
+    if (!ce->pinned_ok) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
+    for (uint32_t i = 0; i < b->n_weight_files; i++) {
+        const ft_ftw_t *f = b->weight_files[i];
+        ft_status_t st = ft_dev_pin(ce->dev, ft_ftw_base(f), ft_ftw_size(f), ft_ftw_path(f));
+        if (st && ft_status_code(st) == FT_STATUS_UNSUPPORTED) {
+            ft_status_free(st);
+            continue;
+        }
+        if (st) return st;
+        ce->pinned_ok[i] = 1;
+    }
+    return FT_OK;
+}
+
+/* The resident weights: every op's matrices and norm vectors, each once
+ * (a tied output head is the embedding's bytes; the embedding itself
+ * stays on the host, which gathers its rows). */
+typedef struct ft_dev_upload {
+    uint32_t n, cap;
+    const void **src; /* [cap] host bytes */
+    uint64_t *len;
+    ft_dptr_t *at;    /* offset into the allocation, then the address */
+    uint64_t bytes;
+} ft_dev_upload_t;
+
+/* The address of host bytes src (appended when new). */
+static uint32_t ft_dev_upload_put(ft_dev_upload_t *u, const void *src, uint64_t len)
+{
+    for (uint32_t i = 0; i < u->n; i++)
+        if (u->src[i] == src && u->len[i] >= len) return i;
+    u->src[u->n] = src;
+    u->len[u->n] = len;
+    u->at[u->n] = u->bytes;
+    u->bytes += ft_dev_round(len);
+    return u->n++;
+}
+
+/* Every weight of the ops in list, with the entry each op reads (written
+ * to the ops' addresses once the allocation exists: ft_dev_upload_bind). */
+static void ft_dev_upload_list(ft_dev_engine_t *ce, ft_dev_upload_t *u, const ft_xops_t *l, uint32_t *idx)
+{
+    for (uint32_t i = 0; i < l->n; i++) {
+        const ft_xop_t *x = &l->ops[i];
+        uint32_t *k = idx + (size_t)x->id * (FT_XOP_MAX_ARGS + 1);
+        for (uint32_t j = 0; j <= FT_XOP_MAX_ARGS; j++)
+            k[j] = UINT32_MAX;
+        if (x->kind == FTPLAN__OP_KIND__OP_LINEAR)
+            for (uint32_t j = 0; j < x->n_w; j++)
+                k[j] = ft_dev_upload_put(u, x->w[j]->data, ft_mat_bytes(x->w[j]));
+        else if (x->kind == FTPLAN__OP_KIND__OP_ROUTER)
+            k[0] = ft_dev_upload_put(u, x->L->router.data, ft_mat_bytes(&x->L->router));
+        if (x->kind == FTPLAN__OP_KIND__OP_RMSNORM)
+            k[FT_XOP_MAX_ARGS] = ft_dev_upload_put(u, x->vec, (uint64_t)x->width * 4);
+        else if (x->kind == FTPLAN__OP_KIND__OP_HEAD_NORM)
+            k[FT_XOP_MAX_ARGS] = ft_dev_upload_put(u, x->vec, (uint64_t)x->head_dim * 4);
+    }
+    (void)ce;
+}
+
+static void ft_dev_upload_bind(ft_dev_engine_t *ce, const ft_dev_upload_t *u, const uint32_t *idx)
+{
+    for (uint32_t id = 0; id < ce->prog->n_ops; id++) {
+        const uint32_t *k = idx + (size_t)id * (FT_XOP_MAX_ARGS + 1);
+        ft_dev_op_t *o = &ce->ops[id];
+        for (uint32_t j = 0; j < FT_XOP_MAX_ARGS; j++)
+            if (k[j] != UINT32_MAX) o->w[j].w = ce->dense + u->at[k[j]];
+        if (k[FT_XOP_MAX_ARGS] != UINT32_MAX) o->vec = ce->dense + u->at[k[FT_XOP_MAX_ARGS]];
+    }
+}
+
+/* Uploads the dense weights into one allocation (load time: waits). */
+FT_WARN_UNUSED static ft_status_t ft_dev_upload_dense(ft_dev_engine_t *ce)
+{
+    const ft_program_t *p = ce->prog;
+    ft_dev_upload_t u = {0};
+    u.cap = p->n_ops * (FT_XOP_MAX_ARGS + 1) + 1;
+    u.src = ft_mem_calloc(ce->a, u.cap, sizeof(*u.src));
+    u.len = ft_mem_calloc(ce->a, u.cap, sizeof(*u.len));
+    u.at = ft_mem_calloc(ce->a, u.cap, sizeof(*u.at));
+    uint32_t *idx = ft_mem_calloc(ce->a, u.cap, sizeof(*idx));
+    ft_status_t st = FT_OK;
+    if (!u.src || !u.len || !u.at || !idx) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
+    if (!st) {
+        ft_dev_upload_list(ce, &u, &p->prologue, idx);
+        for (uint32_t l = 0; l < p->n_blocks; l++)
+            ft_dev_upload_list(ce, &u, &p->blocks[l], idx);
+        ft_dev_upload_list(ce, &u, &p->epilogue, idx);
+        ce->dense_bytes = u.bytes;
+        st = ft_dev_alloc(ce->dev, u.bytes ? u.bytes : FT_CUDA_ALIGN, &ce->dense);
+    }
+    for (uint32_t i = 0; i < u.n && !st; i++)
+        st = ft_dev_copy_h2d(ce->dev, ce->dense + u.at[i], u.src[i], u.len[i], ce->xs);
+    if (!st) st = ft_dev_stream_sync(ce->dev, ce->xs);
+    if (!st) ft_dev_upload_bind(ce, &u, idx);
+    ft_mem_free(ce->a, u.src);
+    ft_mem_free(ce->a, u.len);
+    ft_mem_free(ce->a, u.at);
+    ft_mem_free(ce->a, idx);
+    return ft_status_annotate(st, "cuda: uploading %.1f MiB of dense weights", ce->dense_bytes / 1048576.0);
+}
+
+/* Offload device hooks: slot memory and two streaming buffers in one
+ * allocation; a new one is made before the old is freed, so a failure
+ * leaves the old in place. Slot contents are refilled by the offload
+ * code (the cache renumbers slots on resize). */
+FT_WARN_UNUSED static ft_status_t ft_dev_reserve(void *user, uint32_t n_slots, uint64_t slot_bytes,
+                                   uint64_t stream_bytes)
+{
+    ft_dev_engine_t *ce = user;
+    uint64_t slots, total;
+    if (!ft_mul_u64(n_slots, ft_dev_round(slot_bytes), &slots) ||
+        !ft_add_u64(slots, 2 * ft_dev_round(stream_bytes), &total) || total > SIZE_MAX)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "cuda: %u expert slots overflow", n_slots);
+    ft_dptr_t p = 0;
+    ft_status_t st = total ? ft_dev_alloc(ce->dev, (size_t)total, &p) : FT_OK;
+    if (st)
+        return ft_status_annotate(st, "cuda: %u expert slots and %s streaming buffers", n_slots,
+                                  stream_bytes ? "two" : "no");
+    /* Kernels or copies in flight may still read the old slots. */
+    if ((st = ft_dev_stream_sync(ce->dev, ce->cs)) ||
+        (st = ft_dev_stream_sync(ce->dev, ce->xs))) {
+        ft_dev_free(ce->dev, p);
+        return st;
+    }
+    ft_dev_free(ce->dev, ce->slots);
+    ce->slots = p;
+    ce->slots_alloc_bytes = total;
+    ce->slot_bytes = ft_dev_round(slot_bytes);
+    ce->n_slots = n_slots;
+    ce->stream[0] = stream_bytes ? p + slots : 0;
+    ce->stream[1] = stream_bytes ? p + slots + ft_dev_round(stream_bytes) : 0;
+    return FT_OK;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_fill(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes)
+{
+    ft_dev_engine_t *ce = user;
+    if (slot < 0 || (uint32_t)slot >= ce->n_slots || n_bytes > ce->slot_bytes)
+        return ft_status_make(FT_STATUS_INTERNAL, "cuda: fill of slot %d of %u", slot, ce->n_slots);
+    ft_status_t st = ft_dev_copy_h2d(ce->dev, ce->slots + (uint64_t)slot * ce->slot_bytes, blob,
+                                      n_bytes, ce->xs);
+    return st ? st : ft_dev_stream_sync(ce->dev, ce->xs);
+}
+
+/* The cuda backend runs every layer on the GPU: a plan that keeps layers
+ * or the output head on the CPU is refused with what the budget lacks. */
+FT_WARN_UNUSED static ft_status_t ft_dev_check_plan(const ft_dev_engine_t *ce, uint64_t vram)
+{
+    const ft_plan_result_t *p = ft_offload_plan(ce->off);
+    if (!p->cpu_only && p->n_gpu_layers >= ce->m->n_layers && p->output_on_gpu) return FT_OK;
+    return ft_status_make(
+        FT_STATUS_OUT_OF_RANGE,
+        "cuda: a VRAM budget of %.1f MiB keeps %u of %u layers%s on the GPU; the cuda backend "
+        "runs every layer there and needs more than the %.1f MiB of dense weights plus KV and "
+        "scratch (give a larger --vram, or use --backend cpu)%s%s",
+        vram / 1048576.0, p->cpu_only ? 0 : p->n_gpu_layers, ce->m->n_layers,
+        p->output_on_gpu ? "" : " and not the output head", ce->dense_bytes / 1048576.0,
+        p->note[0] ? ": " : "", p->note);
+}
+
+static uint64_t ft_dev_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The polling policy's bounds from the plan: never below the dense
+ * weights, KV and scratch; never above room for every expert. */
+static void ft_dev_policy(ft_dev_engine_t *ce)
+{
+    const ft_plan_result_t *p = ft_offload_plan(ce->off);
+    const uint64_t floor = p->vram_dense + p->vram_kv + p->vram_scratch + p->vram_pinned;
+    uint64_t experts = 0;
+    for (uint32_t l = 0; l < ce->m->n_layers; l++)
+        experts += (uint64_t)ce->m->layers[l].n_experts * ce->m->layers[l].blob_stride;
+    ft_vram_policy_init(&ce->policy, floor, floor + experts + 2 * ft_offload_stream_bytes(ce->off));
+    ce->last_poll_ns = ft_dev_now_ns();
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_engine_setup(ft_dev_engine_t *ce, const ft_dev_engine_options_t *o)
+{
+    ft_status_t st = ft_dev_engine_kernels(ce);
+    if (!st && !(st = ft_dev_stream_create(ce->dev, &ce->cs)) &&
+        !(st = ft_dev_stream_create(ce->dev, &ce->xs)) &&
+        !(st = ft_dev_event_create(ce->dev, &ce->copied)) &&
+        !(st = ft_dev_event_create(ce->dev, &ce->streamed[0])))
+        st = ft_dev_event_create(ce->dev, &ce->streamed[1]);
+    if (!st) st = ft_dev_pin_weights(ce);
+    if (!st) st = ft_dev_upload_dense(ce);
+    uint64_t free_b = 0, total_b = 0;
+    if (!st) st = ft_dev_memory_info(ce->dev, &free_b, &total_b);
+    if (st) return st;
+    /* The budget: the one given, else what is free now (our dense weights
+     * count as ours) less a headroom for the driver and other programs. */
+    uint64_t vram = o->vram_bytes;
+    if (!vram)
+        vram = free_b + ce->dense_bytes > FT_CUDA_HEADROOM
+                   ? free_b + ce->dense_bytes - FT_CUDA_HEADROOM
+                   : 0;
+    ft_hw_t hw;
+    if (o->hw && o->hw->n_gpus)
+        hw = *o->hw;
+    else
+        ft_dev_generic_hw(ft_dev_info(ce->dev), free_b, &hw);
+    const ft_offload_device_t hooks = {ce, ft_dev_reserve, ft_dev_fill};
+    st = ft_offload_create_device(ce->m, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, o->popularity,
+                                  o->popularity_stride, &hooks, ce->a, &ce->off);
+    if (!st) st = ft_dev_check_plan(ce, vram);
+    if (!st) ft_dev_policy(ce);
+    ce->poll_vram = o->poll_vram;
+    ce->gen_min_tokens = o->gen_min_tokens;
+    return st;
+}
+
+ft_status_t ft_dev_engine_create(ft_device_t *dev, const ft_bundle_t *bundle, const ft_model_t *m,
+                                 ft_threadpool_t *pool, const ft_dev_engine_options_t *opts,
+                                 const ft_allocator_t *alloc, ft_dev_engine_t **out)
+{
+    *out = NULL;
+    ft_dev_engine_t *ce = ft_mem_calloc(alloc, 1, sizeof(*ce));
+    if (!ce) {
+        ft_dev_destroy(dev);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
+    }
+    ce->a = alloc;
+    ce->m = m;
+    ce->prog = m->prog;
+    ce->bundle = bundle;
+    ce->pool = pool;
+    ce->dev = dev;
+    ce->ops = ft_mem_calloc(alloc, m->prog->n_ops ? m->prog->n_ops : 1, sizeof(ft_dev_op_t));
+    ft_status_t st = ce->ops ? ft_dev_engine_setup(ce, opts)
+                             : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
+    if (st) {
+        ft_dev_engine_destroy(ce);
+        return st;
+    }
+    *out = ce;
+    return FT_OK;
+}
+
+void ft_dev_engine_destroy(ft_dev_engine_t *ce)
+{
+    if (!ce) return;
+    ft_offload_destroy(ce->off);
+    if (ce->dev) {
+        ft_dev_free(ce->dev, ce->slots);
+        ft_dev_free(ce->dev, ce->dense);
+        for (uint32_t i = 0; ce->pinned_ok && i < ce->bundle->n_weight_files; i++)
+            if (ce->pinned_ok[i]) ft_dev_unpin(ce->dev, ft_ftw_base(ce->bundle->weight_files[i]));
+        ft_dev_event_destroy(ce->dev, ce->copied);
+        ft_dev_event_destroy(ce->dev, ce->streamed[0]);
+        ft_dev_event_destroy(ce->dev, ce->streamed[1]);
+        ft_dev_stream_destroy(ce->dev, ce->cs);
+        ft_dev_stream_destroy(ce->dev, ce->xs);
+        ft_dev_destroy(ce->dev);
+    }
+    ft_mem_free(ce->a, ce->pinned_ok);
+    ft_mem_free(ce->a, ce->ops);
+    ft_mem_free(ce->a, ce);
+}
+
+ft_offload_t *ft_dev_engine_offload(ft_dev_engine_t *ce)
+{
+    return ce->off;
+}
+
+ft_status_t ft_dev_engine_replan(ft_dev_engine_t *ce, uint64_t vram_bytes)
+{
+    return ft_offload_replan(ce->off, vram_bytes);
+}
+
+/* Between steps: at the policy's rate, compares free VRAM with the plan
+ * and re-plans when another program took or returned memory. A refused
+ * re-plan leaves the engine as it was; the step itself never fails here. */
+void ft_dev_engine_poll(ft_dev_engine_t *ce)
+{
+    if (!ce->poll_vram) return;
+    ce->steps_since_poll++;
+    const uint64_t now = ft_dev_now_ns();
+    if (!ft_vram_policy_due(&ce->policy, ce->steps_since_poll, ce->last_poll_ns, now)) return;
+    ce->steps_since_poll = 0;
+    ce->last_poll_ns = now;
+    uint64_t free_b, total_b;
+    ft_status_t st = ft_dev_memory_info(ce->dev, &free_b, &total_b);
+    if (st) {
+        ft_status_free(st);
+        return;
+    }
+    ft_offload_stats_t s;
+    ft_offload_stats(ce->off, &s);
+    const uint64_t ours = ce->dense_bytes + ce->slots_alloc_bytes + ce->session_bytes;
+    const uint64_t target = ft_vram_policy_decide(&ce->policy, s.vram_bytes, ours, free_b);
+    if (target) ft_status_free(ft_offload_replan(ce->off, target));
+}

@@ -1,0 +1,76 @@
+/* The plan run on a device (the cuda backend): the dense weights every op
+ * reads resident in device memory, routed experts in device slots managed
+ * by the shared offload code (runtime/moe: expert cache, q* dispatch,
+ * whole-layer prefill streaming, re-plan), a KV cache per session on the
+ * device, and each op of the schedule as launches of the plan's kernels
+ * through the device interface (backends/backend.h); the experts the
+ * dispatch keeps on the CPU run on the CPU's kernels.
+ *
+ * The executor (executor.c) walks the schedule and hands each op here
+ * (ft_dev_run_op) between ft_dev_step_begin and ft_dev_step_end. */
+#ifndef FT_EXEC_DEV_ENGINE_H
+#define FT_EXEC_DEV_ENGINE_H
+
+#include "freetoken.h"
+
+#include "../backends/backend.h"
+#include "../base/threadpool.h"
+#include "../format/bundle.h"
+#include "../moe/offload.h"
+#include "../plan/hw.h"
+#include "model.h"
+#include "program.h"
+
+#include <stdint.h>
+
+typedef struct ft_dev_engine ft_dev_engine_t;
+typedef struct ft_dev_session ft_dev_session_t;
+
+typedef struct ft_dev_engine_options {
+    const ft_hw_t *hw;       /* the machine for the q* split; NULL: generic figures */
+    uint64_t vram_bytes;     /* budget; 0: the device's free memory less a headroom */
+    uint32_t plan_ctx;       /* tokens of KV the plan reserves */
+    const float *popularity; /* calibration for pinning, or NULL (see ft_offload_create) */
+    uint32_t popularity_stride;
+    int poll_vram; /* 1: re-plan when free device memory changes under us */
+    /* Experts the dispatch keeps on the CPU run the plan's generated
+     * kernels (bound in the model) when they have at least this many
+     * tokens, as the cpu backend's do; 0: always the reference kernels. */
+    uint32_t gen_min_tokens;
+} ft_dev_engine_options_t;
+
+/* Takes the device dev (owned from here on, also on failure), binds the
+ * program's ops to its kernels, pins the mapped FTW files in place, plans
+ * the memory partition and uploads the dense weights. OUT_OF_RANGE when
+ * the budget cannot keep every layer on the device (the message says what
+ * it needs). m, bundle and pool must outlive it. */
+FT_WARN_UNUSED ft_status_t ft_dev_engine_create(ft_device_t *dev, const ft_bundle_t *bundle, const ft_model_t *m,
+                                                ft_threadpool_t *pool, const ft_dev_engine_options_t *opts,
+                                                const ft_allocator_t *alloc, ft_dev_engine_t **out);
+void ft_dev_engine_destroy(ft_dev_engine_t *ce);
+/* The offload state (cache, dispatch, stats, re-plan) the engine drives. */
+ft_offload_t *ft_dev_engine_offload(ft_dev_engine_t *ce);
+/* Re-plans for a new budget (ft_engine_replan). */
+FT_WARN_UNUSED ft_status_t ft_dev_engine_replan(ft_dev_engine_t *ce, uint64_t vram_bytes);
+
+/* Device buffers of one session: KV cache for n_ctx tokens, the
+ * schedule's buffers for batches of n_batch. */
+FT_WARN_UNUSED ft_status_t ft_dev_session_create(ft_dev_engine_t *ce, uint32_t n_ctx, uint32_t n_batch,
+                                                 ft_dev_session_t **out);
+void ft_dev_session_destroy(ft_dev_session_t *cs);
+
+/* A step of tokens[0..n) (n <= n_batch, validated by the caller) at
+ * positions n_past..: begin, then every op in schedule order (row0: the
+ * first row of the buffers the op computes, n rows: the epilogue computes
+ * only the rows whose logits are asked for, writing them to the logits
+ * buffer from its row 0), then end, which brings the logits of those rows
+ * to logits (n - first rows) and the last one's to last_logits. routing:
+ * NULL, or calibration counts [n_layers][max_experts]. Between steps it
+ * may poll free device memory and re-plan. */
+FT_WARN_UNUSED ft_status_t ft_dev_step_begin(ft_dev_session_t *s, uint32_t n,
+                                             uint32_t n_past, uint32_t first, uint64_t *routing);
+FT_WARN_UNUSED ft_status_t ft_dev_run_op(ft_dev_session_t *s, const ft_xop_t *x, const int32_t *tokens,
+                                         uint32_t row0, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_dev_step_end(ft_dev_session_t *s, float *logits, float *last_logits);
+
+#endif

@@ -1,0 +1,158 @@
+/* Internal to the device executor (dev_engine.c, dev_kernels.c,
+ * dev_session.c, dev_ops.c, dev_moe.c): the plan's ops run on a device
+ * through the device interface (backends/backend.h). */
+#ifndef FT_EXEC_DEV_INTERNAL_H
+#define FT_EXEC_DEV_INTERNAL_H
+
+#include "dev_engine.h"
+#include "program.h"
+
+#include "../backends/backend.h"
+#include "../moe/vram_policy.h"
+
+/* A matrix resident in device memory with its kernels: GEMV for one
+ * token, GEMM for batches. */
+typedef struct ft_dev_mat {
+    ft_dptr_t w;
+    uint32_t rows, cols;
+    ft_dfn_t gemv, gemm;
+} ft_dev_mat_t;
+
+/* Kernels of one expert matrix (gate, up or down) read from a slot or a
+ * streaming buffer at `offset` bytes into the expert's blob. */
+typedef struct ft_dev_xmat {
+    uint64_t offset;
+    uint32_t rows, cols;
+    ft_dfn_t gemv_experts, gemm;
+} ft_dev_xmat_t;
+
+/* One op of the schedule bound to the device (by ft_xop_t.id): its
+ * resident weights and the module's kernels for its shapes. */
+typedef struct ft_dev_op {
+    ft_dev_mat_t w[FT_XOP_MAX_ARGS]; /* LINEAR's matrices; ROUTER: w[0] the router */
+    ft_dptr_t vec;                   /* RMSNORM, HEAD_NORM: the weight (f32) */
+    /* RMSNORM, HEAD_NORM: the norm of the row width; ROPE: the rotation;
+     * ATTENTION: attention at a given position count; ROUTER: softmax +
+     * top-k. */
+    ft_dfn_t fn;
+    ft_dfn_t fn_pos;                 /* ATTENTION: reading positions from device memory, or NULL */
+    ft_dev_xmat_t gate, up, down;    /* MOE */
+} ft_dev_op_t;
+
+struct ft_dev_engine {
+    const ft_allocator_t *a;
+    const ft_model_t *m;
+    const ft_program_t *prog;
+    const ft_bundle_t *bundle;
+    ft_threadpool_t *pool;
+    ft_device_t *dev;        /* owned */
+    ft_dstream_t cs, xs;     /* compute stream, copy stream */
+    ft_devent_t copied;      /* this layer's expert copies are in */
+    ft_devent_t streamed[2]; /* a streaming buffer's layer is in */
+    int32_t stream_layer[2]; /* the layer copied into each buffer this chunk, or -1 */
+    /* Kernels every op shares. kv_append: NULL in plans compiled before it
+     * (then: copies, and no graphs). */
+    ft_dfn_t gather, scatter_add, swiglu, kv_append;
+    ft_dev_op_t *ops;        /* [prog->n_ops] */
+    uint32_t n_moe;          /* MOE ops: a decode step has n_moe + 1 graph segments */
+    ft_dptr_t dense;         /* every resident weight, one allocation */
+    uint64_t dense_bytes;
+    /* Expert slots and the two streaming buffers, one allocation. */
+    ft_dptr_t slots, stream[2];
+    uint64_t slots_alloc_bytes, slot_bytes;
+    uint32_t n_slots;
+    uint8_t *pinned_ok;      /* [n_weight_files] 1: registered */
+    ft_offload_t *off;
+    uint64_t session_bytes;  /* device memory held by live sessions */
+    /* Free-VRAM polling (vram_policy.h). */
+    int poll_vram;
+    uint32_t gen_min_tokens; /* CPU experts: generated kernels from this many tokens; 0: never */
+    ft_vram_policy_t policy;
+    uint32_t steps_since_poll;
+    uint64_t last_poll_ns;
+};
+
+/* Per-thread scratch for the experts the CPU computes. */
+typedef struct ft_dev_cpu_scratch {
+    float *xrows;  /* [n_batch, d] gathered inputs */
+    void *xp, *ap; /* prepared rows for gate/up and for down */
+    float *g, *u;  /* [n_batch, ffn] */
+} ft_dev_cpu_scratch_t;
+
+struct ft_dev_session {
+    ft_dev_engine_t *ce;
+    uint32_t n_ctx, n_batch;
+    ft_dptr_t block; /* every device buffer below */
+    uint64_t block_bytes;
+    ft_dptr_t k_cache, v_cache;      /* [n_layers][n_ctx][kv_width] f32 */
+    ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [n_batch][width] */
+    ft_dptr_t rl;                    /* [n_batch, max_experts] router logits */
+    ft_dptr_t ids, wts;              /* [n_batch, max_used] */
+    ft_dptr_t eo;                    /* [max_used][n_batch][d] expert outputs, slot-major */
+    ft_dptr_t xg, g, u, dn;          /* expert work: [rows][d], [rows][ffn] x2, [rows][d] */
+    ft_dptr_t scores;                /* [max_heads][n_ctx] attention scratch */
+    ft_dptr_t cpu_rows;              /* [n_batch * max_used][d] outputs of CPU experts */
+    ft_dptr_t pos, iota, ones;       /* [n_batch] int, [n_batch] int, [n_batch * max_used] float */
+    ft_dptr_t meta;                  /* per layer: expert tables and indices */
+    uint64_t meta_bytes;
+    /* Host side, one allocation. */
+    void *host;
+    float *x_host;     /* [n_batch, d] embeddings */
+    float *h_host;     /* [n_batch, d] inputs of CPU experts */
+    float *cpu_out;    /* [n_batch * max_used, d] their outputs */
+    int32_t *ids_host; /* [n_batch, max_used] */
+    float *wts_host;
+    uint8_t *meta_host;         /* mirror of meta */
+    uint32_t *e_count, *e_list; /* [E], [E][n_batch] t * n_used + k */
+    int32_t *e_active;          /* [E] */
+    uint32_t *e_active_count;
+    uint32_t *cpu_row0;             /* [E] first cpu_out row of each active expert */
+    uint32_t *cpu_items;            /* [E] active indices the CPU computes */
+    ft_dev_cpu_scratch_t *scratch;  /* [n_threads] */
+    /* Decode as graphs: one per segment between host round trips (the
+     * MOE ops read the router's choices back), captured at the first
+     * decode step and replayed after. Segment j < n_moe ends at the j-th
+     * MOE op; the last one ends with the logits. */
+    ft_dgraph_t *graphs;      /* [n_moe + 1] */
+    int graphs_off;           /* 1: capture failed or unsupported: launch directly */
+    /* The step in flight (dev_ops.c). */
+    uint32_t n, n_past, first;
+    uint64_t t0_ns;
+    uint64_t *routing;        /* this chunk's calibration counts, or NULL */
+    int graph_step;           /* a decode step through graphs */
+    uint32_t seg;             /* the segment the ops are in */
+    int seg_state;            /* 0 closed, 1 capturing, 2 replaying, 3 plain launches */
+    const ft_xop_t **seg_ops; /* [n_ops] the ops of the segment being captured, to run
+                                 them again as plain launches if the capture fails */
+    uint32_t seg_n;
+    const ft_xop_t *seg_moe;  /* the MOE op whose combine opened the segment, or NULL */
+    ft_dptr_t moe_in;         /* the MOE op in flight (dev_moe.c): its input rows */
+    const ft_dev_op_t *moe_op;
+};
+
+/* dev_kernels.c: binds every op of the program to the module's kernels
+ * (names built as codegen/cuda/cuda_emit.c builds them). */
+FT_WARN_UNUSED ft_status_t ft_dev_engine_kernels(ft_dev_engine_t *ce);
+
+/* Launch helpers (dev_kernels.c); all on the compute stream. */
+FT_WARN_UNUSED ft_status_t ft_dev_run(ft_dev_engine_t *ce, ft_dfn_t fn, uint32_t gx, uint32_t gy, uint32_t block,
+                                      void **params);
+/* y [n, rows] = x [n, cols] W^T; GEMV for one token, GEMM otherwise. */
+FT_WARN_UNUSED ft_status_t ft_dev_linear(ft_dev_engine_t *ce, const ft_dev_mat_t *w, ft_dptr_t x, ft_dptr_t y,
+                                         uint32_t n);
+/* y[idx[i]] += weight[i] * in[i] for n rows of cols floats. */
+FT_WARN_UNUSED ft_status_t ft_dev_scatter_add(ft_dev_engine_t *ce, ft_dptr_t in, ft_dptr_t idx, ft_dptr_t weight,
+                                              uint32_t n, ft_dptr_t y, uint32_t cols);
+
+/* dev_engine.c: between steps, polls free device memory at the policy's
+ * rate and re-plans when another program took or returned some. */
+void ft_dev_engine_poll(ft_dev_engine_t *ce);
+
+/* dev_moe.c: the MOE op x on the device (its input rows at h): the
+ * router's choices back to the host, the dispatch, copies and the
+ * experts' products into eo; ft_dev_combine adds eo into the output
+ * buffer in slot order (queued only). */
+FT_WARN_UNUSED ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_dev_combine(ft_dev_session_t *s, const ft_xop_t *x, uint32_t n);
+
+#endif

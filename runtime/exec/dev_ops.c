@@ -1,0 +1,282 @@
+/* The schedule's ops on the device, one launch sequence per op through
+ * the device interface: the same math as the CPU ops (f32 activations and
+ * accumulation, residual adds, the experts' outputs added in slot order),
+ * with the embedding rows gathered on the host.
+ *
+ * Decode steps run as graphs: the launches between two host round trips
+ * (each MOE op reads the router's choices back) are one segment, captured
+ * at the first decode step and replayed after; their launches read the
+ * position from device memory, so they hold for every step. A segment
+ * whose capture fails turns graphs off for the session and runs again as
+ * plain launches (nothing captured has run). */
+#include "dev_internal.h"
+
+#include "../backends/cpu/kernels.h"
+
+#include <string.h>
+#include <time.h>
+
+static uint64_t ft_dev_clock_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Row r of buffer b. */
+static ft_dptr_t ft_dev_row(const ft_dev_session_t *s, uint32_t b, uint32_t r)
+{
+    const ft_program_t *p = s->ce->prog;
+    const uint64_t w = (int32_t)b == p->logits_buf ? s->ce->m->vocab_size : p->widths[b];
+    return s->buf[b] + (uint64_t)r * w * 4;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_embed(ft_dev_session_t *s, const ft_xop_t *x, const int32_t *tokens,
+                                               uint32_t row0, uint32_t n)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const ft_mat_t *e = x->w[0];
+    for (uint32_t t = 0; t < n; t++)
+        ft_cpu_dequantize_row(e->dtype, e->data + (size_t)tokens[t] * e->row_bytes, s->x_host + (size_t)t * e->cols,
+                              e->cols);
+    return ft_dev_copy_h2d(ce->dev, ft_dev_row(s, x->out[0], row0), s->x_host, (size_t)n * e->cols * 4, ce->cs);
+}
+
+FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft_xop_t *x, uint32_t row0, uint32_t n)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const uint32_t kvd = ce->prog->max_kv_width;
+    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * 4;
+    ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
+    ft_dptr_t k = ft_dev_row(s, x->in[0], row0), v = ft_dev_row(s, x->in[1], row0);
+    int rows = (int)n, kv_stride = (int)kvd;
+    if (x->n_kv_heads * x->head_dim != kvd)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: block %d: KV rows of %u floats in a cache of %u",
+                              x->layer, x->n_kv_heads * x->head_dim, kvd);
+    if (ce->kv_append) { /* rows pos[t] of the layer's cache */
+        void *p[] = {&k, &v, &kc, &vc, &kv_stride, &s->pos, &rows};
+        return ft_dev_run(ce, ce->kv_append, n, 1, 256, p);
+    }
+    const uint64_t row_off = layer_off + (uint64_t)(s->n_past + row0) * kvd * 4;
+    ft_status_t st = ft_dev_copy_d2d(ce->dev, s->k_cache + row_off, k, (size_t)n * kvd * 4, ce->cs);
+    return st ? st : ft_dev_copy_d2d(ce->dev, s->v_cache + row_off, v, (size_t)n * kvd * 4, ce->cs);
+}
+
+/* Causal attention: token t sees positions 0 .. n_past + t. A single
+ * token reads its position from the device, so the launch stays the same
+ * from step to step. */
+FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft_xop_t *x, const ft_dev_op_t *o,
+                                                   uint32_t row0, uint32_t n)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const uint32_t kvd = ce->prog->max_kv_width, qd = x->n_heads * x->head_dim;
+    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * 4;
+    ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
+    ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
+    int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;
+    if (n == 1 && o->fn_pos) {
+        void *p[] = {&q, &kc, &vc, &kv_stride, &s->pos, &s->scores, &max_pos, &att};
+        return ft_dev_run(ce, o->fn_pos, x->n_heads, 1, 128, p);
+    }
+    ft_status_t st = FT_OK;
+    for (uint32_t t = 0; t < n && !st; t++) {
+        ft_dptr_t qt = q + (uint64_t)t * qd * 4, out = att + (uint64_t)t * qd * 4;
+        int n_pos = (int)(s->n_past + row0 + t + 1);
+        void *p[] = {&qt, &kc, &vc, &kv_stride, &n_pos, &s->scores, &max_pos, &out};
+        st = ft_dev_run(ce, o->fn, x->n_heads, 1, 128, p);
+    }
+    return st;
+}
+
+/* The launches of one op (everything but EMBED's host gather and MOE's
+ * host half). */
+FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft_xop_t *x, uint32_t row0, uint32_t n)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const ft_dev_op_t *o = &ce->ops[x->id];
+    int rows = (int)n;
+    switch (x->kind) {
+    case FTPLAN__OP_KIND__OP_RMSNORM: {
+        ft_dptr_t in = ft_dev_row(s, x->in[0], row0), out = ft_dev_row(s, x->out[0], row0);
+        void *p[] = {&in, (void *)&o->vec, &out, &rows};
+        return ft_dev_run(ce, o->fn, n, 1, 256, p);
+    }
+    case FTPLAN__OP_KIND__OP_LINEAR: {
+        /* The logits buffer takes the rows from its row 0. */
+        ft_status_t st = FT_OK;
+        for (uint32_t j = 0; j < x->n_w && !st; j++) {
+            const uint32_t ob = x->out[j];
+            st = ft_dev_linear(ce, &o->w[j], ft_dev_row(s, x->in[0], row0),
+                               ft_dev_row(s, ob, (int32_t)ob == ce->prog->logits_buf ? 0 : row0), n);
+        }
+        return st;
+    }
+    case FTPLAN__OP_KIND__OP_HEAD_NORM: {
+        ft_dptr_t b = ft_dev_row(s, x->in[0], row0);
+        int head_rows = (int)(n * x->n_heads);
+        void *p[] = {&b, (void *)&o->vec, &b, &head_rows};
+        return ft_dev_run(ce, o->fn, n * x->n_heads, 1, 256, p);
+    }
+    case FTPLAN__OP_KIND__OP_ROPE: {
+        ft_dptr_t q = ft_dev_row(s, x->in[0], row0), k = ft_dev_row(s, x->in[1], row0);
+        ft_dptr_t pos = s->pos + (uint64_t)row0 * 4;
+        int heads = (int)x->n_heads, kv_heads = (int)x->n_kv_heads;
+        void *pq[] = {&q, &heads, &pos, &rows};
+        void *pk[] = {&k, &kv_heads, &pos, &rows};
+        ft_status_t st = ft_dev_run(ce, o->fn, n, x->n_heads, x->rope_dim / 2, pq);
+        return st ? st : ft_dev_run(ce, o->fn, n, x->n_kv_heads, x->rope_dim / 2, pk);
+    }
+    case FTPLAN__OP_KIND__OP_KV_APPEND:
+        return ft_dev_kv_append(s, x, row0, n);
+    case FTPLAN__OP_KIND__OP_ATTENTION:
+        return ft_dev_attention(s, x, o, row0, n);
+    case FTPLAN__OP_KIND__OP_ADD: /* out += 1 * in, row for row */
+        return ft_dev_scatter_add(ce, ft_dev_row(s, x->in[0], row0), s->iota, s->ones, n,
+                                  ft_dev_row(s, x->out[0], row0), x->width);
+    case FTPLAN__OP_KIND__OP_ROUTER: { /* logits, softmax, top-k: the choices stay on the device */
+        ft_status_t st = ft_dev_linear(ce, &o->w[0], ft_dev_row(s, x->in[0], row0), s->rl, n);
+        void *p[] = {&s->rl, &rows, &s->ids, &s->wts};
+        return st ? st : ft_dev_run(ce, o->fn, (n + 3) / 4, 1, 128, p);
+    }
+    default:
+        return ft_status_make(FT_STATUS_INTERNAL, "cuda: op kind %d has no launches", x->kind);
+    }
+}
+
+/* ---- graph segments ---------------------------------------------------- */
+
+/* No more graphs for this session: they failed to capture. */
+static void ft_dev_graphs_off(ft_dev_session_t *s)
+{
+    for (uint32_t l = 0; l <= s->ce->n_moe; l++) {
+        ft_dev_graph_destroy(s->ce->dev, s->graphs[l]);
+        s->graphs[l] = NULL;
+    }
+    s->graphs_off = 1;
+    s->graph_step = 0;
+}
+
+/* Before a launch of a decode step: opens the segment (replays its graph
+ * when it has one, else starts capturing it). */
+static void ft_dev_seg_open(ft_dev_session_t *s)
+{
+    if (s->seg_state) return;
+    if (!s->graph_step || s->seg > s->ce->n_moe) {
+        s->seg_state = 3;
+        return;
+    }
+    s->seg_n = 0;
+    if (s->graphs[s->seg]) {
+        s->seg_state = 2;
+        return;
+    }
+    ft_status_t st = ft_dev_capture_begin(s->ce->dev, s->ce->cs);
+    if (st) {
+        ft_status_free(st);
+        ft_dev_graphs_off(s);
+        s->seg_state = 3;
+        return;
+    }
+    s->seg_state = 1;
+}
+
+/* Ends the segment: launches its graph, or ends its capture (a capture
+ * that fails runs the segment's ops again as plain launches). */
+FT_WARN_UNUSED static ft_status_t ft_dev_seg_close(ft_dev_session_t *s)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const int state = s->seg_state;
+    s->seg_state = 0;
+    ft_status_t st = FT_OK;
+    if (state == 2) {
+        st = ft_dev_graph_launch(ce->dev, s->graphs[s->seg], ce->cs);
+    } else if (state == 1) {
+        st = ft_dev_capture_end(ce->dev, ce->cs, &s->graphs[s->seg]);
+        if (!st) {
+            st = ft_dev_graph_launch(ce->dev, s->graphs[s->seg], ce->cs);
+        } else {
+            ft_status_free(st);
+            st = FT_OK;
+            s->graphs[s->seg] = NULL;
+            ft_dev_graphs_off(s);
+            if (s->seg_moe) st = ft_dev_combine(s, s->seg_moe, 1);
+            for (uint32_t i = 0; i < s->seg_n && !st; i++)
+                st = ft_dev_launch_op(s, s->seg_ops[i], 0, 1);
+        }
+    }
+    s->seg++;
+    s->seg_moe = NULL;
+    return st;
+}
+
+/* ---- the step ------------------------------------------------------------ */
+
+ft_status_t ft_dev_step_begin(ft_dev_session_t *s, uint32_t n, uint32_t n_past, uint32_t first, uint64_t *routing)
+{
+    ft_dev_engine_t *ce = s->ce;
+    if (!n || n > s->n_batch || n_past + n > s->n_ctx || first >= n)
+        return ft_status_make(FT_STATUS_INTERNAL, "cuda: a chunk of %u tokens at %u (batch %u, context %u)", n,
+                              n_past, s->n_batch, s->n_ctx);
+    ce->stream_layer[0] = ce->stream_layer[1] = -1; /* streaming copies are per chunk */
+    s->n = n;
+    s->n_past = n_past;
+    s->first = first;
+    s->routing = routing;
+    s->graph_step = n == 1 && !s->graphs_off;
+    s->seg = 0;
+    s->seg_state = 0;
+    s->seg_moe = NULL;
+    /* Positions, from ids_host: the routing reads into it queue after
+     * this copy on the same stream. */
+    s->t0_ns = ft_dev_clock_ns();
+    int32_t *pos = s->ids_host;
+    for (uint32_t t = 0; t < n; t++)
+        pos[t] = (int32_t)(n_past + t);
+    return ft_dev_copy_h2d(ce->dev, s->pos, pos, (size_t)n * 4, ce->cs);
+}
+
+ft_status_t ft_dev_run_op(ft_dev_session_t *s, const ft_xop_t *x, const int32_t *tokens, uint32_t row0, uint32_t n)
+{
+    ft_status_t st;
+    switch (x->kind) {
+    case FTPLAN__OP_KIND__OP_EMBED: /* a host copy: outside any graph */
+        if (s->seg_state && (st = ft_dev_seg_close(s))) return st;
+        return ft_dev_embed(s, x, tokens, row0, n);
+    case FTPLAN__OP_KIND__OP_MOE:
+        /* The segment up to the router runs; the host reads the choices
+         * and dispatches; the combine opens the next segment. */
+        if (!s->seg_state) /* nothing launched since the last one: an empty segment */
+            s->seg++;
+        else if ((st = ft_dev_seg_close(s)))
+            return ft_status_annotate(st, "block %d", x->layer);
+        if ((st = ft_dev_moe(s, x, ft_dev_row(s, x->in[0], row0), n)))
+            return ft_status_annotate(st, "block %d", x->layer);
+        ft_dev_seg_open(s);
+        s->seg_moe = x;
+        return s->seg_state == 2 ? FT_OK : ft_dev_combine(s, x, n);
+    default:
+        ft_dev_seg_open(s);
+        if (s->seg_state == 2) return FT_OK; /* in the graph being replayed */
+        if (s->seg_state == 1) s->seg_ops[s->seg_n++] = x;
+        st = ft_dev_launch_op(s, x, row0, n);
+        return x->layer >= 0 ? ft_status_annotate(st, "block %d", x->layer) : st;
+    }
+}
+
+ft_status_t ft_dev_step_end(ft_dev_session_t *s, float *logits, float *last_logits)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const ft_model_t *m = ce->m;
+    ft_status_t st = s->seg_state ? ft_dev_seg_close(s) : FT_OK;
+    const uint32_t rows = s->n - s->first;
+    float *dst = logits ? logits : last_logits;
+    if (!st)
+        st = ft_dev_copy_d2h(ce->dev, dst, s->buf[ce->prog->logits_buf], (size_t)rows * m->vocab_size * 4, ce->cs);
+    if (!st) st = ft_dev_stream_sync(ce->dev, ce->cs);
+    if (st) return ft_status_annotate(st, "cuda forward of %u tokens at position %u", s->n, s->n_past);
+    if (logits)
+        memcpy(last_logits, logits + (size_t)(rows - 1) * m->vocab_size, (size_t)m->vocab_size * sizeof(float));
+    ft_offload_record_step(ce->off, s->n, (double)(ft_dev_clock_ns() - s->t0_ns) * 1e-9);
+    ft_dev_engine_poll(ce);
+    return FT_OK;
+}
