@@ -277,8 +277,8 @@ FT_WARN_UNUSED static ft_status_t ft_cuda_engine_setup(ft_cuda_engine_t *ce, con
     else
         ft_cuda_generic_hw(ft_cuda_device_info(ce->dev), free_b, &hw);
     const ft_offload_device_t hooks = {ce, ft_cuda_reserve, ft_cuda_fill};
-    st = ft_offload_create_device(ce->m, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, o->popularity,
-                                  o->popularity_stride, &hooks, ce->a, &ce->off);
+    st = ft_offload_create_device(ce->bundle, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, &hooks, ce->a,
+                                  &ce->off);
     if (!st) st = ft_cuda_check_plan(ce, vram);
     if (!st) ft_cuda_policy(ce);
     ce->poll_vram = o->poll_vram;
