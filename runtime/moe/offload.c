@@ -184,6 +184,10 @@ FT_WARN_UNUSED static ft_status_t ft_offload_take_plan(ft_offload_t *o, uint64_t
     const size_t head = strlen(note);
     if (vram_bytes != b->vram_bytes) {
         ft_offload_size(b->vram_bytes, was, sizeof(was));
+        if (strcmp(want, was) == 0) { /* too close to tell apart rounded */
+            snprintf(want, sizeof(want), "%llu bytes", (unsigned long long)vram_bytes);
+            snprintf(was, sizeof(was), "%llu", (unsigned long long)b->vram_bytes);
+        }
         ft_offload_note(note, n, "%s of VRAM (compiled for %s)", want, was);
     }
     if (o->ctx > b->ctx) {
