@@ -195,8 +195,9 @@ typedef struct ft_engine_stats {
      * context are those it was compiled for, and no re-plan since). When
      * the open solved it instead, plan_note says so and why in one line
      * ("plan: solved again for 6.0 GiB of VRAM (compiled for 8.0 GiB)");
-     * "" when the stored one was taken; NULL on the cpu backend. Valid
-     * while the engine is open. */
+     * "" when the stored one was taken or the plan stores none (compiled
+     * without --hw: solved at open); NULL on the cpu backend. Valid while
+     * the engine is open. */
     int plan_stored;
     const char *plan_note;
 } ft_engine_stats_t;

@@ -161,18 +161,16 @@ static void ft_offload_size(uint64_t bytes, char *out, size_t n)
 
 /* The plan's stored partition when it was solved for this machine, this
  * budget and at least this context (sets o->stored); otherwise solved
- * here, with o->note saying why. */
+ * here, with o->note saying why (a plan without a partition, compiled
+ * without --hw, is solved without a note: there is no compiled budget to
+ * differ from). */
 FT_WARN_UNUSED static ft_status_t ft_offload_take_plan(ft_offload_t *o, uint64_t vram_bytes)
 {
     const Ftplan__Plan *plan = o->b->plan;
     char want[32], was[32];
     ft_offload_size(vram_bytes, want, sizeof(want));
-    if (!plan->partition || !plan->budget) {
-        snprintf(o->note, sizeof(o->note),
-                 "plan: solved at open for %s of VRAM (the bundle has no stored partition: compiled without --hw)",
-                 want);
+    if (!plan->partition || !plan->budget) /* compiled without --hw: nothing stored to differ from */
         return ft_offload_solve(o, vram_bytes, &o->plan);
-    }
     ft_hw_t compiled;
     ft_status_t st = ft_hw_from_profile(plan->hw_profile, &compiled);
     if (st)

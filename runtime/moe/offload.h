@@ -45,7 +45,7 @@ typedef struct ft_offload_stats {
  * for and ctx is at most the compiled one; otherwise (or for a plan
  * compiled without --hw) the partition is solved here, with the planner's
  * model description from the plan (runtime/plan/from_plan.h, the one ftc
- * solved with), and ft_offload_plan_note says so in one line. The experts
+ * solved with), and ft_offload_plan_note says why in one line. The experts
  * come from the bundle's FTW expert blocks, and the calibration counts in
  * the plan pin hot experts. bundle must outlive the offload. */
 FT_WARN_UNUSED ft_status_t ft_offload_create(const ft_bundle_t *bundle, const ft_hw_t *hw, uint64_t vram_bytes,
@@ -115,8 +115,8 @@ const ft_plan_result_t *ft_offload_plan(const ft_offload_t *off);
 /* 1 while the partition in force is the one stored in the plan (not solved
  * at open, not re-planned). */
 int ft_offload_plan_stored(const ft_offload_t *off);
-/* "" when the stored partition was taken at open; else one line saying it
- * was solved and why, e.g. "plan: solved again for 6.0 GiB of VRAM
+/* "" when the stored partition was taken at open, or the plan has none;
+ * else one line saying it was solved again and why, e.g. "plan: solved again for 6.0 GiB of VRAM
  * (compiled for 8.0 GiB)". Valid while off lives. */
 const char *ft_offload_plan_note(const ft_offload_t *off);
 
