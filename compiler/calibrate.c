@@ -136,17 +136,3 @@ void ft_calibration_release(ft_calibration_t *c)
     c->counts = NULL;
 }
 
-ft_status_t ft_calibration_popularity(const ft_calibration_t *c, float **out)
-{
-    size_t n = (size_t)c->n_layers * c->n_experts;
-    *out = NULL;
-    if (c->n_tokens == 0 || n == 0)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "calibration: no tokens counted");
-    float *p = malloc(n * sizeof(*p));
-    if (!p)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "calibration: popularity");
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)((double)c->counts[i] / (double)c->n_tokens);
-    *out = p;
-    return FT_OK;
-}

@@ -29,9 +29,4 @@ FT_WARN_UNUSED ft_status_t ft_calibrate_bundle(const char *bundle_dir, const cha
                                 ft_progress_fn progress, void *user, ft_calibration_t *out);
 void ft_calibration_release(ft_calibration_t *c);
 
-/* The planner's popularity: per layer, each expert's share of tokens
- * (counts / n_tokens, so a layer's row sums to n_used), [n_layers][n_experts]
- * floats, malloc'ed. */
-FT_WARN_UNUSED ft_status_t ft_calibration_popularity(const ft_calibration_t *c, float **out);
-
 #endif

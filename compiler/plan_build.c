@@ -136,6 +136,9 @@ ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
         goto oom;
     plan->schema_version = FT_PLAN_SCHEMA_VERSION;
     plan->producer = "ftc " FT_PRODUCER_VERSION;
+    /* f32: the cpu and cuda attention kernels read and write an f32 cache;
+     * f16 storage waits for kernels of its own. */
+    plan->kv_format = FTPLAN__WEIGHT_FORMAT__WF_F32;
     src->format = (char *)m->source_format;
     src->name = (char *)m->source_name;
     plan->source = src;
@@ -181,4 +184,11 @@ ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
     return FT_OK;
 oom:
     return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory building the plan", m->source_name);
+}
+
+void ft_plan_set_weights(Ftplan__Plan *plan, const ft_packed_weights_t *pw)
+{
+    Ftplan__WeightFile *wf = plan->weight_files[0];
+    wf->size = pw->file_size;
+    memcpy(wf->content_hash.data, pw->hash, 16);
 }

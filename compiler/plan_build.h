@@ -7,10 +7,17 @@
 #include "plan.pb-c.h"
 #include "weights_pack.h"
 
-/* Builds the plan message; every allocation comes from `arena`, which must
- * outlive the message. */
+/* Builds the plan message from the weights' layout (ft_weights_layout);
+ * every allocation comes from `arena`, which must outlive the message. The
+ * weight file's size and hash are those in pw, which are set once the
+ * weights are written: then call ft_plan_set_weights. The KV cache is
+ * f32 (kv_format), the element type the runtime stores. */
 FT_WARN_UNUSED ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
                           ft_arena_t *arena, Ftplan__Plan **out_plan);
+
+/* Copies the written weight file's size and hash (ft_weights_pack) into
+ * the plan ft_plan_build made from pw's layout. */
+void ft_plan_set_weights(Ftplan__Plan *plan, const ft_packed_weights_t *pw);
 
 /* Lowers the model to its op schedule (models/) and stores it in the plan
  * (plan_schedule.c). */

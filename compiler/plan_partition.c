@@ -1,9 +1,7 @@
 #include "plan_partition.h"
 
-#include "weights_pack.h"
-
-#include "../models/shape.h"
 #include "../runtime/format/plan_validate.h"
+#include "../runtime/plan/from_plan.h"
 #include "../runtime/plan/hw_profile.h"
 
 #include <stdlib.h>
@@ -19,73 +17,40 @@ _Static_assert(FTPLAN__BOTTLENECK__BOTTLENECK_CPU == (int)FT_BOTTLENECK_CPU &&
  * context, whichever is smaller. */
 #define FT_COMPILE_DEFAULT_CTX 4096u
 
-static int ft_cp_is_expert(ft_tensor_role_t r)
-{
-    return r == FT_ROLE_FFN_GATE_EXPS || r == FT_ROLE_FFN_UP_EXPS || r == FT_ROLE_FFN_DOWN_EXPS;
-}
-
-/* The formats the bundle's experts and other matrices are written in. */
-static void ft_cp_formats(const ft_ir_model_t *m, const ft_compile_options_t *opts,
-                          ft_dtype_t *expert, ft_dtype_t *dense)
-{
-    *expert = *dense = FT_DTYPE_INVALID;
-    for (uint32_t i = 0; i < m->n_tensors; i++) {
-        const ft_ir_tensor_t *t = &m->tensors[i];
-        if (ft_cp_is_expert(t->role) && *expert == FT_DTYPE_INVALID)
-            *expert = ft_pack_target_dtype(t, opts);
-        else if (!ft_cp_is_expert(t->role) && t->n_dims == 2 && t->role != FT_ROLE_TOKEN_EMBD &&
-                 t->role != FT_ROLE_FFN_ROUTER && *dense == FT_DTYPE_INVALID)
-            *dense = ft_pack_target_dtype(t, opts);
-    }
-    if (*dense == FT_DTYPE_INVALID)
-        *dense = *expert != FT_DTYPE_INVALID ? *expert : FT_DTYPE_F32;
-    if (*expert == FT_DTYPE_INVALID)
-        *expert = *dense;
-}
-
-ft_status_t ft_compile_plan_solve(const ft_ir_model_t *model, const ft_compile_options_t *opts,
-                                  const ft_calibration_t *calib, ft_compile_plan_t *out)
+ft_status_t ft_compile_plan_solve(const Ftplan__Plan *plan, const ft_compile_options_t *opts,
+                                  ft_compile_plan_t *out)
 {
     memset(out, 0, sizeof(*out));
+    const char *name = plan->source && plan->source->name && plan->source->name[0] ? plan->source->name
+                                                                                     : "the model";
     ft_hw_t hw;
     ft_status_t st = ft_hw_from_profile(opts->hw_profile, &hw);
     if (st)
         return ft_status_annotate(st, "--hw");
-    ft_dtype_t ef, df;
-    ft_cp_formats(model, opts, &ef, &df);
+    /* The runtime's solve takes its model from the plan it opens, with this
+     * same function: both see the packed sizes and the plan's KV format. */
     ft_plan_model_t *shape = NULL;
-    if ((st = ft_model_shape_from_ir(model, ef, df, &shape)))
+    if ((st = ft_plan_model_from_plan(plan, name, NULL, &shape)))
         return st;
-    float *pop = NULL;
-    if (calib && calib->n_layers != shape->n_layers)
-        st = ft_status_make(FT_STATUS_MISMATCH, "calibration counted %u layers, the model has %u",
-                            calib->n_layers, shape->n_layers);
-    else if (calib && !(st = ft_calibration_popularity(calib, &pop))) {
-        shape->popularity = pop;
-        shape->popularity_stride = calib->n_experts;
-    }
     out->budget = opts->budget;
     if (out->budget.ctx == 0) {
-        uint32_t c = model->hp.context_length;
+        uint32_t c = plan->hparams->context_length;
         out->budget.ctx = c && c < FT_COMPILE_DEFAULT_CTX ? c : FT_COMPILE_DEFAULT_CTX;
     }
     if (out->budget.batch == 0)
         out->budget.batch = 1;
-    if (!st)
-        st = ft_planner_solve(shape, &hw, &out->budget, &out->result);
+    st = ft_planner_solve(shape, &hw, &out->budget, &out->result);
     if (!st && !out->result.fits)
         st = ft_status_make(FT_STATUS_OUT_OF_RANGE,
                             "%s does not fit this machine: %s (needs %llu bytes of RAM, budget "
                             "%llu bytes)",
-                            model->source_name ? model->source_name : "the model",
-                            out->result.why, (unsigned long long)out->result.ram_needed,
+                            name, out->result.why, (unsigned long long)out->result.ram_needed,
                             (unsigned long long)out->result.ram_budget);
     if (!st) {
         out->budget.vram_bytes = out->result.vram_budget;
         out->budget.ram_bytes = out->result.ram_budget;
     }
-    ft_model_shape_free(shape);
-    free(pop);
+    ft_plan_model_free(shape, NULL);
     if (st)
         ft_compile_plan_release(out);
     return st;

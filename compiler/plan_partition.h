@@ -15,14 +15,15 @@ typedef struct ft_compile_plan {
     ft_plan_budget_t budget; /* resolved: the budgets the result was solved for */
 } ft_compile_plan_t;
 
-/* Solves the planner for model with opts->hw_profile and opts->budget.
- * Experts are counted in the format the first routed-expert tensor is
- * written in, other matrices in the format of the first dense matrix
- * (ft_pack_target_dtype). calib (may be NULL) gives the planner each
- * expert's popularity. A plan that does not fit is FT_STATUS_OUT_OF_RANGE
- * with the planner's reason. Release with ft_compile_plan_release. */
-FT_WARN_UNUSED ft_status_t ft_compile_plan_solve(const ft_ir_model_t *model, const ft_compile_options_t *opts,
-                                  const ft_calibration_t *calib, ft_compile_plan_t *out);
+/* Solves the planner for plan (built by ft_plan_build, with its
+ * calibration counts when there are any) with opts->hw_profile and
+ * opts->budget. The model description is the runtime's
+ * (ft_plan_model_from_plan): the packed tensors, the FTW expert blobs, the
+ * plan's KV format and the calibration's popularity. A plan that does not
+ * fit is FT_STATUS_OUT_OF_RANGE with the planner's reason. Release with
+ * ft_compile_plan_release. */
+FT_WARN_UNUSED ft_status_t ft_compile_plan_solve(const Ftplan__Plan *plan, const ft_compile_options_t *opts,
+                                  ft_compile_plan_t *out);
 void ft_compile_plan_release(ft_compile_plan_t *cp);
 
 /* Sets plan->hw_profile (borrowed: it must outlive the message), budget

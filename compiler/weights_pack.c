@@ -167,67 +167,122 @@ static int ft_is_expert_stack(const ft_ir_tensor_t *t)
            t->role == FT_ROLE_FFN_DOWN_EXPS;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, ft_packed_weights_t *pw)
+/* Pads to the next 4 KiB boundary and checks the writer is where the
+ * layout put the next tensor. */
+FT_WARN_UNUSED static ft_status_t ft_pack_at(ft_pack_ctx_t *c, uint64_t offset, const char *what)
+{
+    uint64_t at;
+    ft_status_t st = ft_ftw_writer_align(c->w, &at);
+    if (!st && at != offset)
+        st = ft_status_make(FT_STATUS_INTERNAL, "%s: %s written at %" PRIu64 ", laid out at %" PRIu64,
+                            c->m->source_name, what, at, offset);
+    return st;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, const ft_packed_weights_t *pw)
 {
     const ft_ir_model_t *m = c->m;
     for (uint32_t i = 0; i < m->n_tensors; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
         if (ft_is_expert_stack(t))
             continue;
-        ft_placement_t *pl = &pw->placements[i];
-        uint64_t rows = ft_ir_tensor_elems(t) / ft_row_elems(t);
-        pl->dtype = ft_pack_target_dtype(t, c->opts);
-        pl->size = ft_rows_bytes(t, pl->dtype, rows);
-        ft_status_t st = ft_ftw_writer_align(c->w, &pl->offset);
+        const ft_placement_t *pl = &pw->placements[i];
+        ft_status_t st = ft_pack_at(c, pl->offset, t->name);
         if (!st)
-            st = ft_pack_rows(c, t, pl->dtype, 0, rows);
+            st = ft_pack_rows(c, t, pl->dtype, 0, ft_ir_tensor_elems(t) / ft_row_elems(t));
         if (st)
             return st;
     }
     return FT_OK;
 }
 
+static const ft_tensor_role_t ft_pack_expert_roles[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS,
+                                                         FT_ROLE_FFN_DOWN_EXPS};
+
 /* One MoE layer: expert e = [gate_e | up_e | down_e], each part aligned. */
-FT_WARN_UNUSED static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, ft_packed_weights_t *pw, uint32_t layer)
+FT_WARN_UNUSED static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, const ft_packed_weights_t *pw,
+                                                       const ft_expert_layout_t *el)
 {
     const ft_ir_model_t *m = c->m;
-    const ft_tensor_role_t roles[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS,
-                                       FT_ROLE_FFN_DOWN_EXPS};
     const ft_ir_tensor_t *parts[3];
-    ft_placement_t *pls[3];
-    uint64_t part_off[3], stride = 0;
+    const ft_placement_t *pls[3];
     for (int k = 0; k < 3; k++) {
-        parts[k] = ft_ir_find(m, roles[k], (int32_t)layer);
+        parts[k] = ft_ir_find(m, ft_pack_expert_roles[k], (int32_t)el->layer);
         pls[k] = &pw->placements[parts[k] - m->tensors];
-        pls[k]->dtype = ft_pack_target_dtype(parts[k], c->opts);
+    }
+    ft_status_t st = FT_OK;
+    for (uint32_t e = 0; e < el->n_experts && !st; e++)
+        for (int k = 0; k < 3 && !st; k++) {
+            uint64_t rows = parts[k]->shape[1];
+            st = ft_pack_at(c, pls[k]->offset + (uint64_t)e * el->stride, parts[k]->name);
+            if (!st)
+                st = ft_pack_rows(c, parts[k], pls[k]->dtype, (uint64_t)e * rows, rows);
+        }
+    return st;
+}
+
+/* Lays one MoE layer's expert block out at *cur. */
+FT_WARN_UNUSED static ft_status_t ft_layout_expert_layer(const ft_ir_model_t *m, const ft_compile_options_t *opts,
+                                                         ft_packed_weights_t *pw, uint32_t layer, uint64_t *cur)
+{
+    ft_placement_t *pls[3];
+    uint64_t part_off[3], stride = 0, start, bytes;
+    const ft_ir_tensor_t *parts[3];
+    for (int k = 0; k < 3; k++) {
+        parts[k] = ft_ir_find(m, ft_pack_expert_roles[k], (int32_t)layer);
+        pls[k] = &pw->placements[parts[k] - m->tensors];
+        pls[k]->dtype = ft_pack_target_dtype(parts[k], opts);
         pls[k]->size = ft_rows_bytes(parts[k], pls[k]->dtype, parts[k]->shape[1]);
         part_off[k] = stride;
         uint64_t aligned;
-        if (!ft_align_up_u64(pls[k]->size, FT_PACK_ALIGN, &aligned) ||
-            !ft_add_u64(stride, aligned, &stride))
-            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: layer %u: expert size overflows",
-                                  m->source_name, layer);
+        if (!ft_align_up_u64(pls[k]->size, FT_PACK_ALIGN, &aligned) || !ft_add_u64(stride, aligned, &stride))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: layer %u: expert size overflows", m->source_name,
+                                  layer);
     }
     ft_expert_layout_t *el = &pw->experts[pw->n_expert_layouts++];
     el->layer = layer;
     el->n_experts = (uint32_t)parts[0]->shape[0];
     el->stride = stride;
-    ft_status_t st = ft_ftw_writer_align(c->w, &el->offset);
-    for (int k = 0; k < 3 && !st; k++) {
-        pls[k]->offset = el->offset + part_off[k];
+    if (!ft_align_up_u64(*cur, FT_PACK_ALIGN, &start) || !ft_mul_u64(el->n_experts, stride, &bytes) ||
+        !ft_add_u64(start, bytes, cur))
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: layer %u: expert block overflows", m->source_name, layer);
+    el->offset = start;
+    for (int k = 0; k < 3; k++) {
+        pls[k]->offset = start + part_off[k];
         pls[k]->expert_stride = stride;
     }
-    for (uint32_t e = 0; e < el->n_experts && !st; e++)
-        for (int k = 0; k < 3 && !st; k++) {
-            uint64_t at;
-            st = ft_ftw_writer_align(c->w, &at);
-            if (!st && at != el->offset + e * stride + part_off[k])
-                st = ft_status_make(FT_STATUS_INTERNAL, "expert layout drifted at layer %u expert %u",
-                                    layer, e);
-            uint64_t rows = parts[k]->shape[1];
-            if (!st)
-                st = ft_pack_rows(c, parts[k], pls[k]->dtype, (uint64_t)e * rows, rows);
-        }
+    return FT_OK;
+}
+
+ft_status_t ft_weights_layout(const ft_ir_model_t *m, const ft_compile_options_t *opts, ft_packed_weights_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->placements = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*out->placements));
+    out->experts = calloc(m->hp.n_layers ? m->hp.n_layers : 1, sizeof(*out->experts));
+    if (!out->placements || !out->experts) {
+        ft_packed_weights_release(out);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    ft_status_t st = FT_OK;
+    uint64_t cur = FT_FTW_HEADER_BYTES;
+    /* Dense tensors first (the region a GPU keeps resident), then the
+     * expert blocks, each on a 4 KiB boundary. */
+    for (uint32_t i = 0; i < m->n_tensors && !st; i++) {
+        const ft_ir_tensor_t *t = &m->tensors[i];
+        if ((st = ft_pack_check(m, t, ft_pack_target_dtype(t, opts))) || ft_is_expert_stack(t))
+            continue;
+        ft_placement_t *pl = &out->placements[i];
+        pl->dtype = ft_pack_target_dtype(t, opts);
+        pl->size = ft_rows_bytes(t, pl->dtype, ft_ir_tensor_elems(t) / ft_row_elems(t));
+        if (!ft_align_up_u64(cur, FT_PACK_ALIGN, &pl->offset) || !ft_add_u64(pl->offset, pl->size, &cur))
+            st = ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: tensor '%s': offset overflows", m->source_name,
+                                t->name);
+    }
+    for (uint32_t l = 0; l < m->hp.n_layers && !st; l++)
+        if (m->blocks[l].is_moe)
+            st = ft_layout_expert_layer(m, opts, out, l, &cur);
+    if (st)
+        ft_packed_weights_release(out);
     return st;
 }
 
@@ -247,32 +302,27 @@ FT_WARN_UNUSED static ft_status_t ft_pack_open_sources(ft_pack_ctx_t *c)
     return FT_OK;
 }
 
-ft_status_t ft_weights_pack(const ft_ir_model_t *m, const ft_compile_options_t *opts,
-                            const char *path, ft_packed_weights_t *out)
+ft_status_t ft_weights_pack(const ft_ir_model_t *m, const ft_compile_options_t *opts, const char *path,
+                            ft_packed_weights_t *pw)
 {
-    memset(out, 0, sizeof(*out));
     ft_pack_ctx_t c = {.m = m, .opts = opts};
     ft_status_t st = FT_OK;
-    out->placements = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*out->placements));
-    out->experts = calloc(m->hp.n_layers ? m->hp.n_layers : 1, sizeof(*out->experts));
     c.buf = malloc(FT_PACK_CHUNK_BYTES);
-    if (!out->placements || !out->experts || !c.buf) {
+    if (!c.buf) {
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
-    for (uint32_t i = 0; i < m->n_tensors && !st; i++) {
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
-        st = ft_pack_check(m, t, ft_pack_target_dtype(t, opts));
-        c.total += ft_rows_bytes(t, ft_pack_target_dtype(t, opts), ft_ir_tensor_elems(t) / ft_row_elems(t));
+        c.total += ft_rows_bytes(t, pw->placements[i].dtype, ft_ir_tensor_elems(t) / ft_row_elems(t));
     }
-    if (st || (st = ft_pack_open_sources(&c)) || (st = ft_ftw_writer_create(path, &c.w)))
+    if ((st = ft_pack_open_sources(&c)) || (st = ft_ftw_writer_create(path, &c.w)))
         goto out;
-    st = ft_pack_dense(&c, out);
-    for (uint32_t l = 0; l < m->hp.n_layers && !st; l++)
-        if (m->blocks[l].is_moe)
-            st = ft_pack_expert_layer(&c, out, l);
+    st = ft_pack_dense(&c, pw);
+    for (uint32_t i = 0; i < pw->n_expert_layouts && !st; i++)
+        st = ft_pack_expert_layer(&c, pw, &pw->experts[i]);
     if (!st) {
-        st = ft_ftw_writer_finish(c.w, &out->file_size, out->hash);
+        st = ft_ftw_writer_finish(c.w, &pw->file_size, pw->hash);
         c.w = NULL;
     }
 out:
@@ -283,8 +333,6 @@ out:
             ft_mapped_file_close(c.maps[f]);
     free(c.maps);
     free(c.buf);
-    if (st)
-        ft_packed_weights_release(out);
     return st;
 }
 

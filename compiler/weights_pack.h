@@ -37,9 +37,18 @@ typedef struct ft_packed_weights {
  * source format. */
 ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts);
 
-/* Writes path; fills *out (free with ft_packed_weights_release). */
+/* Where every tensor will land (formats, sizes, offsets, the expert
+ * blocks) without reading or writing weights, after checking each tensor
+ * can be written in its target format: the plan and its partition are
+ * built from this before anything is written. Fills *out but file_size and
+ * hash (free with ft_packed_weights_release). */
+FT_WARN_UNUSED ft_status_t ft_weights_layout(const ft_ir_model_t *model, const ft_compile_options_t *opts,
+                                             ft_packed_weights_t *out);
+
+/* Writes path as pw lays it out (a writer that lands elsewhere is an
+ * internal error) and sets pw->file_size and pw->hash. */
 FT_WARN_UNUSED ft_status_t ft_weights_pack(const ft_ir_model_t *model, const ft_compile_options_t *opts,
-                            const char *path, ft_packed_weights_t *out);
+                                           const char *path, ft_packed_weights_t *pw);
 void ft_packed_weights_release(ft_packed_weights_t *pw);
 
 #endif

@@ -61,6 +61,7 @@ static void ft_bench_add(ft_engine_stats_t *sum, const ft_engine_stats_t *x)
     sum->predicted_decode_tok_s = x->predicted_decode_tok_s;
     sum->predicted_prefill_tok_s = x->predicted_prefill_tok_s;
     sum->prefill_stream_tokens = x->prefill_stream_tokens;
+    sum->plan_stored = x->plan_stored;
 }
 
 FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_opts_t *o, double *prefill, double *decode,
@@ -134,15 +135,16 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
         printf("{\"backend\": \"sim\", \"predicted\": true, \"kernels\": \"%s\", \"hw\": ", mi->kernels);
         const char *hw = o->eo.hw_profile ? o->eo.hw_profile : "(the bundle's)";
         ft_cli_json_string(stdout, hw, strlen(hw));
-        printf(", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, "
+        printf(", \"plan\": \"%s\", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, "
+               "\"decode_tokens\": %u, "
                "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"modelled_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
                "\"bytes_copied_per_token\": %.1f, \"order_violations\": %llu, \"replans\": %u, "
                "\"planner_decode_tok_s\": %.3f, \"planner_prefill_tok_s\": %.3f, "
                "\"weight_bytes_per_token\": %llu, \"prefill_stream_tokens\": %u, "
                "\"prefill_experts_streamed\": %llu}\n",
-               (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
-               per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
+               d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt,
+               o->n_gen, o->reps, pre, dec, per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
                (unsigned long long)d->misses_to_cpu, copied, (unsigned long long)d->order_violations,
                sim->replans, d->predicted_decode_tok_s, d->predicted_prefill_tok_s,
                (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
@@ -182,13 +184,14 @@ static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, 
     const double copied = sim->decode_tok ? (double)d->bytes_copied / sim->decode_tok : 0.0;
     const double step_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
     if (o->json) {
-        printf("{\"backend\": \"cuda\", \"predicted\": false, \"cpu_expert_kernels\": \"reference\", \"vram_bytes\": %llu, "
+        printf("{\"backend\": \"cuda\", \"predicted\": false, \"cpu_expert_kernels\": \"reference\", \"plan\": \"%s\", "
+               "\"vram_bytes\": %llu, "
                "\"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, \"reps\": %u, "
                "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"measured_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
                "\"bytes_copied_per_token\": %.1f, \"replans\": %u, \"weight_bytes_per_token\": %llu, "
                "\"prefill_stream_tokens\": %u, \"prefill_experts_streamed\": %llu}\n",
-               (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
+               d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
                step_ms, hit_rate, (unsigned long long)d->misses_to_gpu, (unsigned long long)d->misses_to_cpu, copied,
                sim->replans, (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
                (unsigned long long)sim->streamed);

@@ -145,6 +145,14 @@ ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_e
         eo->backend = FT_BACKEND_CPU;
         st = ft_engine_open(bundle, eo, out);
     }
+    /* The plan is authoritative: when the open solved the partition instead
+     * of taking the stored one, say so once. */
+    ft_engine_stats_t es;
+    if (!st) {
+        ft_engine_stats(*out, &es);
+        if (es.plan_note && es.plan_note[0])
+            fprintf(stderr, "ft: %s\n", es.plan_note);
+    }
     return st;
 }
 

@@ -260,8 +260,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_engine_setup(ft_dev_engine_t *ce, const
     else
         ft_dev_generic_hw(ft_dev_info(ce->dev), free_b, &hw);
     const ft_offload_device_t hooks = {ce, ft_dev_reserve, ft_dev_fill};
-    st = ft_offload_create_device(ce->m, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, o->popularity,
-                                  o->popularity_stride, &hooks, ce->a, &ce->off);
+    st = ft_offload_create_device(ce->bundle, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, &hooks, ce->a,
+                                  &ce->off);
     if (!st) st = ft_dev_check_plan(ce, vram);
     if (!st) ft_dev_policy(ce);
     ce->poll_vram = o->poll_vram;

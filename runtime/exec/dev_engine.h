@@ -30,8 +30,9 @@ typedef struct ft_dev_engine_options {
     const ft_hw_t *hw;       /* the machine for the q* split; NULL: generic figures */
     uint64_t vram_bytes;     /* budget; 0: the device's free memory less a headroom */
     uint32_t plan_ctx;       /* tokens of KV the plan reserves */
-    const float *popularity; /* calibration for pinning, or NULL (see ft_offload_create) */
-    uint32_t popularity_stride;
+    /* The plan's stored partition is used when hw is its embedded profile
+     * and vram_bytes its budget (ft_offload_create); calibration comes
+     * from the plan. */
     int poll_vram; /* 1: re-plan when free device memory changes under us */
     /* Experts the dispatch keeps on the CPU run the plan's generated
      * kernels (bound in the model) when they have at least this many

@@ -75,24 +75,6 @@ FT_WARN_UNUSED static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_eng
     return FT_OK;
 }
 
-/* Calibration from ftc compile --calibrate: which experts to pin, as
- * fractions of tokens; NULL when the plan has none. */
-FT_WARN_UNUSED static ft_status_t ft_engine_popularity(const ft_engine_t *e, float **out)
-{
-    *out = NULL;
-    const Ftplan__Calibration *cal = e->bundle->plan->calibration;
-    const uint32_t stride = e->model->max_experts;
-    if (!cal || !cal->n_tokens || cal->n_experts != stride || cal->n_counts != (size_t)e->model->n_layers * stride)
-        return FT_OK;
-    float *pop = ft_mem_calloc(e->a, cal->n_counts, sizeof(float));
-    if (!pop)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: out of memory");
-    for (size_t i = 0; i < cal->n_counts; i++)
-        pop[i] = (float)((double)cal->counts[i] / (double)cal->n_tokens);
-    *out = pop;
-    return FT_OK;
-}
-
 /* The cuda backend: the real GPU (or a driver the caller named), planned
  * with the device's free VRAM unless --vram says otherwise, and then
  * polling free VRAM to re-plan. The q* split uses the profile given, else
@@ -118,16 +100,10 @@ FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine
     co.plan_ctx = opts->plan_ctx ? opts->plan_ctx : plan->budget && plan->budget->ctx ? plan->budget->ctx : 4096;
     co.poll_vram = opts->vram_bytes == 0; /* a budget given is kept */
     co.gen_min_tokens = e->kmod ? e->gen_min_tokens : 0;
-    co.popularity_stride = e->model->max_experts;
-    float *pop = NULL;
-    if ((st = ft_engine_popularity(e, &pop)))
-        return st;
-    co.popularity = pop;
     ft_device_t *dev = NULL;
     st = ft_cuda_backend_create(e->bundle, NULL, 0, e->a, &dev);
     if (!st)
         st = ft_dev_engine_create(dev, e->bundle, e->model, e->pool, &co, e->a, &e->dev);
-    ft_mem_free(e->a, pop);
     if (!st)
         e->offload = ft_dev_engine_offload(e->dev);
     return st;
@@ -166,12 +142,7 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
                     : from_plan && plan->budget->vram_bytes ? plan->budget->vram_bytes
                                                             : hw.gpu.vram_free_bytes;
     uint32_t ctx = opts->plan_ctx ? opts->plan_ctx : from_plan && plan->budget->ctx ? plan->budget->ctx : 4096;
-    float *pop = NULL;
-    if ((st = ft_engine_popularity(e, &pop)))
-        return st;
-    st = ft_offload_create(e->model, &hw, vram, ctx, pop, e->model->max_experts, e->a, &e->offload);
-    ft_mem_free(e->a, pop);
-    return st;
+    return ft_offload_create(e->bundle, &hw, vram, ctx, e->a, &e->offload);
 }
 
 ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
@@ -293,6 +264,8 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     out->predicted_decode_tok_s = plan->predicted_decode_tok_s;
     out->predicted_prefill_tok_s = plan->predicted_prefill_tok_s;
     out->prefill_stream_tokens = plan->stream_buffers ? plan->prefill_stream_tokens : UINT32_MAX;
+    out->plan_stored = ft_offload_plan_stored(e->offload);
+    out->plan_note = ft_offload_plan_note(e->offload);
 }
 
 void ft_engine_reset_stats(ft_engine_t *e)

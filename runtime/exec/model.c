@@ -5,6 +5,7 @@
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
+#include "../plan/from_plan.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -269,6 +270,11 @@ ft_status_t ft_model_create(const ft_bundle_t *b, const ft_allocator_t *alloc, f
     if (!plan->schedule)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the plan has no op schedule (schema version %u, "
                               "from an older ftc): recompile the model", c.where, plan->schema_version);
+    /* The KV cache is stored in f32 by every backend (the cpu attention and
+     * the cuda kernels); an f16 cache needs kernels of its own. */
+    if (ft_plan_kv_dtype(plan) != FT_DTYPE_F32)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: kv_format is %s; this runtime stores the KV cache in f32 "
+                              "only", c.where, ft_dtype_name(ft_plan_kv_dtype(plan)));
     ft_model_t *m = ft_mem_calloc(alloc, 1, sizeof(*m));
     if (!m)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", c.where);

@@ -251,6 +251,16 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_tokenizer(const Ftplan__Plan *pl
     return FT_OK;
 }
 
+/* The KV cache's element type: f32 or f16, or absent (an older plan: f32). */
+FT_WARN_UNUSED static ft_status_t ft_plan_check_kv_format(const Ftplan__Plan *plan, const char *name)
+{
+    const int f = (int)plan->kv_format;
+    if (f == FTPLAN__WEIGHT_FORMAT__WF_INVALID || f == FTPLAN__WEIGHT_FORMAT__WF_F32 ||
+        f == FTPLAN__WEIGHT_FORMAT__WF_F16)
+        return FT_OK;
+    return ft_status_make(FT_STATUS_FORMAT, "%s: kv_format is %d, expected WF_F32 or WF_F16", name, f);
+}
+
 ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name)
 {
     if (!name)
@@ -274,6 +284,8 @@ ft_status_t ft_plan_validate(const Ftplan__Plan *plan, const char *name)
         st = ft_plan_check_expert_blocks(plan, name);
     if (!st)
         st = ft_plan_check_tokenizer(plan, name);
+    if (!st)
+        st = ft_plan_check_kv_format(plan, name);
     if (!st)
         st = ft_plan_check_partition(plan, name);
     if (!st)

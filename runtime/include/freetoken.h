@@ -190,6 +190,16 @@ typedef struct ft_engine_stats {
     double predicted_decode_tok_s, predicted_prefill_tok_s; /* the planner's */
     uint32_t prefill_stream_tokens; /* prefill batches of at least this many tokens stream
                                        whole layers; UINT32_MAX: never */
+    /* The plan is authoritative: plan_stored is 1 while the partition in
+     * force is the one stored in plan.ftp (the open's budget, machine and
+     * context are those it was compiled for, and no re-plan since). When
+     * the open solved it instead, plan_note says so and why in one line
+     * ("plan: solved again for 6.0 GiB of VRAM (compiled for 8.0 GiB)");
+     * "" when the stored one was taken or the plan stores none (compiled
+     * without --hw: solved at open); NULL on the cpu backend. Valid while
+     * the engine is open. */
+    int plan_stored;
+    const char *plan_note;
 } ft_engine_stats_t;
 
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);

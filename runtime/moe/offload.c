@@ -3,71 +3,52 @@
 #include "offload_internal.h"
 
 #include "../base/alloc.h"
+#include "../base/checked.h"
+#include "../plan/from_plan.h"
+#include "../plan/hw_profile.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* The planner's model: sizes as this runtime holds them. An expert is its
- * FTW blob (gate, up, down, each page-aligned): what a slot holds and a
- * copy moves. The device's KV cache is taken as f16 (the sim's; a driven
- * device's is f32, ft_offload_kv_f32). */
-FT_WARN_UNUSED static ft_status_t ft_offload_shape(ft_offload_t *o)
+/* Each layer's expert blob in the mapped FTW file (the plan's expert
+ * blocks), the slot size (the largest blob: every slot holds any expert)
+ * and the streaming buffer size (the largest layer's experts). */
+FT_WARN_UNUSED static ft_status_t ft_offload_experts(ft_offload_t *o)
 {
-    const ft_model_t *m = o->m;
-    o->layers = ft_mem_calloc(o->a, m->n_layers ? m->n_layers : 1, sizeof(ft_plan_layer_t));
-    if (!o->layers)
+    const Ftplan__Plan *plan = o->b->plan;
+    o->n_layers = o->pm->n_layers;
+    o->L = ft_mem_calloc(o->a, o->n_layers, sizeof(ft_offload_layer_t));
+    if (!o->L)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        const ft_layer_t *L = &m->layers[l];
-        if (!L->blob0)
-            return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "offload: layer %u has no FTW expert block (recompile the bundle)", l);
-        ft_plan_layer_t *p = &o->layers[l];
-        p->is_moe = 1;
-        p->n_experts = L->n_experts;
-        p->n_used = L->n_used;
-        p->expert_bytes = L->blob_stride;
-        p->expert_params = 3ull * L->expert_ffn * m->d_model;
-        p->dense_bytes = ft_mat_bytes(&L->wq) + ft_mat_bytes(&L->wk) + ft_mat_bytes(&L->wv) +
-                         ft_mat_bytes(&L->wo) + ft_mat_bytes(&L->router) + (2ull * m->d_model + 2ull * L->head_dim) * 4;
-        p->dense_params = (uint64_t)L->wq.rows * L->wq.cols + (uint64_t)L->wk.rows * L->wk.cols +
-                          (uint64_t)L->wv.rows * L->wv.cols + (uint64_t)L->wo.rows * L->wo.cols +
-                          (uint64_t)L->router.rows * L->router.cols;
-        p->kv_bytes_per_token = 2ull * L->n_kv_heads * L->head_dim * 2;
+    for (uint32_t l = 0; l < o->n_layers; l++)
+        if (o->pm->layers[l].is_moe && o->pm->layers[l].n_experts > o->max_experts)
+            o->max_experts = o->pm->layers[l].n_experts;
+    for (size_t i = 0; i < plan->n_expert_blocks; i++) {
+        const Ftplan__ExpertBlock *eb = plan->expert_blocks[i];
+        uint64_t bytes;
+        if (eb->layer >= o->n_layers || !ft_mul_u64(eb->n_experts, eb->stride, &bytes))
+            return ft_status_make(FT_STATUS_FORMAT, "%s: expert_blocks[%zu]: layer %u or size out of range",
+                                  o->where, i, eb->layer);
+        ft_offload_layer_t *L = &o->L[eb->layer];
+        ft_status_t st = ft_ftw_range(o->b->weight_files[eb->file], eb->offset, bytes, &L->blob0);
+        if (st)
+            return ft_status_annotate(st, "%s: expert_blocks[%zu]", o->where, i);
+        L->blob_stride = eb->stride;
+        L->n_experts = eb->n_experts;
+        o->slot_bytes = eb->stride > o->slot_bytes ? eb->stride : o->slot_bytes;
+        o->stream_bytes = bytes > o->stream_bytes ? bytes : o->stream_bytes;
     }
-    o->pm = (ft_plan_model_t){.arch = "qwen3moe", .n_layers = m->n_layers, .layers = o->layers,
-                              .embed_bytes = ft_mat_bytes(&m->tok_embd), .output_bytes = ft_mat_bytes(&m->output),
-                              .d_model = m->d_model, .vocab_size = m->vocab_size,
-                              .expert_format = m->n_layers ? m->layers[0].gate.dtype : FT_DTYPE_F32};
-    return FT_OK;
-}
-
-/* A driven device (the CUDA backend) keeps its KV cache in float32, not
- * the f16 the planner's model assumes: twice the bytes per token. */
-FT_WARN_UNUSED static ft_status_t ft_offload_kv_f32(ft_offload_t *o)
-{
-    for (uint32_t l = 0; o->has_ext && l < o->m->n_layers; l++)
-        o->layers[l].kv_bytes_per_token *= 2;
-    return FT_OK;
-}
-
-FT_WARN_UNUSED static ft_status_t ft_offload_popularity(ft_offload_t *o, const float *pop, uint32_t stride)
-{
-    if (!pop)
-        return FT_OK;
-    size_t n = (size_t)o->m->n_layers * stride;
-    o->popularity = ft_mem_calloc(o->a, n ? n : 1, sizeof(float));
-    if (!o->popularity)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
-    memcpy(o->popularity, pop, n * sizeof(float));
-    o->pm.popularity = o->popularity;
-    o->pm.popularity_stride = stride;
+    for (uint32_t l = 0; l < o->n_layers; l++)
+        if (o->pm->layers[l].is_moe && o->L[l].n_experts != o->pm->layers[l].n_experts)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: block %u has %u experts, its expert block %u", o->where,
+                                  l, o->pm->layers[l].n_experts, o->L[l].n_experts);
     return FT_OK;
 }
 
 FT_WARN_UNUSED static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64_t vram_bytes, ft_plan_result_t *res)
 {
     ft_plan_budget_t budget = {.vram_bytes = vram_bytes, .ram_bytes = 0, .ctx = o->ctx, .batch = 1};
-    ft_status_t st = ft_planner_solve(&o->pm, &o->hw, &budget, res);
+    ft_status_t st = ft_planner_solve(o->pm, &o->hw, &budget, res);
     if (st)
         return st;
     if (!res->fits) {
@@ -83,7 +64,7 @@ FT_WARN_UNUSED static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64
 FT_WARN_UNUSED static ft_status_t ft_offload_fill(ft_offload_t *o, ft_expert_cache_t *c, int32_t s, uint32_t l,
                                                   uint32_t e)
 {
-    const ft_layer_t *L = &o->m->layers[l];
+    const ft_offload_layer_t *L = &o->L[l];
     const uint8_t *blob = L->blob0 + (uint64_t)e * L->blob_stride;
     if (o->has_ext)
         return o->ext.fill(o->ext.user, s, blob, L->blob_stride);
@@ -99,20 +80,19 @@ FT_WARN_UNUSED static ft_status_t ft_offload_fill(ft_offload_t *o, ft_expert_cac
 FT_WARN_UNUSED static ft_status_t ft_offload_warm(ft_offload_t *o, ft_expert_cache_t *c,
                                                   const ft_plan_result_t *plan)
 {
-    const ft_model_t *m = o->m;
-    const uint32_t stride = m->max_experts;
+    const uint32_t stride = o->max_experts;
     ft_status_t st = FT_OK;
-    for (uint32_t i = 0; i < plan->n_pinned && !st; i++) {
+    for (uint32_t i = 0; plan->pinned && i < plan->n_pinned && !st; i++) {
         const uint32_t id = plan->pinned[i], l = id / stride, e = id % stride;
-        if (l >= m->n_layers || e >= m->layers[l].n_experts)
+        if (l >= o->n_layers || e >= o->L[l].n_experts)
             continue;
         int32_t s = ft_expert_cache_pin(c, id);
         if (s >= 0)
             st = ft_offload_fill(o, c, s, l, e);
     }
     for (uint32_t e = 0; e < stride && !st; e++)
-        for (uint32_t l = 0; l < m->n_layers && !st; l++) {
-            if (e >= m->layers[l].n_experts || ft_expert_cache_find(c, l * stride + e) >= 0)
+        for (uint32_t l = 0; l < o->n_layers && !st; l++) {
+            if (e >= o->L[l].n_experts || ft_expert_cache_find(c, l * stride + e) >= 0)
                 continue;
             int32_t s = ft_expert_cache_fill_free(c, l * stride + e);
             if (s < 0)
@@ -126,10 +106,10 @@ FT_WARN_UNUSED static ft_status_t ft_offload_warm(ft_offload_t *o, ft_expert_cac
  * every occupied slot of c is filled again from the mapped weights. */
 FT_WARN_UNUSED static ft_status_t ft_offload_refill(ft_offload_t *o, ft_expert_cache_t *c)
 {
-    const uint32_t stride = o->m->max_experts;
+    const uint32_t stride = o->max_experts;
     ft_status_t st = FT_OK;
-    for (uint32_t l = 0; l < o->m->n_layers && !st; l++)
-        for (uint32_t e = 0; e < o->m->layers[l].n_experts && !st; e++) {
+    for (uint32_t l = 0; l < o->n_layers && !st; l++)
+        for (uint32_t e = 0; e < o->L[l].n_experts && !st; e++) {
             const int32_t s = ft_expert_cache_find(c, l * stride + e);
             if (s >= 0)
                 st = ft_offload_fill(o, c, s, l, e);
@@ -143,7 +123,7 @@ FT_WARN_UNUSED static ft_status_t ft_offload_sim_init(ft_offload_t *o)
     const uint32_t n = ft_offload_cache_slots(&o->plan);
     ft_status_t st = ft_offload_sim_streams(o, &o->plan);
     if (!st)
-        st = ft_expert_cache_create(o->m->n_layers * o->m->max_experts, n, o->slot_bytes, o->a, &o->cache);
+        st = ft_expert_cache_create(o->n_layers * o->max_experts, n, o->slot_bytes, o->a, &o->cache);
     if (!st)
         st = ft_sim_device_create(&o->hw, n + 2, &o->dev);
     return st;
@@ -154,23 +134,95 @@ FT_WARN_UNUSED static ft_status_t ft_offload_sim_init(ft_offload_t *o)
 FT_WARN_UNUSED static ft_status_t ft_offload_ext_init(ft_offload_t *o)
 {
     const uint32_t n = ft_offload_cache_slots(&o->plan);
-    ft_status_t st = ft_expert_cache_create(o->m->n_layers * o->m->max_experts, n, 0, o->a, &o->cache);
+    ft_status_t st = ft_expert_cache_create(o->n_layers * o->max_experts, n, 0, o->a, &o->cache);
     o->streaming = o->plan.vram_stream > 0;
     if (!st)
         st = o->ext.reserve(o->ext.user, n, o->slot_bytes, o->streaming ? o->stream_bytes : 0);
     return st;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
-                                   const float *popularity, uint32_t popularity_stride,
-                                   const ft_offload_device_t *dev, const ft_allocator_t *alloc,
-                                   ft_offload_t **out)
+/* Appends ", "-separated text to the note. */
+static void ft_offload_note(char *note, size_t n, const char *fmt, const char *a, const char *b)
+{
+    const size_t len = strlen(note);
+    if (len + 1 < n)
+        snprintf(note + len, n - len, fmt, a, b);
+}
+
+static void ft_offload_size(uint64_t bytes, char *out, size_t n)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(out, n, "%.1f GiB", bytes / 1073741824.0);
+    else if (bytes >= (1ull << 20))
+        snprintf(out, n, "%.1f MiB", bytes / 1048576.0);
+    else
+        snprintf(out, n, "%.1f KiB", bytes / 1024.0);
+}
+
+/* The plan's stored partition when it was solved for this machine, this
+ * budget and at least this context (sets o->stored); otherwise solved
+ * here, with o->note saying why (a plan without a partition, compiled
+ * without --hw, is solved without a note: there is no compiled budget to
+ * differ from). */
+FT_WARN_UNUSED static ft_status_t ft_offload_take_plan(ft_offload_t *o, uint64_t vram_bytes)
+{
+    const Ftplan__Plan *plan = o->b->plan;
+    char want[32], was[32];
+    ft_offload_size(vram_bytes, want, sizeof(want));
+    if (!plan->partition || !plan->budget) /* compiled without --hw: nothing stored to differ from */
+        return ft_offload_solve(o, vram_bytes, &o->plan);
+    ft_hw_t compiled;
+    ft_status_t st = ft_hw_from_profile(plan->hw_profile, &compiled);
+    if (st)
+        return ft_status_annotate(st, "%s: hw_profile", o->where);
+    const Ftplan__Budget *b = plan->budget;
+    char *note = o->note;
+    const size_t n = sizeof(o->note);
+    snprintf(note, n, "plan: solved again for ");
+    const size_t head = strlen(note);
+    if (vram_bytes != b->vram_bytes) {
+        ft_offload_size(b->vram_bytes, was, sizeof(was));
+        if (strcmp(want, was) == 0) { /* too close to tell apart rounded */
+            snprintf(want, sizeof(want), "%llu bytes", (unsigned long long)vram_bytes);
+            snprintf(was, sizeof(was), "%llu", (unsigned long long)b->vram_bytes);
+        }
+        ft_offload_note(note, n, "%s of VRAM (compiled for %s)", want, was);
+    }
+    if (o->ctx > b->ctx) {
+        snprintf(want, sizeof(want), "%u", o->ctx);
+        snprintf(was, sizeof(was), "%u", b->ctx);
+        ft_offload_note(note, n, strlen(note) > head ? ", %s tokens of context (compiled for %s)"
+                                                     : "%s tokens of context (compiled for %s)",
+                        want, was);
+    }
+    if (!ft_hw_same(&compiled, &o->hw))
+        ft_offload_note(note, n, strlen(note) > head ? ", another machine (compiled for %s%s)"
+                                                     : "another machine (compiled for %s%s)",
+                        compiled.n_gpus ? compiled.gpu.name : compiled.cpu_name,
+                        compiled.n_gpus ? "" : ", no GPU");
+    if (strlen(note) > head)
+        return ft_offload_solve(o, vram_bytes, &o->plan);
+    note[0] = '\0';
+    if ((st = ft_plan_result_from_plan(plan, o->where, &o->plan)))
+        return st;
+    if (o->plan.n_slots + o->plan.n_pinned && o->plan.slot_bytes > o->slot_bytes)
+        return ft_status_make(FT_STATUS_MISMATCH,
+                              "%s: partition.slot_bytes is %llu, the largest expert blob %llu bytes", o->where,
+                              (unsigned long long)o->plan.slot_bytes, (unsigned long long)o->slot_bytes);
+    o->stored = 1;
+    return FT_OK;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_bundle_t *b, const ft_hw_t *hw, uint64_t vram_bytes,
+                                                  uint32_t ctx, const ft_offload_device_t *dev,
+                                                  const ft_allocator_t *alloc, ft_offload_t **out)
 {
     *out = NULL;
     ft_offload_t *o = ft_mem_calloc(alloc, 1, sizeof(*o));
     if (!o)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
-    o->m = m;
+    o->b = b;
+    o->where = b->plan_file->path;
     o->a = alloc;
     o->hw = *hw;
     o->ctx = ctx;
@@ -178,21 +230,17 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_model_t *m, const ft_
         o->ext = *dev;
         o->has_ext = 1;
     }
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        const ft_layer_t *L = &m->layers[l];
-        const uint64_t b = (uint64_t)L->n_experts * L->blob_stride;
-        o->slot_bytes = L->blob_stride > o->slot_bytes ? L->blob_stride : o->slot_bytes;
-        o->stream_bytes = b > o->stream_bytes ? b : o->stream_bytes;
+    ft_status_t st = ft_plan_model_from_plan(b->plan, o->where, alloc, &o->pm);
+    if (!st)
+        st = ft_offload_experts(o);
+    const size_t n_e = o->max_experts ? o->max_experts : 1;
+    if (!st) {
+        o->order = ft_mem_calloc(alloc, n_e, sizeof(uint32_t));
+        o->items = ft_mem_calloc(alloc, n_e, sizeof(ft_offload_item_t));
+        if (!o->order || !o->items)
+            st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
     }
-    ft_status_t st;
-    const size_t n_e = m->max_experts ? m->max_experts : 1;
-    o->order = ft_mem_calloc(alloc, n_e, sizeof(uint32_t));
-    o->items = ft_mem_calloc(alloc, n_e, sizeof(ft_offload_item_t));
-    if (!o->order || !o->items)
-        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
-    else if (!(st = ft_offload_shape(o)) && !(st = ft_offload_kv_f32(o)) &&
-             !(st = ft_offload_popularity(o, popularity, popularity_stride)) &&
-             !(st = ft_offload_solve(o, vram_bytes, &o->plan)))
+    if (!st && !(st = ft_offload_take_plan(o, vram_bytes)))
         st = dev ? ft_offload_ext_init(o) : ft_offload_sim_init(o);
     if (!st)
         st = ft_offload_warm(o, o->cache, &o->plan);
@@ -206,21 +254,20 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_model_t *m, const ft_
     return FT_OK;
 }
 
-ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
-                              const float *popularity, uint32_t popularity_stride, const ft_allocator_t *alloc,
-                              ft_offload_t **out)
+ft_status_t ft_offload_create(const ft_bundle_t *b, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
+                              const ft_allocator_t *alloc, ft_offload_t **out)
 {
-    return ft_offload_init(m, hw, vram_bytes, ctx, popularity, popularity_stride, NULL, alloc, out);
+    return ft_offload_init(b, hw, vram_bytes, ctx, NULL, alloc, out);
 }
 
-ft_status_t ft_offload_create_device(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
-                                     uint32_t ctx, const float *popularity, uint32_t popularity_stride,
+ft_status_t ft_offload_create_device(const ft_bundle_t *b, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
                                      const ft_offload_device_t *dev, const ft_allocator_t *alloc,
                                      ft_offload_t **out)
 {
+    *out = NULL;
     if (!dev || !dev->reserve || !dev->fill)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "offload: a device needs reserve and fill");
-    return ft_offload_init(m, hw, vram_bytes, ctx, popularity, popularity_stride, dev, alloc, out);
+    return ft_offload_init(b, hw, vram_bytes, ctx, dev, alloc, out);
 }
 
 void ft_offload_destroy(ft_offload_t *o)
@@ -232,16 +279,26 @@ void ft_offload_destroy(ft_offload_t *o)
     ft_plan_result_release(&o->plan);
     ft_mem_free(o->a, o->stream[0]);
     ft_mem_free(o->a, o->stream[1]);
-    ft_mem_free(o->a, o->layers);
+    ft_mem_free(o->a, o->L);
+    ft_plan_model_free(o->pm, o->a);
     ft_mem_free(o->a, o->order);
     ft_mem_free(o->a, o->items);
-    ft_mem_free(o->a, o->popularity);
     ft_mem_free(o->a, o);
 }
 
 const ft_plan_result_t *ft_offload_plan(const ft_offload_t *o)
 {
     return &o->plan;
+}
+
+int ft_offload_plan_stored(const ft_offload_t *o)
+{
+    return o->stored;
+}
+
+const char *ft_offload_plan_note(const ft_offload_t *o)
+{
+    return o->note;
 }
 
 uint64_t ft_offload_stream_bytes(const ft_offload_t *o)
@@ -379,5 +436,6 @@ ft_status_t ft_offload_replan(ft_offload_t *o, uint64_t vram_bytes)
     ft_plan_result_release(&o->plan);
     o->plan = res;
     o->vram_bytes = vram_bytes;
+    o->stored = 0;
     return FT_OK;
 }

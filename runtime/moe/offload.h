@@ -19,7 +19,7 @@
 #define FT_MOE_OFFLOAD_H
 
 #include "freetoken.h"
-#include "../exec/model.h"
+#include "../format/bundle.h"
 #include "../plan/hw.h"
 #include "../plan/planner.h"
 
@@ -37,14 +37,19 @@ typedef struct ft_offload_stats {
     uint64_t vram_bytes;
 } ft_offload_stats_t;
 
-/* Plans the partition for vram_bytes with a KV reservation of ctx tokens
- * and allocates the slots and the streaming buffers. */
-/* popularity: optional calibration, [n_layers][popularity_stride] routed
- * tokens per expert as fractions (each layer's row sums to n_used), so the
- * planner pins hot experts; NULL: uniform. Copied. */
-FT_WARN_UNUSED ft_status_t ft_offload_create(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
-                              uint32_t ctx, const float *popularity, uint32_t popularity_stride,
-                              const ft_allocator_t *alloc, ft_offload_t **out);
+/* Takes the partition for vram_bytes with a KV reservation of ctx tokens
+ * and allocates the slots and the streaming buffers. The plan is
+ * authoritative (DESIGN.md section 4): its stored partition, slots, q*
+ * table and streaming threshold are used when hw holds the figures of the
+ * plan's embedded profile, vram_bytes equals the budget it was compiled
+ * for and ctx is at most the compiled one; otherwise (or for a plan
+ * compiled without --hw) the partition is solved here, with the planner's
+ * model description from the plan (runtime/plan/from_plan.h, the one ftc
+ * solved with), and ft_offload_plan_note says why in one line. The experts
+ * come from the bundle's FTW expert blocks, and the calibration counts in
+ * the plan pin hot experts. bundle must outlive the offload. */
+FT_WARN_UNUSED ft_status_t ft_offload_create(const ft_bundle_t *bundle, const ft_hw_t *hw, uint64_t vram_bytes,
+                                             uint32_t ctx, const ft_allocator_t *alloc, ft_offload_t **out);
 
 /* Where one active expert of a layer is computed this step. */
 typedef enum ft_offload_where {
@@ -84,12 +89,10 @@ typedef struct ft_offload_device {
 } ft_offload_device_t;
 
 /* As ft_offload_create, for a device the caller drives: no simulated
- * device, no host slot memory, a KV cache of float32 (the planner reserves
- * 4 bytes per element); dev is copied. */
-FT_WARN_UNUSED ft_status_t ft_offload_create_device(const ft_model_t *m, const ft_hw_t *hw, uint64_t vram_bytes,
-                                     uint32_t ctx, const float *popularity, uint32_t popularity_stride,
-                                     const ft_offload_device_t *dev, const ft_allocator_t *alloc,
-                                     ft_offload_t **out);
+ * device, no host slot memory; dev is copied. */
+FT_WARN_UNUSED ft_status_t ft_offload_create_device(const ft_bundle_t *bundle, const ft_hw_t *hw, uint64_t vram_bytes,
+                                                    uint32_t ctx, const ft_offload_device_t *dev,
+                                                    const ft_allocator_t *alloc, ft_offload_t **out);
 void ft_offload_destroy(ft_offload_t *off);
 
 /* The shared decision for one layer's active experts (counts[i]: tokens
@@ -109,6 +112,13 @@ uint64_t ft_offload_stream_bytes(const ft_offload_t *off);
 /* A device the caller drives: a step of n_tok tokens took seconds. */
 void ft_offload_record_step(ft_offload_t *off, uint32_t n_tok, double seconds);
 const ft_plan_result_t *ft_offload_plan(const ft_offload_t *off);
+/* 1 while the partition in force is the one stored in the plan (not solved
+ * at open, not re-planned). */
+int ft_offload_plan_stored(const ft_offload_t *off);
+/* "" when the stored partition was taken at open, or the plan has none;
+ * else one line saying it was solved again and why, e.g. "plan: solved again for 6.0 GiB of VRAM
+ * (compiled for 8.0 GiB)". Valid while off lives. */
+const char *ft_offload_plan_note(const ft_offload_t *off);
 
 /* The simulated device's step (offload_sim.c; no-ops on the clock for a
  * driven device, whose caller calls ft_offload_dispatch itself). */
@@ -127,7 +137,7 @@ void ft_offload_stats(const ft_offload_t *off, ft_offload_stats_t *out);
 void ft_offload_reset_stats(ft_offload_t *off);
 
 /* Re-plans for a new VRAM budget while sessions are live: the new partition
- * is solved and checked first; then the slot count changes (coldest experts
+ * is solved (always: a re-plan is a new budget) and checked first; then the slot count changes (coldest experts
  * evicted when shrinking). Weights are never re-read; on any failure
  * nothing changes. */
 FT_WARN_UNUSED ft_status_t ft_offload_replan(ft_offload_t *off, uint64_t vram_bytes);

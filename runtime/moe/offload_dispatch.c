@@ -18,7 +18,7 @@ static uint32_t ft_bucket(const ft_plan_result_t *plan, uint32_t n_tok)
 static void ft_offload_dispatch_stream(ft_offload_t *o, uint32_t layer, uint32_t n_active,
                                        ft_offload_decision_t *out)
 {
-    const ft_layer_t *L = &o->m->layers[layer];
+    const ft_offload_layer_t *L = &o->L[layer];
     out->streamed = 1;
     out->buffer = layer % 2;
     for (uint32_t i = 0; i < n_active; i++)
@@ -43,7 +43,7 @@ static void ft_offload_sort_misses(uint32_t *order, uint32_t n, const uint32_t *
 void ft_offload_dispatch(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32_t *active,
                          const uint32_t *counts, uint32_t n_active, ft_offload_decision_t *out)
 {
-    const ft_layer_t *L = &o->m->layers[layer];
+    const ft_offload_layer_t *L = &o->L[layer];
     const ft_plan_result_t *plan = &o->plan;
     *out = (ft_offload_decision_t){.items = o->items};
     ft_expert_cache_unlock_all(o->cache); /* the previous layer's kernels are done */
@@ -55,7 +55,7 @@ void ft_offload_dispatch(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const 
     }
     uint32_t n_miss = 0, miss_in_bucket[FT_PLAN_MAX_BUCKETS] = {0}, sent[FT_PLAN_MAX_BUCKETS] = {0};
     for (uint32_t i = 0; i < n_active; i++) {
-        const uint32_t id = layer * o->m->max_experts + (uint32_t)active[i];
+        const uint32_t id = layer * o->max_experts + (uint32_t)active[i];
         const int32_t s = ft_expert_cache_lookup(o->cache, id);
         if (s >= 0) {
             ft_expert_cache_lock(o->cache, s);
@@ -73,7 +73,7 @@ void ft_offload_dispatch(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const 
         const float q = plan->qstar ? plan->qstar[(size_t)layer * plan->n_buckets + bk] : 0.0f;
         int32_t s = -1;
         if (sent[bk] < (uint32_t)lroundf(q * (float)miss_in_bucket[bk]))
-            s = ft_expert_cache_insert(o->cache, layer * o->m->max_experts + e);
+            s = ft_expert_cache_insert(o->cache, layer * o->max_experts + e);
         if (s >= 0) {
             sent[bk]++;
             ft_expert_cache_lock(o->cache, s);

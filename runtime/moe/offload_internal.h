@@ -9,20 +9,33 @@
 #include "../backends/sim/sim_device.h"
 #include "expert_cache.h"
 
+/* One layer's experts in the mapped FTW file: expert e (gate, up and down
+ * together) is the blob [blob0 + e * blob_stride, + blob_stride), the unit
+ * a slot holds and a copy moves. n_experts 0 for a dense layer. */
+typedef struct ft_offload_layer {
+    const uint8_t *blob0;
+    uint64_t blob_stride;
+    uint32_t n_experts;
+} ft_offload_layer_t;
+
 struct ft_offload {
-    const ft_model_t *m;
+    const ft_bundle_t *b;
+    const char *where;        /* the plan file, for messages */
     const ft_allocator_t *a;
     ft_hw_t hw;
     uint64_t vram_bytes;
     uint32_t ctx;
-    ft_plan_layer_t *layers; /* the planner's view of the model */
-    ft_plan_model_t pm;
+    uint32_t n_layers;
+    uint32_t max_experts;     /* the largest n_experts: cache ids are layer * max_experts + e */
+    ft_offload_layer_t *L;    /* [n_layers] */
+    ft_plan_model_t *pm;      /* the planner's description, from the plan */
     ft_plan_result_t plan;
+    int stored;               /* plan is the bundle's stored partition */
+    char note[224];           /* ft_offload_plan_note */
     ft_expert_cache_t *cache;
     uint64_t slot_bytes;      /* the largest expert blob: every slot holds any expert */
     uint64_t stream_bytes;    /* one streaming buffer: the largest layer's experts */
     int streaming;            /* the plan reserves the two streaming buffers */
-    float *popularity;        /* calibration, or NULL */
     uint32_t *order;          /* [max_experts] scratch: misses by tokens */
     ft_offload_item_t *items; /* [max_experts] the last dispatch */
     ft_offload_stats_t st;

@@ -40,9 +40,9 @@ void ft_offload_step_begin(ft_offload_t *o)
 void ft_offload_attention(ft_offload_t *o, uint32_t layer, uint32_t n_tok)
 {
     if (!o->dev) return;
-    const ft_plan_layer_t *p = &o->layers[layer];
-    ft_sim_event_t ev = ft_sim_kernel(o->dev, -1, p->dense_bytes, p->dense_params, n_tok,
-                                      o->m->layers[layer].wq.dtype, o->ready);
+    const ft_plan_layer_t *p = &o->pm->layers[layer];
+    ft_sim_event_t ev = ft_sim_kernel(o->dev, -1, p->dense_bytes, p->dense_params, n_tok, o->pm->dense_format,
+                                      o->ready);
     /* The routing decision goes to the host, which schedules the experts. */
     o->router_ready = ft_sim_sync(o->dev, ev);
 }
@@ -53,8 +53,8 @@ static void ft_offload_sim_stream(ft_offload_t *o, uint32_t layer, const int32_t
                                   const uint32_t *counts, const ft_offload_decision_t *d,
                                   const uint8_t **blobs)
 {
-    const ft_layer_t *L = &o->m->layers[layer];
-    const ft_plan_layer_t *p = &o->layers[layer];
+    const ft_offload_layer_t *L = &o->L[layer];
+    const ft_plan_layer_t *p = &o->pm->layers[layer];
     const uint32_t b = d->buffer, slot = ft_offload_cache_slots(&o->plan) + b;
     const uint64_t bytes = (uint64_t)L->n_experts * L->blob_stride;
     memcpy(o->stream[b], L->blob0, bytes);
@@ -64,7 +64,7 @@ static void ft_offload_sim_stream(ft_offload_t *o, uint32_t layer, const int32_t
         const uint32_t i = d->items[k].index;
         blobs[i] = o->stream[b] + (uint64_t)active[i] * L->blob_stride;
         end = ft_sim_kernel(o->dev, (int32_t)slot, p->expert_bytes, p->expert_params, counts[i],
-                            L->gate.dtype, after);
+                            o->pm->expert_format, after);
     }
     o->stream_free[b] = end;
     o->ready = end;
@@ -79,8 +79,8 @@ void ft_offload_moe(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32
         ft_offload_sim_stream(o, layer, active, counts, &d, blobs);
         return;
     }
-    const ft_layer_t *L = &o->m->layers[layer];
-    const ft_plan_layer_t *p = &o->layers[layer];
+    const ft_offload_layer_t *L = &o->L[layer];
+    const ft_plan_layer_t *p = &o->pm->layers[layer];
     ft_sim_event_t gpu_end = o->router_ready, cpu_end = o->router_ready;
     const ft_sim_event_t host_ready = o->router_ready;
     for (uint32_t k = 0; k < d.n_items; k++) {
@@ -89,7 +89,7 @@ void ft_offload_moe(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32
         if (it->where == FT_OFFLOAD_CPU) {
             blobs[i] = NULL;
             cpu_end = ft_sim_cpu(o->dev, p->expert_bytes, p->expert_params, counts[i],
-                                 L->gate.dtype, host_ready);
+                                 o->pm->expert_format, host_ready);
             continue;
         }
         uint8_t *slot = ft_expert_cache_slot_data(o->cache, it->slot);
@@ -100,7 +100,7 @@ void ft_offload_moe(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32
         }
         blobs[i] = slot;
         gpu_end = ft_sim_kernel(o->dev, it->slot, p->expert_bytes, p->expert_params, counts[i],
-                                L->gate.dtype, after);
+                                o->pm->expert_format, after);
     }
     /* The layer ends when the GPU's experts and the CPU's results (sent back
      * to the device) are both in. */
@@ -112,10 +112,9 @@ void ft_offload_moe(ft_offload_t *o, uint32_t layer, uint32_t n_tok, const int32
 void ft_offload_step_end(ft_offload_t *o, uint32_t n_tok)
 {
     if (o->dev) {
-        const ft_model_t *m = o->m;
-        ft_sim_event_t ev =
-            ft_sim_kernel(o->dev, -1, ft_mat_bytes(&m->output),
-                          (uint64_t)m->output.rows * m->output.cols, 1, m->output.dtype, o->ready);
+        const ft_plan_model_t *m = o->pm;
+        ft_sim_event_t ev = ft_sim_kernel(o->dev, -1, m->output_bytes, (uint64_t)m->vocab_size * m->d_model, 1,
+                                          m->dense_format, o->ready);
         ft_sim_step_end(o->dev, ev);
     }
     o->st.n_steps++;

@@ -141,3 +141,27 @@ ft_status_t ft_hw_load(const char *path, ft_hw_t *out)
         fthw__profile__free_unpacked(p, NULL);
     return st;
 }
+
+static int ft_hw_gpu_same(const ft_hw_gpu_t *a, const ft_hw_gpu_t *b)
+{
+    for (int f = 0; f < FT_DTYPE_COUNT; f++)
+        if (a->gemv_gbs[f] != b->gemv_gbs[f])
+            return 0;
+    return strncmp(a->name, b->name, sizeof(a->name)) == 0 && a->cc_major == b->cc_major &&
+           a->cc_minor == b->cc_minor && a->vram_bytes == b->vram_bytes && a->vram_free_bytes == b->vram_free_bytes &&
+           a->hbm_gbs == b->hbm_gbs && a->h2d_gbs == b->h2d_gbs && a->h2d_overlap_gbs == b->h2d_overlap_gbs &&
+           a->d2h_gbs == b->d2h_gbs && a->gather_gbs == b->gather_gbs && a->launch_us == b->launch_us &&
+           a->gemm_tflops == b->gemm_tflops && a->unified_memory == b->unified_memory;
+}
+
+int ft_hw_same(const ft_hw_t *a, const ft_hw_t *b)
+{
+    for (int f = 0; f < FT_DTYPE_COUNT; f++)
+        if (a->cpu_gemv_gbs[f] != b->cpu_gemv_gbs[f] || a->cpu_gemm_gflops[f] != b->cpu_gemm_gflops[f])
+            return 0;
+    /* Field by field: a struct copy need not keep the padding memcmp would read. */
+    return strncmp(a->cpu_name, b->cpu_name, sizeof(a->cpu_name)) == 0 && a->n_cores == b->n_cores &&
+           a->ram_bytes == b->ram_bytes && a->dram_gbs == b->dram_gbs && a->dram_1t_gbs == b->dram_1t_gbs &&
+           a->dram_overlap_gbs == b->dram_overlap_gbs && a->n_gpus == b->n_gpus &&
+           (a->n_gpus == 0 || ft_hw_gpu_same(&a->gpu, &b->gpu));
+}

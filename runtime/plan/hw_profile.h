@@ -23,4 +23,8 @@ FT_WARN_UNUSED ft_status_t ft_hw_profile_load(const char *path, Fthw__Profile **
 /* ft_hw_profile_load + ft_hw_from_profile. */
 FT_WARN_UNUSED ft_status_t ft_hw_load(const char *path, ft_hw_t *out);
 
+/* 1 when a and b hold the same figures (names, counts, every rate), so a
+ * plan solved for one holds for the other. */
+int ft_hw_same(const ft_hw_t *a, const ft_hw_t *b);
+
 #endif

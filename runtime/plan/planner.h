@@ -31,6 +31,8 @@ typedef struct ft_plan_model {
     uint64_t output_bytes;     /* output head, read fully per token */
     uint32_t d_model, vocab_size;
     ft_dtype_t expert_format;  /* the routed experts' weight format */
+    ft_dtype_t dense_format;   /* the attention matrices' (the sim times dense kernels with
+                                  it); FT_DTYPE_INVALID: not known */
     /* Optional calibration: expert popularity, [n_layers][max n_experts]
      * fractions of routed tokens (each layer's row sums to n_used); NULL:
      * uniform. */

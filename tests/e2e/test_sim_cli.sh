@@ -2,8 +2,9 @@
 # The sim backend through the ft command line: with a VRAM budget far below
 # the experts' size, `ft run` gives the cpu backend's tokens, `ft bench`
 # reports predicted figures with the cache's behaviour, a budget change in
-# the middle of a bench and a /vram command in `ft chat` work, and bad
-# budgets are refused.
+# the middle of a bench and a /vram command in `ft chat` work, bad budgets
+# are refused, and a bundle compiled for a budget runs with the partition
+# its plan stores (ftc inspect and ft bench report the same slots).
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +47,30 @@ done
 [ "$(jq -c .tokens "$tmp/cpu.json")" = "$(jq -c .tokens "$tmp/bhw.json")" ] || fail "sim on the compiled-in profile changed the tokens"
 "$ft" bench "$tmp/bhw" --backend sim --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw_bench.json"
 [ "$(jq .vram_bytes "$tmp/bhw_bench.json")" = $((2250 * 1024)) ] || fail "the compiled-in VRAM budget was not used"
+# The plan is authoritative: at the compiled budget (by default or given)
+# the sim takes the stored partition, so ft bench reports the slots ftc
+# inspect shows, and says nothing; another budget solves again and says so
+# in one line on stderr.
+"$ftc" inspect "$tmp/bhw" --json > "$tmp/bhw_inspect.json"
+slots=$(jq '.n_slots + .n_pinned' "$tmp/bhw_inspect.json")
+[ "$(jq .plan "$tmp/bhw_bench.json")" = '"stored"' ] || fail "bench at the compiled budget solved again"
+[ "$(jq .n_slots "$tmp/bhw_bench.json")" = "$slots" ] || fail "bench n_slots $(jq .n_slots "$tmp/bhw_bench.json") != inspect $slots"
+"$ft" bench "$tmp/bhw" --backend sim --vram 2250K --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw_same.json" 2> "$tmp/bhw_same.err"
+[ "$(jq .plan "$tmp/bhw_same.json")" = '"stored"' ] && [ "$(jq .n_slots "$tmp/bhw_same.json")" = "$slots" ] ||
+  fail "bench --vram 2250K: $(cat "$tmp/bhw_same.json")"
+[ ! -s "$tmp/bhw_same.err" ] || fail "bench at the compiled budget printed: $(cat "$tmp/bhw_same.err")"
+"$ft" bench "$tmp/bhw" --backend sim --vram 2400K --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw_other.json" 2> "$tmp/bhw_other.err"
+[ "$(jq .plan "$tmp/bhw_other.json")" = '"solved"' ] || fail "bench --vram 2400K took the stored plan"
+[ "$(wc -l < "$tmp/bhw_other.err")" = 1 ] && grep -q "^ft: plan: solved again for 2.3 MiB of VRAM (compiled for 2.2 MiB)$" "$tmp/bhw_other.err" ||
+  fail "re-solve not reported in one line: $(cat "$tmp/bhw_other.err")"
+# The runtime's solve is ftc's: the same bundle compiled for 2400K and 64
+# tokens has the slots a bench re-solving for 2400K and 40 + 23 + 1 tokens gets.
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/bhw2400" --quiet --hw "$hw" --vram 2400K --ctx 64
+"$ftc" inspect "$tmp/bhw2400" --json > "$tmp/bhw2400_inspect.json"
+"$ft" bench "$tmp/bhw" --backend sim --vram 2400K --prompt 40 --gen 23 --reps 1 --json > "$tmp/bhw_other64.json" 2> /dev/null
+[ "$(jq .plan "$tmp/bhw_other64.json")" = '"solved"' ] || fail "bench --vram 2400K (64 tokens) took the stored plan"
+[ "$(jq .n_slots "$tmp/bhw_other64.json")" = "$(jq '.n_slots + .n_pinned' "$tmp/bhw2400_inspect.json")" ] ||
+  fail "the runtime's solve for 2400K ($(jq .n_slots "$tmp/bhw_other64.json") slots) differs from ftc's ($(jq .n_slots "$tmp/bhw2400_inspect.json"))"
 
 printf 'hello there\n/vram 64M\n/stats\nand again\n/quit\n' | "$ft" chat "$tmp/b" --backend sim --hw "$hw" --vram 2250K --ctx 64 -n 8 > "$tmp/chat.out" 2> "$tmp/chat.err" || fail "chat: $(cat "$tmp/chat.err")"
 grep -q "slots" "$tmp/chat.out" || fail "chat /stats printed nothing"

@@ -84,14 +84,13 @@ static int setup(void **state)
  * resident expert's slot on the device holds its blob. */
 static void snapshot(const ft_offload_t *o, const fake_dev_t *d, int32_t *where)
 {
-    const ft_model_t *m = o->m;
-    for (uint32_t l = 0; l < m->n_layers; l++)
-        for (uint32_t e = 0; e < m->max_experts; e++) {
-            const uint32_t id = l * m->max_experts + e;
+    for (uint32_t l = 0; l < o->n_layers; l++)
+        for (uint32_t e = 0; e < o->max_experts; e++) {
+            const uint32_t id = l * o->max_experts + e;
             where[id] = ft_expert_cache_find(o->cache, id);
             if (where[id] < 0)
                 continue;
-            const ft_layer_t *L = &m->layers[l];
+            const ft_offload_layer_t *L = &o->L[l];
             assert_true((uint32_t)where[id] < d->n_slots);
             assert_memory_equal(d->mem + (uint64_t)where[id] * d->slot_bytes,
                                 L->blob0 + (uint64_t)e * L->blob_stride, L->blob_stride);
@@ -109,7 +108,7 @@ static void replan_failing(ft_engine_t *eng, uint64_t budget)
         fake_dev_t d = {0};
         const ft_offload_device_t dev = {&d, fake_reserve, fake_fill};
         ft_offload_t *o = NULL;
-        ft_status_t st = ft_offload_create_device(m, &eng->offload->hw, g_more, 64, NULL, 0, &dev, NULL, &o);
+        ft_status_t st = ft_offload_create_device(eng->bundle, &eng->offload->hw, g_more, 64, &dev, NULL, &o);
         if (st)
             fail_msg("create: %s", ft_status_message(st));
         /* Some decode traffic, so recency and counters are not the load's. */
