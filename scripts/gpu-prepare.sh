@@ -9,7 +9,8 @@
 #                        and ftgen when it links the same way
 #   build-gpu/carry/images/   the gpu_kernels test module: sm_80 + sm_90 cubins,
 #                             compute_80 PTX (NVRTC runs here, not there)
-#   build-gpu/carry/bundles/  tiny (f32) and tiny-q8_0 fixtures compiled with
+#   build-gpu/carry/bundles/  tiny (f32, f32 KV), tiny-kvf16 (f32, f16 KV) and
+#                             tiny-q8_0 (f16 KV) fixtures compiled with
 #                             cubins for sm_80 and sm_90 and portable CPU kernels
 # The carry stays under 60 MiB (the device tool carries at most 64 MiB); the
 # ~1 GB bench fixture does not fit and ftc (libclang, NVRTC) cannot run
@@ -67,13 +68,16 @@ fi
 
 "$BUILD/tests/gpu/gpu_kernels" --write-images "$CARRY/images"
 
-# Bundles: the same tiny model in f32 and Q8_0, kernels for sm_80/sm_90.
-for fmt in f32 q8_0; do
-    name=tiny
-    [ $fmt = f32 ] || name=tiny-$fmt
+# Bundles: the same tiny model in f32 and Q8_0, kernels for sm_80/sm_90;
+# tiny keeps an f32 KV cache (the exact token comparison of run.sh),
+# tiny-kvf16 (f32 weights) and tiny-q8_0 have ftc's default f16 cache.
+for name in tiny tiny-kvf16 tiny-q8_0; do
+    fmt=f32 kv=f16
+    [ $name = tiny-q8_0 ] && fmt=q8_0
+    [ $name = tiny ] && kv=f32
     "$BUILD/tests/ftgen" --size tiny --format $fmt --gguf "$CARRY/tmp/$name.gguf" --quiet
     "$BUILD/compiler/ftc" compile "$CARRY/tmp/$name.gguf" -o "$CARRY/bundles/$name" \
-        --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
+        --kv $kv --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
 done
 rm -rf "$CARRY/tmp"
 
