@@ -5,6 +5,7 @@
 #include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
+#include "expert_cpu.h"
 #include "ops.h"
 
 #include <stdatomic.h>
@@ -24,32 +25,6 @@ typedef struct ft_moe_run {
      * hin and prepare them per expert. */
     const uint8_t *xp_rows;
 } ft_moe_run_t;
-
-/* y = W x over all rows of mat (weights at w): the generated kernel for
- * its shape when the plan has one, else the reference kernel. */
-static void ft_mat_apply(const ft_mat_t *mat, int use_generated, const uint8_t *w, const void *xp,
-                         uint32_t n, float *y, size_t ldy)
-{
-    if (mat->kernel && use_generated)
-        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
-}
-
-/* The expert as three products and a SwiGLU, into es->dn; xp holds the
- * inputs prepared for the gate's format, es->xrows the float rows. */
-static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t *es, const uint8_t *wg,
-                              const uint8_t *wu, const uint8_t *wd, uint32_t n_e, uint32_t d)
-{
-    const uint32_t ffn = L->expert_ffn;
-    ft_mat_apply(&L->gate, gen, wg, es->xp, n_e, es->g, ffn);
-    if (L->up.dtype != L->gate.dtype)
-        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_mat_apply(&L->up, gen, wu, es->xp, n_e, es->u, ffn);
-    ft_op_swiglu(es->g, es->u, n_e * ffn);
-    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
-    ft_mat_apply(&L->down, gen, wd, es->ap, n_e, es->dn, d);
-}
 
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
 static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
@@ -72,10 +47,7 @@ static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t 
             memcpy(es->xrows + (size_t)i * d, hin + (size_t)(list[i] / U) * d, d * sizeof(float));
         ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
     }
-    if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
-        L->expert_kernel(wg, wu, wd, es->xp, n_e, es->g, es->u, es->ap, es->dn);
-    else
-        ft_expert_unfused(L, s->use_generated, es, wg, wu, wd, n_e, d);
+    ft_cpu_expert(L, s->use_generated, wg, wu, wd, es->xrows, es->xp, n_e, es->g, es->u, es->ap, es->dn);
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
 }
