@@ -29,6 +29,18 @@ static const char *ft_sr_rope(int rope)
     return rope == FTPLAN__ROPE_KIND__ROPE_NEOX ? "neox" : rope == FTPLAN__ROPE_KIND__ROPE_NORM ? "norm" : "none";
 }
 
+/* "silu" for ACT_SILU: the activation's enum name without its prefix, in
+ * lower case. */
+static const char *ft_sr_act_name(int act)
+{
+    switch (act) {
+    case FTPLAN__ACTIVATION__ACT_SILU: return "silu";
+    case FTPLAN__ACTIVATION__ACT_GELU: return "gelu";
+    case FTPLAN__ACTIVATION__ACT_SWIGLU_OAI: return "swiglu_oai";
+    default: return "?";
+    }
+}
+
 static void ft_sr_bufs(const Ftplan__Schedule *s, const uint32_t *v, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++)
@@ -64,6 +76,9 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         fprintf(out, "  %u experts of ffn %u, %u used", op->n_experts, op->expert_ffn, op->n_experts_used);
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        fprintf(out, "  %s", ft_sr_act_name(op->act));
         break;
     default:
         break;
@@ -165,6 +180,9 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         json_object_set_new(o, "n_experts_used", json_integer(op->n_experts_used));
         if (op->kind == FTPLAN__OP_KIND__OP_MOE)
             json_object_set_new(o, "expert_ffn", json_integer(op->expert_ffn));
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        json_object_set_new(o, "act", json_string(ft_sr_act_name(op->act)));
         break;
     default:
         break;

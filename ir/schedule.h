@@ -27,6 +27,7 @@ typedef enum ft_op_kind {
     FT_OP_ADD = 8,
     FT_OP_ROUTER = 9,
     FT_OP_MOE = 10,
+    FT_OP_GLU = 11,
     FT_OP_COUNT
 } ft_op_kind_t;
 

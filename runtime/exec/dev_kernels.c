@@ -103,6 +103,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_EMBED:      /* rows gathered on the host */
     case FTPLAN__OP_KIND__OP_KV_APPEND:  /* the shared ft_kv_append, or copies */
     case FTPLAN__OP_KIND__OP_ADD:        /* the shared scatter-add */
+    case FTPLAN__OP_KIND__OP_GLU:        /* the shared SwiGLU */
         return FT_OK;
     case FTPLAN__OP_KIND__OP_RMSNORM:
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->width);

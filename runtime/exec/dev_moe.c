@@ -120,7 +120,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_copies(ft_dev_session_t *s, uint32_t la
     if (d->streamed) {
         if (ce->stream_layer[d->buffer] != (int32_t)layer)
             st = ft_dev_stream_layer(ce, layer, d->buffer);
-        if (!st && layer + 1 < ce->m->n_layers)
+        if (!st && layer + 1 < ce->m->n_layers && ce->m->layers[layer + 1].n_experts)
             st = ft_dev_stream_layer(ce, layer + 1, (layer + 1) % 2);
         return st;
     }

@@ -102,6 +102,13 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
     case FTPLAN__OP_KIND__OP_ADD:
         x->width = w_in;
         return w_in == w_out ? FT_OK : FT_BIND_ERR("buffers of width %u and %u", w_in, w_out);
+    case FTPLAN__OP_KIND__OP_GLU:
+        x->width = w_in;
+        if (op->act != FTPLAN__ACTIVATION__ACT_SILU)
+            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU) runs here");
+        if (ft_width(c, x->in[1]) != w_in || w_out != w_in)
+            return FT_BIND_ERR("buffers of width %u, %u and %u", w_in, ft_width(c, x->in[1]), w_out);
+        return FT_OK;
     case FTPLAN__OP_KIND__OP_ROUTER:
     case FTPLAN__OP_KIND__OP_MOE:
         if (c->layer < 0)
