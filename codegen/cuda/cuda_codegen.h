@@ -73,7 +73,9 @@ typedef struct ft_cg_cuda_spec {
 /* The spec of an IR model: every projection's format and columns (expert
  * tensors marked), uniform attention and MoE shapes. UNSUPPORTED names the
  * tensor or layer the CUDA kernels cannot compute (a format other than
- * F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, layers with differing head shapes). */
+ * F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, layers with differing head shapes), or
+ * a model without RMSNorm or without RoPE (FT_ROPE_NORM and FT_ROPE_NEOX
+ * both have kernels). */
 FT_WARN_UNUSED ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_t *out_spec);
 
 /* 1 when the CUDA templates compute weight format wtype. */
