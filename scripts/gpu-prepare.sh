@@ -78,7 +78,7 @@ for fmt in f32 q8_0; do
         --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
 done
 # Mixtral as a llama GGUF (its RoPE over adjacent pairs: ft_rope_norm_*), for
-# the cuda backend once it runs the op schedule; run.sh does not use it yet.
+# run.sh's cuda-mixtral step.
 "$BUILD/tests/ftgen" --arch mixtral --size tiny --gguf "$CARRY/tmp/mixtral.gguf" --quiet
 "$BUILD/compiler/ftc" compile "$CARRY/tmp/mixtral.gguf" -o "$CARRY/bundles/mixtral" \
     --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet

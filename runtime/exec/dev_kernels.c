@@ -111,12 +111,13 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_HEAD_NORM:
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->head_dim);
         break;
-    case FTPLAN__OP_KIND__OP_ROPE:
-        if (!x->rope_neox)
-            return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "cuda: %s: RoPE over adjacent pairs has no CUDA kernel in this plan", what);
-        st = ft_dev_fn(ce, &o->fn, "ft_rope_neox_h%u_r%u", x->head_dim, x->rope_dim);
+    case FTPLAN__OP_KIND__OP_ROPE: { /* NeoX halves or adjacent pairs: the name says which */
+        char name[64];
+        if (ft_cuda_kernel_rope_name(x->rope_neox, x->head_dim, x->rope_dim, name, sizeof(name)) < 0)
+            return ft_status_make(FT_STATUS_INTERNAL, "cuda: %s: kernel name too long", what);
+        st = ft_dev_fn(ce, &o->fn, "%s", name);
         break;
+    }
     case FTPLAN__OP_KIND__OP_ATTENTION: {
         st = ft_dev_fn(ce, &o->fn, "ft_attn_decode_h%u_q%u_kv%u", x->head_dim, x->n_heads, x->n_kv_heads);
         /* Optional: plans compiled before the graph-friendly kernels lack it. */
