@@ -73,6 +73,10 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_ROUTER:
         fprintf(out, "  %s, top %u of %u%s", op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID ? "sigmoid" : "softmax",
                 op->n_experts_used, op->n_experts, op->norm_topk_prob ? ", renormalized" : "");
+        if (op->n_groups)
+            fprintf(out, ", in the best %u of %u groups", op->n_groups_used, op->n_groups);
+        if (op->routed_scaling != 0.0f && op->routed_scaling != 1.0f)
+            fprintf(out, ", weights x %g", (double)op->routed_scaling);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         fprintf(out, "  %u experts of ffn %u, %u used", op->n_experts, op->expert_ffn, op->n_experts_used);
@@ -174,6 +178,10 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         json_object_set_new(o, "scoring", json_string(op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID
                                                           ? "sigmoid" : "softmax"));
         json_object_set_new(o, "norm_topk_prob", json_boolean(op->norm_topk_prob));
+        json_object_set_new(o, "n_groups", json_integer(op->n_groups));
+        json_object_set_new(o, "n_groups_used", json_integer(op->n_groups_used));
+        json_object_set_new(o, "routed_scaling",
+                            json_real(op->routed_scaling != 0.0f ? op->routed_scaling : 1.0));
         __attribute__((fallthrough)); /* and the counts */
     case FTPLAN__OP_KIND__OP_MOE:
         json_object_set_new(o, "n_experts", json_integer(op->n_experts));

@@ -155,6 +155,9 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
     router.n_experts_used = blk->moe.n_experts_used;
     router.scoring = blk->moe.scoring;
     router.norm_topk_prob = blk->moe.norm_topk_prob;
+    router.n_groups = blk->moe.n_groups;
+    router.n_groups_used = blk->moe.n_groups_used;
+    router.routed_scaling = blk->moe.routed_scaling != 0.0f ? blk->moe.routed_scaling : 1.0f;
     ft_ir_op_t moe = ft_op(FT_OP_MOE, b->h, b->x);
     moe.n_experts = blk->moe.n_experts;
     moe.n_experts_used = blk->moe.n_experts_used;

@@ -78,6 +78,18 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
     case FTPLAN__OP_KIND__OP_ROUTER:
         if (!ft_plan_enum_ok(&ftplan__router_scoring__descriptor, op->scoring))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown router scoring %d", (int)op->scoring);
+        if (!(op->routed_scaling >= 0.0f && op->routed_scaling <= 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "routed_scaling = %g is outside [0, 1e6]",
+                             (double)op->routed_scaling);
+        if (op->n_groups &&
+            (op->n_experts % op->n_groups || op->n_groups_used == 0 || op->n_groups_used > op->n_groups ||
+             (uint64_t)op->n_groups_used * (op->n_experts / op->n_groups) < op->n_experts_used))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE,
+                             "%u of %u expert groups for top-%u of %u experts (groups must divide the "
+                             "experts and the groups used hold at least the experts chosen)",
+                             op->n_groups_used, op->n_groups, op->n_experts_used, op->n_experts);
+        if (!op->n_groups && op->n_groups_used)
+            return FT_OP_ERR(FT_STATUS_FORMAT, "n_groups_used %u without groups", op->n_groups_used);
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))

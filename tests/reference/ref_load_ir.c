@@ -101,11 +101,10 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
         return FT_OK;
     }
-    if (m->scoring != FT_ROUTER_SOFTMAX || m->n_shared_experts ||
-        m->has_router_bias || (m->routed_scaling != 0.0f && m->routed_scaling != 1.0f) ||
+    if (m->n_shared_experts || m->has_router_bias ||
         b->act != FT_ACT_SILU || !m->n_experts_used || m->n_experts_used > m->n_experts)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only softmax-routed SiLU MoE without shared experts", l);
+                              "layer %u: only SiLU MoE without shared experts or a router bias", l);
     return FT_OK;
 }
 
@@ -126,6 +125,10 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_experts_used = dense ? 1 : b->moe.n_experts_used;
     L->expert_ffn = dense ? b->dense_ffn : b->moe.expert_ffn;
     L->norm_topk_prob = dense ? 0 : b->moe.norm_topk_prob;
+    L->sigmoid = !dense && b->moe.scoring == FT_ROUTER_SIGMOID;
+    L->n_groups = dense ? 0 : b->moe.n_groups;
+    L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
+    L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
     if (L->head_dim < m->rope_dim || m->rope_dim % 2)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,
