@@ -48,6 +48,9 @@ static Ftplan__Op *ft_ps_op(const ft_ir_op_t *o, ft_arena_t *a)
     p->n_experts_used = o->n_experts_used;
     p->scoring = (Ftplan__RouterScoring)o->scoring;
     p->norm_topk_prob = o->norm_topk_prob;
+    p->n_groups = o->n_groups;
+    p->n_groups_used = o->n_groups_used;
+    p->routed_scaling = o->routed_scaling;
     p->act = (Ftplan__Activation)o->act;
     p->expert_ffn = o->expert_ffn;
     return p;

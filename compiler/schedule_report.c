@@ -29,6 +29,18 @@ static const char *ft_sr_rope(int rope)
     return rope == FTPLAN__ROPE_KIND__ROPE_NEOX ? "neox" : rope == FTPLAN__ROPE_KIND__ROPE_NORM ? "norm" : "none";
 }
 
+/* "silu" for ACT_SILU: the activation's enum name without its prefix, in
+ * lower case. */
+static const char *ft_sr_act_name(int act)
+{
+    switch (act) {
+    case FTPLAN__ACTIVATION__ACT_SILU: return "silu";
+    case FTPLAN__ACTIVATION__ACT_GELU: return "gelu";
+    case FTPLAN__ACTIVATION__ACT_SWIGLU_OAI: return "swiglu_oai";
+    default: return "?";
+    }
+}
+
 static void ft_sr_bufs(const Ftplan__Schedule *s, const uint32_t *v, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++)
@@ -61,9 +73,16 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_ROUTER:
         fprintf(out, "  %s, top %u of %u%s", op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID ? "sigmoid" : "softmax",
                 op->n_experts_used, op->n_experts, op->norm_topk_prob ? ", renormalized" : "");
+        if (op->n_groups)
+            fprintf(out, ", in the best %u of %u groups", op->n_groups_used, op->n_groups);
+        if (op->routed_scaling != 0.0f && op->routed_scaling != 1.0f)
+            fprintf(out, ", weights x %g", (double)op->routed_scaling);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         fprintf(out, "  %u experts of ffn %u, %u used", op->n_experts, op->expert_ffn, op->n_experts_used);
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        fprintf(out, "  %s", ft_sr_act_name(op->act));
         break;
     default:
         break;
@@ -159,12 +178,19 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         json_object_set_new(o, "scoring", json_string(op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID
                                                           ? "sigmoid" : "softmax"));
         json_object_set_new(o, "norm_topk_prob", json_boolean(op->norm_topk_prob));
+        json_object_set_new(o, "n_groups", json_integer(op->n_groups));
+        json_object_set_new(o, "n_groups_used", json_integer(op->n_groups_used));
+        json_object_set_new(o, "routed_scaling",
+                            json_real(op->routed_scaling != 0.0f ? op->routed_scaling : 1.0));
         __attribute__((fallthrough)); /* and the counts */
     case FTPLAN__OP_KIND__OP_MOE:
         json_object_set_new(o, "n_experts", json_integer(op->n_experts));
         json_object_set_new(o, "n_experts_used", json_integer(op->n_experts_used));
         if (op->kind == FTPLAN__OP_KIND__OP_MOE)
             json_object_set_new(o, "expert_ffn", json_integer(op->expert_ffn));
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        json_object_set_new(o, "act", json_string(ft_sr_act_name(op->act)));
         break;
     default:
         break;

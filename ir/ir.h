@@ -86,6 +86,7 @@ typedef struct ft_ir_moe {
     ft_router_scoring_t scoring;
     int norm_topk_prob, has_router_bias;
     float routed_scaling;
+    uint32_t n_groups, n_groups_used; /* group-limited routing (DeepSeek-V3 n_group, topk_group); 0: none */
 } ft_ir_moe_t;
 
 typedef struct ft_ir_block {

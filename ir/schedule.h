@@ -27,6 +27,7 @@ typedef enum ft_op_kind {
     FT_OP_ADD = 8,
     FT_OP_ROUTER = 9,
     FT_OP_MOE = 10,
+    FT_OP_GLU = 11,
     FT_OP_COUNT
 } ft_op_kind_t;
 
@@ -50,6 +51,8 @@ typedef struct ft_ir_op {
     uint32_t n_experts, n_experts_used, expert_ffn;
     ft_router_scoring_t scoring;
     int norm_topk_prob;
+    uint32_t n_groups, n_groups_used; /* ROUTER: group-limited routing, 0: none */
+    float routed_scaling;             /* ROUTER: 1 leaves the weights as they are */
     ft_activation_t act;
 } ft_ir_op_t;
 

@@ -5,6 +5,10 @@
  *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo ;
  *   h = rmsnorm(x) ; route(h) ; x += moe(h)
  *
+ * or, in a dense block (Qwen3-MoE's mlp_only_layers), after the attention
+ *
+ *   h = rmsnorm(x) ; g, u = h Wg, h Wu ; g = act(g) * u ; x += g Wd
+ *
  * and around the blocks the token embedding and the output head. What
  * differs between the families is data the IR already holds (q/k norm,
  * the RoPE style, the router's renormalization), so one function serves
@@ -13,8 +17,12 @@
 
 #include <string.h>
 
+#define FT_LOWER_MAX_FFN_WIDTHS 8
+
 typedef struct ft_lower_bufs {
     uint32_t x, h, q, k, v, att, o, logits;
+    /* A dense FFN's gate and up rows, one pair per distinct width. */
+    uint32_t n_ffn, ffn_width[FT_LOWER_MAX_FFN_WIDTHS], fg[FT_LOWER_MAX_FFN_WIDTHS], fu[FT_LOWER_MAX_FFN_WIDTHS];
 } ft_lower_bufs_t;
 
 FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
@@ -38,6 +46,28 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
         (st = ft_sched_buffer(s, "o", FT_BUF_ACTIVATION, d, &b->o)) ||
         (st = ft_sched_buffer(s, "logits", FT_BUF_LOGITS, m->hp.vocab_size, &b->logits)))
         return st;
+    b->n_ffn = 0;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        const uint32_t w = m->blocks[l].is_moe ? 0 : m->blocks[l].dense_ffn;
+        uint32_t j = 0;
+        while (j < b->n_ffn && b->ffn_width[j] != w)
+            j++;
+        if (!w || j < b->n_ffn)
+            continue;
+        if (b->n_ffn == FT_LOWER_MAX_FFN_WIDTHS)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: dense FFN layers of more than %u widths",
+                                  m->source_name, FT_LOWER_MAX_FFN_WIDTHS);
+        /* Names the schedule keeps (it stores the pointers). */
+        static const char *const g[FT_LOWER_MAX_FFN_WIDTHS] = {"ffn_g", "ffn_g1", "ffn_g2", "ffn_g3",
+                                                               "ffn_g4", "ffn_g5", "ffn_g6", "ffn_g7"};
+        static const char *const u[FT_LOWER_MAX_FFN_WIDTHS] = {"ffn_u", "ffn_u1", "ffn_u2", "ffn_u3",
+                                                               "ffn_u4", "ffn_u5", "ffn_u6", "ffn_u7"};
+        b->ffn_width[j] = w;
+        if ((st = ft_sched_buffer(s, g[j], FT_BUF_ACTIVATION, w, &b->fg[j])) ||
+            (st = ft_sched_buffer(s, u[j], FT_BUF_ACTIVATION, w, &b->fu[j])))
+            return st;
+        b->n_ffn++;
+    }
     return FT_OK;
 }
 
@@ -125,6 +155,9 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
     router.n_experts_used = blk->moe.n_experts_used;
     router.scoring = blk->moe.scoring;
     router.norm_topk_prob = blk->moe.norm_topk_prob;
+    router.n_groups = blk->moe.n_groups;
+    router.n_groups_used = blk->moe.n_groups_used;
+    router.routed_scaling = blk->moe.routed_scaling != 0.0f ? blk->moe.routed_scaling : 1.0f;
     ft_ir_op_t moe = ft_op(FT_OP_MOE, b->h, b->x);
     moe.n_experts = blk->moe.n_experts;
     moe.n_experts_used = blk->moe.n_experts_used;
@@ -135,6 +168,37 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_GATE_EXPS, li)) ||
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_UP_EXPS, li)) ||
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_DOWN_EXPS, li)) || (st = ft_sched_push(m, ops, &moe)))
+        return st;
+    return FT_OK;
+}
+
+/* A dense block's FFN: norm, gate and up together, the gated activation,
+ * down, and the residual add. */
+FT_WARN_UNUSED static ft_status_t ft_lower_dense(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
+                                                 ft_ir_ops_t *ops)
+{
+    const ft_ir_block_t *blk = &m->blocks[l];
+    const int32_t li = (int32_t)l;
+    uint32_t j = 0;
+    while (j < b->n_ffn && b->ffn_width[j] != blk->dense_ffn)
+        j++;
+    if (j == b->n_ffn)
+        return ft_status_make(FT_STATUS_INTERNAL, "%s: layer %u: no buffers for its FFN", m->source_name, l);
+    ft_status_t st;
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
+    norm.eps = m->hp.norm_eps;
+    ft_ir_op_t gu = ft_op(FT_OP_LINEAR, b->h, b->fg[j]);
+    gu.outputs[gu.n_outputs++] = b->fu[j];
+    ft_ir_op_t glu = ft_op(FT_OP_GLU, b->fg[j], b->fg[j]);
+    glu.inputs[glu.n_inputs++] = b->fu[j];
+    glu.act = blk->act;
+    ft_ir_op_t down = ft_op(FT_OP_LINEAR, b->fg[j], b->o);
+    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)) ||
+        (st = ft_op_weight(m, &gu, FT_ROLE_FFN_GATE, li)) || (st = ft_op_weight(m, &gu, FT_ROLE_FFN_UP, li)) ||
+        (st = ft_sched_push(m, ops, &gu)) || (st = ft_sched_push(m, ops, &glu)) ||
+        (st = ft_op_weight(m, &down, FT_ROLE_FFN_DOWN, li)) || (st = ft_sched_push(m, ops, &down)) ||
+        (st = ft_sched_push(m, ops, &add)))
         return st;
     return FT_OK;
 }
@@ -151,10 +215,8 @@ ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *m, ft_ir_schedule_t *s)
     if ((st = ft_op_weight(m, &embd, FT_ROLE_TOKEN_EMBD, -1)) || (st = ft_sched_push(m, &s->prologue, &embd)))
         return st;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
-        if (!m->blocks[l].is_moe)
-            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u is a dense FFN layer, which this "
-                                  "lowering does not have yet", m->source_name, l);
-        if ((st = ft_lower_attention(m, l, &b, &s->blocks[l])) || (st = ft_lower_moe(m, l, &b, &s->blocks[l])))
+        if ((st = ft_lower_attention(m, l, &b, &s->blocks[l])) ||
+            (st = m->blocks[l].is_moe ? ft_lower_moe(m, l, &b, &s->blocks[l]) : ft_lower_dense(m, l, &b, &s->blocks[l])))
             return st;
     }
     ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b.x, b.h);

@@ -10,8 +10,10 @@
 #   build-gpu/carry/images/   the gpu_kernels test module: sm_80 + sm_90 cubins,
 #                             compute_80 PTX (NVRTC runs here, not there)
 #   build-gpu/carry/bundles/  tiny (f32, f32 KV), tiny-kvf16 (f32, f16 KV) and
-#                             tiny-q8_0 (f16 KV) fixtures compiled with
-#                             cubins for sm_80 and sm_90 and portable CPU kernels
+#                             tiny-q8_0 (f16 KV) fixtures, and mixtral (the
+#                             tiny Mixtral GGUF, f32: RoPE over adjacent pairs),
+#                             compiled with cubins for sm_80 and sm_90 and
+#                             portable CPU kernels
 # The carry stays under 60 MiB (the device tool carries at most 64 MiB); the
 # ~1 GB bench fixture does not fit and ftc (libclang, NVRTC) cannot run
 # there, so the GPU run has no bench-sized bundle.
@@ -79,6 +81,11 @@ for name in tiny tiny-kvf16 tiny-q8_0; do
     "$BUILD/compiler/ftc" compile "$CARRY/tmp/$name.gguf" -o "$CARRY/bundles/$name" \
         --kv $kv --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
 done
+# Mixtral as a llama GGUF (its RoPE over adjacent pairs: ft_rope_norm_*), for
+# run.sh's cuda-mixtral step.
+"$BUILD/tests/ftgen" --arch mixtral --size tiny --gguf "$CARRY/tmp/mixtral.gguf" --quiet
+"$BUILD/compiler/ftc" compile "$CARRY/tmp/mixtral.gguf" -o "$CARRY/bundles/mixtral" \
+    --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
 rm -rf "$CARRY/tmp"
 
 # The prepared binaries work here: the kernels against the fake driver,
@@ -87,6 +94,7 @@ FT_CUDA_LIB="$BUILD/tests/cuda_fake/libftcudafake.so" \
     "$CARRY/bin/gpu_kernels_prebuilt" --no-bench --images "$CARRY/images" >"$BUILD/carry-check.txt"
 grep -q '^[0-9]* checks, 0 failed$' "$BUILD/carry-check.txt"
 "$CARRY/bin/ft" run "$CARRY/bundles/tiny-q8_0" --prompt-tokens 1,2,3 -n 4 >/dev/null 2>&1
+"$CARRY/bin/ft" run "$CARRY/bundles/mixtral" --prompt-tokens 1,2,3 -n 4 >/dev/null 2>&1
 
 mib=$(du -sm "$CARRY" | cut -f1)
 if [ "$mib" -gt $MAX_CARRY_MIB ]; then

@@ -8,7 +8,9 @@
  *   ft_gemv_experts_<fmt>_k<cols>(slots, w_offset, x, x_stride, y, rows)
  *   ft_gemm_<fmt>_k<cols>(w, x, ldx, y, ldy, rows, n_tok)   prefill tiles
  *   ft_rmsnorm_d<D>(x, w, y, n_rows)   for d_model and head_dim (q/k norm)
- *   ft_rope_neox_h<HD>_r<RD>(x, n_heads, pos, n_tok)
+ *   ft_rope_neox_h<HD>_r<RD>(x, n_heads, pos, n_tok)   pairs (i, i + RD/2)
+ *   ft_rope_norm_h<HD>_r<RD>(x, n_heads, pos, n_tok)   pairs (2i, 2i + 1)
+ *       (both in every module; names from ft_cuda_kernel_rope_name)
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>(q, k, v, kv_stride, n_pos, scratch,
  *                                      max_pos, out)   f32 KV cache
  *   ft_attn_decode_f16_h<HD>_q<NH>_kv<NKV>(...)        f16 KV cache
@@ -48,6 +50,7 @@ typedef enum ft_cg_cuda_op {
     FT_CG_CUDA_OP_SWIGLU = 10,
     FT_CG_CUDA_OP_KV_APPEND = 11,
     FT_CG_CUDA_OP_ATTN_DECODE_POS = 12,
+    FT_CG_CUDA_OP_ROPE_NORM = 13, /* adjacent pairs; FT_CG_CUDA_OP_ROPE: NeoX pairs */
 } ft_cg_cuda_op_t;
 
 /* One weight matrix shape the model multiplies by: format and columns
@@ -58,7 +61,8 @@ typedef struct ft_cg_cuda_matmul {
     int experts;
 } ft_cg_cuda_matmul_t;
 
-/* What the emitter specializes on: a Qwen3-MoE-style decoder. */
+/* What the emitter specializes on: a Qwen3-MoE- or Mixtral-style decoder
+ * (the RoPE pair layout is not in it: every module has both kernels). */
 typedef struct ft_cg_cuda_spec {
     uint32_t d_model;
     uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
@@ -73,7 +77,9 @@ typedef struct ft_cg_cuda_spec {
 /* The spec of an IR model: every projection's format and columns (expert
  * tensors marked), uniform attention and MoE shapes. UNSUPPORTED names the
  * tensor or layer the CUDA kernels cannot compute (a format other than
- * F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, layers with differing head shapes). */
+ * F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, layers with differing head shapes), or
+ * a model without RMSNorm or without RoPE (FT_ROPE_NORM and FT_ROPE_NEOX
+ * both have kernels). */
 FT_WARN_UNUSED ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_t *out_spec);
 
 /* 1 when the CUDA templates compute weight format wtype. */

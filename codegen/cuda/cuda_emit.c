@@ -156,14 +156,20 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s, 
                                "{ ft_rmsnorm_body<%u>(x, w, y, n_rows, %.9gf); }\n",
                                name, dims[i], (double)sp->norm_eps);
     }
-    if (!st) {
-        snprintf(name, sizeof(name), "ft_rope_neox_h%u_r%u", sp->head_dim, sp->rope_dim);
-        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_ROPE, FT_DTYPE_INVALID, sp->head_dim,
-                               sp->rope_dim / 2, name,
+    /* Both pair layouts, whatever the model's: the schedule's ROPE op says
+     * which one to launch, and the module then runs either. */
+    for (int neox = 1; neox >= 0 && !st; neox--) {
+        if (ft_cuda_kernel_rope_name(neox, sp->head_dim, sp->rope_dim, name, sizeof(name)) < 0)
+            return ft_status_make(FT_STATUS_INTERNAL,
+                                  "CUDA emitter: RoPE kernel name for head_dim %u does not fit",
+                                  sp->head_dim);
+        st = ft_cg_cuda_kernel(s, neox ? FT_CG_CUDA_OP_ROPE : FT_CG_CUDA_OP_ROPE_NORM,
+                               FT_DTYPE_INVALID, sp->head_dim, sp->rope_dim / 2, name,
                                "extern \"C\" __global__ void\n"
                                "%s(float *x, int n_heads, const int *pos, int n_tok)\n"
-                               "{ ft_rope_neox_body<%u, %u>(x, n_heads, pos, n_tok, %.17g); }\n",
-                               name, sp->head_dim, sp->rope_dim, sp->rope_theta);
+                               "{ ft_rope_%s_body<%u, %u>(x, n_heads, pos, n_tok, %.17g); }\n",
+                               name, neox ? "neox" : "norm", sp->head_dim, sp->rope_dim,
+                               sp->rope_theta);
     }
     /* Attention over either KV element type (the runtime binds the plan's
      * kv_format): "" float32, "_f16" IEEE half; the table marks the f16

@@ -55,10 +55,12 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
 {
     memset(sp, 0, sizeof(*sp));
     const ft_ir_hparams_t *hp = &model->hp;
-    if (hp->rope != FT_ROPE_NEOX || hp->norm != FT_NORM_RMS || !hp->n_layers)
+    /* Either RoPE pair layout: every module has both kernels. */
+    if ((hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM) || hp->norm != FT_NORM_RMS ||
+        !hp->n_layers)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: the CUDA kernels need RMSNorm and NeoX RoPE (model has norm %d, "
-                              "rope %d, %u layers)",
+                              "%s: the CUDA kernels need RMSNorm and RoPE over NeoX or adjacent "
+                              "pairs (model has norm %d, rope %d, %u layers)",
                               model->source_name ? model->source_name : "model", hp->norm, hp->rope,
                               hp->n_layers);
     const ft_ir_block_t *b0 = &model->blocks[0];

@@ -103,6 +103,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_EMBED:      /* rows gathered on the host */
     case FTPLAN__OP_KIND__OP_KV_APPEND:  /* the shared ft_kv_append, or copies */
     case FTPLAN__OP_KIND__OP_ADD:        /* the shared scatter-add */
+    case FTPLAN__OP_KIND__OP_GLU:        /* the shared SwiGLU */
         return FT_OK;
     case FTPLAN__OP_KIND__OP_RMSNORM:
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->width);
@@ -110,12 +111,13 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_HEAD_NORM:
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->head_dim);
         break;
-    case FTPLAN__OP_KIND__OP_ROPE:
-        if (!x->rope_neox)
-            return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "cuda: %s: RoPE over adjacent pairs has no CUDA kernel in this plan", what);
-        st = ft_dev_fn(ce, &o->fn, "ft_rope_neox_h%u_r%u", x->head_dim, x->rope_dim);
+    case FTPLAN__OP_KIND__OP_ROPE: { /* NeoX halves or adjacent pairs: the name says which */
+        char name[64];
+        if (ft_cuda_kernel_rope_name(x->rope_neox, x->head_dim, x->rope_dim, name, sizeof(name)) < 0)
+            return ft_status_make(FT_STATUS_INTERNAL, "cuda: %s: kernel name too long", what);
+        st = ft_dev_fn(ce, &o->fn, "%s", name);
         break;
+    }
     case FTPLAN__OP_KIND__OP_ATTENTION: {
         /* The kernels of the plan's KV element type: "" f32, "_f16" f16. */
         const char *kv = ce->m->kv_dtype == FT_DTYPE_F16 ? "_f16" : "";
@@ -131,6 +133,12 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_LINEAR:
         return ft_dev_bind_mats(ce, x, o, what);
     case FTPLAN__OP_KIND__OP_ROUTER:
+        if (x->scoring || x->n_groups || x->routed_scaling != 1.0f)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "cuda: %s: a %s router%s%s has no CUDA kernel yet (softmax top-k only; use "
+                                  "--backend cpu or sim)",
+                                  what, x->scoring ? "sigmoid" : "softmax", x->n_groups ? " with expert groups" : "",
+                                  x->routed_scaling != 1.0f ? " with a weight scale" : "");
         st = ft_dev_bind_mats(ce, x, o, what);
         if (!st) st = ft_dev_fn(ce, &o->fn, "ft_router_topk_e%u_k%u", x->L->n_experts, x->L->n_used);
         break;

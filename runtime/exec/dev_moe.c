@@ -13,7 +13,7 @@
 #include "dev_internal.h"
 
 #include "../backends/cpu/kernels.h"
-#include "ops.h"
+#include "expert_cpu.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -120,7 +120,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_copies(ft_dev_session_t *s, uint32_t la
     if (d->streamed) {
         if (ce->stream_layer[d->buffer] != (int32_t)layer)
             st = ft_dev_stream_layer(ce, layer, d->buffer);
-        if (!st && layer + 1 < ce->m->n_layers)
+        if (!st && layer + 1 < ce->m->n_layers && ce->m->layers[layer + 1].n_experts)
             st = ft_dev_stream_layer(ce, layer + 1, (layer + 1) % 2);
         return st;
     }
@@ -278,17 +278,6 @@ typedef struct ft_dev_cpu_run {
     atomic_uint next;
 } ft_dev_cpu_run_t;
 
-/* y = W x over all rows of mat (weights at w): the plan's generated kernel
- * when it has one and gen is set, else the reference kernel. */
-static void ft_dev_cpu_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp,
-                              uint32_t n, float *y, size_t ldy)
-{
-    if (gen && mat->kernel)
-        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
-}
-
 /* One expert over its tokens on the CPU, from the mapped weights:
  * down(silu(gate x) * up x) into its rows of cpu_out. Generated kernels
  * (the fused expert, else per product) when the engine runs them for this
@@ -296,7 +285,7 @@ static void ft_dev_cpu_apply(const ft_mat_t *mat, int gen, const uint8_t *w, con
 static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_cpu_scratch_t *sc,
                                uint32_t i)
 {
-    const uint32_t d = s->ce->m->d_model, K = L->n_used, ffn = L->expert_ffn;
+    const uint32_t d = s->ce->m->d_model, K = L->n_used;
     const uint32_t e = (uint32_t)s->e_active[i], n_e = s->e_active_count[i];
     const uint32_t *list = s->e_list + (size_t)e * s->n_batch;
     const int gen = s->ce->gen_min_tokens && n_e >= s->ce->gen_min_tokens;
@@ -306,16 +295,7 @@ static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_c
     for (uint32_t j = 0; j < n_e; j++)
         memcpy(sc->xrows + (size_t)j * d, s->h_host + (size_t)(list[j] / K) * d, d * sizeof(float));
     ft_cpu_act_prepare(L->gate.dtype, sc->xrows, d, n_e, d, sc->xp);
-    if (gen && L->expert_kernel) {
-        L->expert_kernel(wg, wu, wd, sc->xp, n_e, sc->g, sc->u, sc->ap, out);
-        return;
-    }
-    ft_dev_cpu_apply(&L->gate, gen, wg, sc->xp, n_e, sc->g, ffn);
-    if (L->up.dtype != L->gate.dtype) ft_cpu_act_prepare(L->up.dtype, sc->xrows, d, n_e, d, sc->xp);
-    ft_dev_cpu_apply(&L->up, gen, wu, sc->xp, n_e, sc->u, ffn);
-    ft_op_swiglu(sc->g, sc->u, n_e * ffn);
-    ft_cpu_act_prepare(L->down.dtype, sc->g, ffn, n_e, ffn, sc->ap);
-    ft_dev_cpu_apply(&L->down, gen, wd, sc->ap, n_e, out, d);
+    ft_cpu_expert(L, gen, wg, wu, wd, sc->xrows, sc->xp, n_e, sc->g, sc->u, sc->ap, out);
 }
 
 static void ft_dev_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)

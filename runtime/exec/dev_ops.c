@@ -131,6 +131,13 @@ FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft
         return ft_dev_kv_append(s, x, row0, n);
     case FTPLAN__OP_KIND__OP_ATTENTION:
         return ft_dev_attention(s, x, o, row0, n);
+    case FTPLAN__OP_KIND__OP_GLU: { /* out = silu(gate) * up */
+        ft_dptr_t g = ft_dev_row(s, x->in[0], row0), u = ft_dev_row(s, x->in[1], row0),
+                  out = ft_dev_row(s, x->out[0], row0);
+        int total = (int)(n * x->width);
+        void *p[] = {&g, &u, &out, &total};
+        return ft_dev_run(ce, ce->swiglu, (n * x->width + 255) / 256, 1, 256, p);
+    }
     case FTPLAN__OP_KIND__OP_ADD: /* out += 1 * in, row for row */
         return ft_dev_scatter_add(ce, ft_dev_row(s, x->in[0], row0), s->iota, s->ones, n,
                                   ft_dev_row(s, x->out[0], row0), x->width);

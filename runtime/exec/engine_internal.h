@@ -61,6 +61,7 @@ struct ft_session {
     ft_dtype_t xp_type, alt_type;
     float *scores;    /* [n_threads][max_group][n_ctx] */
     float *router;    /* [n_batch, max_experts] */
+    float *route_scratch; /* [2 * max_experts] group-limited routing (forward_moe.c) */
     int32_t *sel;     /* [n_batch, max_used] chosen experts */
     float *sel_w;     /* [n_batch, max_used] their weights */
     float *eo;        /* [n_batch, max_used, d] each chosen expert's output */

@@ -85,6 +85,16 @@ static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens
                               e->cols);
 }
 
+/* out = silu(gate) * up, row for row (out may be the gate). */
+static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
+{
+    float *out = st->buf[x->out[0]];
+    const size_t n = (size_t)st->n * x->width;
+    if (out != st->buf[x->in[0]])
+        memcpy(out, st->buf[x->in[0]], n * sizeof(float));
+    ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
+}
+
 static void ft_run_add(ft_step_t *st, const ft_xop_t *x)
 {
     const float *in = st->buf[x->in[0]];
@@ -126,6 +136,9 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
         return;
     case FTPLAN__OP_KIND__OP_ADD:
         ft_run_add(st, x);
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        ft_run_glu(st, x);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER: {
         const int prepared = ft_prep_find(s, x, x->L->router.dtype) == 1;

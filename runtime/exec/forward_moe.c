@@ -5,8 +5,10 @@
 #include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
+#include "expert_cpu.h"
 #include "ops.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -24,32 +26,6 @@ typedef struct ft_moe_run {
      * hin and prepare them per expert. */
     const uint8_t *xp_rows;
 } ft_moe_run_t;
-
-/* y = W x over all rows of mat (weights at w): the generated kernel for
- * its shape when the plan has one, else the reference kernel. */
-static void ft_mat_apply(const ft_mat_t *mat, int use_generated, const uint8_t *w, const void *xp,
-                         uint32_t n, float *y, size_t ldy)
-{
-    if (mat->kernel && use_generated)
-        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
-}
-
-/* The expert as three products and a SwiGLU, into es->dn; xp holds the
- * inputs prepared for the gate's format, es->xrows the float rows. */
-static void ft_expert_unfused(const ft_layer_t *L, int gen, ft_expert_scratch_t *es, const uint8_t *wg,
-                              const uint8_t *wu, const uint8_t *wd, uint32_t n_e, uint32_t d)
-{
-    const uint32_t ffn = L->expert_ffn;
-    ft_mat_apply(&L->gate, gen, wg, es->xp, n_e, es->g, ffn);
-    if (L->up.dtype != L->gate.dtype)
-        ft_cpu_act_prepare(L->up.dtype, es->xrows, d, n_e, d, es->xp);
-    ft_mat_apply(&L->up, gen, wu, es->xp, n_e, es->u, ffn);
-    ft_op_swiglu(es->g, es->u, n_e * ffn);
-    ft_cpu_act_prepare(L->down.dtype, es->g, ffn, n_e, ffn, es->ap);
-    ft_mat_apply(&L->down, gen, wd, es->ap, n_e, es->dn, d);
-}
 
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
 static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
@@ -72,10 +48,7 @@ static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t 
             memcpy(es->xrows + (size_t)i * d, hin + (size_t)(list[i] / U) * d, d * sizeof(float));
         ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
     }
-    if (L->expert_kernel && s->use_generated) /* the plan's fused gate + up + SwiGLU + down */
-        L->expert_kernel(wg, wu, wd, es->xp, n_e, es->g, es->u, es->ap, es->dn);
-    else
-        ft_expert_unfused(L, s->use_generated, es, wg, wu, wd, n_e, d);
+    ft_cpu_expert(L, s->use_generated, wg, wu, wd, es->xrows, es->xp, n_e, es->g, es->u, es->ap, es->dn);
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
 }
@@ -210,14 +183,75 @@ static void ft_router_worker(void *ctx, uint32_t ti, uint32_t nt)
                          s->sel_w + b * U, U);
 }
 
-/* Routing of n tokens into s->sel / s->sel_w: the plan's fused router, or
- * the router product then softmax, top-k and weights. */
-static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepared, const float *hin)
+/* Group-limited choice (DeepSeek-V3's): each of n_groups equal groups of
+ * experts scores the sum of its two best scores (its one score when it
+ * has one expert); only the experts of the n_groups_used best groups (ties:
+ * the lower group) may be chosen: the others' scores in sel become -inf.
+ * gs: [n_groups] scratch. */
+static void ft_route_groups(const float *p, uint32_t E, uint32_t n_groups, uint32_t n_used, float *sel, float *gs)
 {
+    const uint32_t size = E / n_groups;
+    for (uint32_t g = 0; g < n_groups; g++) {
+        float a = -INFINITY, b = -INFINITY;
+        for (uint32_t i = g * size; i < (g + 1) * size; i++) {
+            if (p[i] > a) {
+                b = a;
+                a = p[i];
+            } else if (p[i] > b) {
+                b = p[i];
+            }
+        }
+        gs[g] = size > 1 ? a + b : a;
+    }
+    for (uint32_t e = 0; e < E; e++)
+        sel[e] = p[e];
+    for (uint32_t g = 0; g < n_groups; g++) {
+        uint32_t better = 0; /* groups ranked before g */
+        for (uint32_t h = 0; h < n_groups; h++)
+            better += gs[h] > gs[g] || (gs[h] == gs[g] && h < g);
+        if (better >= n_used)
+            for (uint32_t i = g * size; i < (g + 1) * size; i++)
+                sel[i] = -INFINITY;
+    }
+}
+
+/* One token's choice from its router logits p (scored in place): softmax
+ * or sigmoid scores, the top K of them (within the allowed groups), their
+ * scores as weights, renormalized to sum 1 when asked, times the scale. */
+static void ft_route_token(const ft_xop_t *x, float *p, uint32_t E, uint32_t K, float *scratch, int32_t *sel,
+                           float *w)
+{
+    if (x->scoring)
+        for (uint32_t e = 0; e < E; e++)
+            p[e] = 1.0f / (1.0f + expf(-p[e]));
+    else
+        ft_op_softmax(p, E);
+    if (x->n_groups) {
+        ft_route_groups(p, E, x->n_groups, x->n_groups_used, scratch, scratch + E);
+        ft_op_topk(scratch, E, K, sel);
+    } else {
+        ft_op_topk(p, E, K, sel);
+    }
+    float sum = 0.0f;
+    for (uint32_t k = 0; k < K; k++)
+        sum += (w[k] = p[sel[k]]);
+    for (uint32_t k = 0; k < K && x->L->norm_topk_prob; k++)
+        w[k] /= sum;
+    for (uint32_t k = 0; k < K && x->routed_scaling != 1.0f; k++)
+        w[k] *= x->routed_scaling;
+}
+
+/* Routing of n tokens into s->sel / s->sel_w: the plan's fused router (a
+ * softmax router without groups or scale), or the router product, then
+ * the scores, top-k and weights. */
+static void ft_route(ft_session_t *s, const ft_xop_t *x, uint32_t n, int prepared, const float *hin)
+{
+    const ft_layer_t *L = x->L;
     const uint32_t E = L->n_experts, K = L->n_used, U = s->m->max_used;
+    const int plain = !x->scoring && !x->n_groups && x->routed_scaling == 1.0f;
     /* A decode token's router runs split by rows on every thread; the
      * fused kernel (per token, one thread each) pays off from a few tokens. */
-    if (prepared && L->router_kernel && n >= 4) {
+    if (plain && prepared && L->router_kernel && n >= 4) {
         ft_router_run_t rr = {s, L, n};
         ft_threadpool_run(s->engine->pool, ft_router_worker, &rr);
         return;
@@ -227,23 +261,14 @@ static void ft_route(ft_session_t *s, const ft_layer_t *L, uint32_t n, int prepa
         ft_fwd_linear_prepared(s, &router, &s->router, 1, n);
     else
         ft_fwd_linear(s, &router, &s->router, 1, hin, n);
-    for (uint32_t t = 0; t < n; t++) {
-        float *p = s->router + (size_t)t * E;
-        ft_op_softmax(p, E);
-        int32_t *sel = s->sel + (size_t)t * U;
-        float *w = s->sel_w + (size_t)t * U;
-        ft_op_topk(p, E, K, sel);
-        float sum = 0.0f;
-        for (uint32_t k = 0; k < K; k++)
-            sum += (w[k] = p[sel[k]]);
-        for (uint32_t k = 0; k < K && L->norm_topk_prob; k++)
-            w[k] /= sum;
-    }
+    for (uint32_t t = 0; t < n; t++)
+        ft_route_token(x, s->router + (size_t)t * E, E, K, s->route_scratch, s->sel + (size_t)t * U,
+                       s->sel_w + (size_t)t * U);
 }
 
 void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared)
 {
-    ft_route(st->s, x->L, st->n, prepared, st->buf[x->in[0]]);
+    ft_route(st->s, x, st->n, prepared, st->buf[x->in[0]]);
 }
 
 void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off)

@@ -203,9 +203,9 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
             break;
         }
     }
-    if (!L->n_heads || !L->n_experts || !L->router.data)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: only blocks of attention and a routed "
-                              "MoE FFN run here (ATTENTION, ROUTER and MOE ops)", c->where, l);
+    if (!L->n_heads || !L->n_experts != !L->router.data)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: only blocks of attention and a dense or "
+                              "routed FFN run here (an ATTENTION op; ROUTER and MOE ops together)", c->where, l);
     return FT_OK;
 }
 

@@ -102,13 +102,22 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
     case FTPLAN__OP_KIND__OP_ADD:
         x->width = w_in;
         return w_in == w_out ? FT_OK : FT_BIND_ERR("buffers of width %u and %u", w_in, w_out);
+    case FTPLAN__OP_KIND__OP_GLU:
+        x->width = w_in;
+        if (op->act != FTPLAN__ACTIVATION__ACT_SILU)
+            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU) runs here");
+        if (ft_width(c, x->in[1]) != w_in || w_out != w_in)
+            return FT_BIND_ERR("buffers of width %u, %u and %u", w_in, ft_width(c, x->in[1]), w_out);
+        return FT_OK;
     case FTPLAN__OP_KIND__OP_ROUTER:
     case FTPLAN__OP_KIND__OP_MOE:
         if (c->layer < 0)
             return FT_BIND_ERR("%s", "experts belong to a block");
         x->L = &c->m->layers[c->layer];
-        if (op->kind == FTPLAN__OP_KIND__OP_ROUTER && op->scoring != FTPLAN__ROUTER_SCORING__ROUTER_SOFTMAX)
-            return FT_BIND_ERR("%s", "only softmax routers run here");
+        x->scoring = op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID;
+        x->n_groups = op->n_groups;
+        x->n_groups_used = op->n_groups_used;
+        x->routed_scaling = op->routed_scaling != 0.0f ? op->routed_scaling : 1.0f;
         if (op->kind == FTPLAN__OP_KIND__OP_MOE && op->act != FTPLAN__ACTIVATION__ACT_SILU)
             return FT_BIND_ERR("%s", "only SwiGLU experts run here");
         if (w_in != c->m->d_model || (x->n_out && w_out != c->m->d_model) ||

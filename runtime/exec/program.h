@@ -30,6 +30,11 @@ typedef struct ft_xop {
     const float *inv_freq;   /* ROPE: [rope_dim / 2] */
     uint32_t n_heads, n_kv_heads, head_dim;
     const ft_layer_t *L; /* ROUTER, MOE: the block's expert view (stacks, blob, kernels) */
+    /* ROUTER: softmax (0) or sigmoid (1) scores, group-limited choice
+     * (n_groups 0: none), the weights' scale (1: as they are). */
+    int scoring;
+    uint32_t n_groups, n_groups_used;
+    float routed_scaling;
     /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
      * only when a step runs the generated kernels. RMSNORM: n_prep > 0
      * writes its rows prepared for its consumers instead of as floats:

@@ -60,6 +60,7 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     s->xp = ft_carve(c, B * act);
     s->scores = ft_carve(c, (size_t)n_threads * m->max_group * s->n_ctx * sizeof(float));
     s->router = ft_carve(c, B * m->max_experts * sizeof(float));
+    s->route_scratch = ft_carve(c, 2 * (size_t)m->max_experts * sizeof(float));
     s->sel = ft_carve(c, B * U * sizeof(int32_t));
     s->sel_w = ft_carve(c, B * U * sizeof(float));
     s->eo = ft_carve(c, B * U * d * sizeof(float));

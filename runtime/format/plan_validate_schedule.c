@@ -29,6 +29,7 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_ADD] = {1, 1, 1, 1, 0, 0},
     [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 1},
     [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
+    [FTPLAN__OP_KIND__OP_GLU] = {2, 2, 1, 1, 0, 0},
 };
 
 typedef struct ft_sched_ctx {
@@ -77,6 +78,22 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
     case FTPLAN__OP_KIND__OP_ROUTER:
         if (!ft_plan_enum_ok(&ftplan__router_scoring__descriptor, op->scoring))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown router scoring %d", (int)op->scoring);
+        if (!(op->routed_scaling >= 0.0f && op->routed_scaling <= 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "routed_scaling = %g is outside [0, 1e6]",
+                             (double)op->routed_scaling);
+        if (op->n_groups &&
+            (op->n_experts % op->n_groups || op->n_groups_used == 0 || op->n_groups_used > op->n_groups ||
+             (uint64_t)op->n_groups_used * (op->n_experts / op->n_groups) < op->n_experts_used))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE,
+                             "%u of %u expert groups for top-%u of %u experts (groups must divide the "
+                             "experts and the groups used hold at least the experts chosen)",
+                             op->n_groups_used, op->n_groups, op->n_experts_used, op->n_experts);
+        if (!op->n_groups && op->n_groups_used)
+            return FT_OP_ERR(FT_STATUS_FORMAT, "n_groups_used %u without groups", op->n_groups_used);
+        break;
+    case FTPLAN__OP_KIND__OP_GLU:
+        if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
+            return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
@@ -114,6 +131,9 @@ FT_WARN_UNUSED static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftp
     if (!ft_plan_enum_ok(&ftplan__op_kind__descriptor, op->kind) || op->kind == FTPLAN__OP_KIND__OP_INVALID)
         return ft_status_make(FT_STATUS_FORMAT, "%s: schedule.%s.ops[%zu]: unknown op kind %d", c->name,
                               c->where, i, (int)op->kind);
+    if ((size_t)op->kind >= sizeof(ft_arity) / sizeof(ft_arity[0]))
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: schedule.%s.ops[%zu]: op kind %s is newer than this "
+                              "runtime", c->name, c->where, i, ft_plan_op_kind_name(op->kind));
     const ft_op_arity_t *a = &ft_arity[op->kind];
     if (op->n_inputs < a->in_min || op->n_inputs > a->in_max || op->n_outputs < a->out_min ||
         op->n_outputs > a->out_max || op->n_weights < a->w_min || op->n_weights > a->w_max)

@@ -144,7 +144,8 @@ int ft_fake_run_gemv(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_gemv_experts(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_gemm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rmsnorm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
-int ft_fake_run_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);      /* NeoX pairs */
+int ft_fake_run_rope_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l); /* adjacent pairs */
 int ft_fake_run_attn_decode(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_attn_decode_pos(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_kv_append(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);

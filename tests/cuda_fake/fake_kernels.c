@@ -8,6 +8,7 @@
  *   ft_gemm_<fmt>_k<cols>                  {cols}           wtype = fmt
  *   ft_rmsnorm_d<D>                        {D}
  *   ft_rope_neox_h<HD>_r<RD>               {HD, RD}
+ *   ft_rope_norm_h<HD>_r<RD>               {HD, RD}
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>     {HD, NH, NKV}
  *   ft_attn_decode_f16_h<HD>_q<NH>_kv<NKV> {HD, NH, NKV}    wtype = f16 (KV)
  *   (and the _pos_ forms of both)
@@ -121,6 +122,7 @@ static const ft_fake_kind_t ft_fake_kinds[] = {
     {"ft_rmsnorm_d", 0, 1, ft_fake_parse_rmsnorm, ft_fake_run_rmsnorm, 4, {8, 8, 8, 4}},
     /* (x, n_heads, pos, n_tok) */
     {"ft_rope_neox_h", 0, 1, ft_fake_parse_rope, ft_fake_run_rope, 4, {8, 4, 8, 4}},
+    {"ft_rope_norm_h", 0, 1, ft_fake_parse_rope, ft_fake_run_rope_norm, 4, {8, 4, 8, 4}},
     /* (q, k, v, kv_stride, n_pos, scratch, max_pos, out) */
     {"ft_attn_decode_h",
      0,

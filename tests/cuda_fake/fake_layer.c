@@ -1,7 +1,8 @@
 /* Emulated layer templates (codegen/cuda/templates/layer.cuh): RMSNorm
  * (one block per row; per-thread partial sums, warp butterflies, then the
- * first warp sums the warps' parts), NeoX RoPE (block (token, head),
- * thread i rotates pair (i, i + RD / 2)) and decode attention (one block
+ * first warp sums the warps' parts), RoPE (block (token, head), thread i
+ * rotates pair (i, i + RD / 2) for NeoX, (2i, 2i + 1) for the adjacent
+ * layout) and decode attention (one block
  * per query head; scores by warps through the global scratch row, softmax
  * and the weighted sum of V by threads). Sums follow the templates'
  * order; eps and theta come from the module's ft_spec. The KV cache is
@@ -46,7 +47,9 @@ int ft_fake_run_rmsnorm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
     return FT_FAKE_SUCCESS;
 }
 
-int ft_fake_run_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+/* Block (t, h), thread i: ft_rope_cos_sin, then the pair (i, i + RD / 2)
+ * (NeoX) or (2i, 2i + 1) (adjacent) of head h of token t. */
+static int ft_fake_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l, int neox)
 {
     float *x = FT_FAKE_ARG(l, 0, float *);
     const int n_heads = FT_FAKE_ARG(l, 1, int), n_tok = FT_FAKE_ARG(l, 3, int);
@@ -60,11 +63,22 @@ int ft_fake_run_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
                 const double angle = (double)pos[t] * inv_freq;
                 const float c = (float)cos(angle), s = (float)sin(angle);
                 float *head = x + (t * (uint64_t)n_heads + h) * hd;
-                const float a = head[i], b = head[i + rd / 2];
-                head[i] = a * c - b * s;
-                head[i + rd / 2] = a * s + b * c;
+                const uint32_t ia = neox ? i : 2 * i, ib = neox ? i + rd / 2 : 2 * i + 1;
+                const float a = head[ia], b = head[ib];
+                head[ia] = a * c - b * s;
+                head[ib] = a * s + b * c;
             }
     return FT_FAKE_SUCCESS;
+}
+
+int ft_fake_run_rope(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+{
+    return ft_fake_rope(k, l, 1);
+}
+
+int ft_fake_run_rope_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+{
+    return ft_fake_rope(k, l, 0);
 }
 
 /* Element i of a KV cache of the kernel's element type (ft_kv_ld). */

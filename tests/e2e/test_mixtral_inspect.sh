@@ -4,8 +4,10 @@
 # both as mixtral with the generator's hyperparameters and parameter
 # counts, and their IR texts differ in one thing only: the RoPE pairing
 # (1 = interleaved, on the GGUF's llama.cpp-permuted q/k rows; 2 = NeoX on
-# HF's originals). Compiling is the lead's half (plan.proto has no mixtral
-# arch yet), so it is not checked here.
+# HF's originals). ftc compile of the GGUF with the default kernel targets
+# succeeds: the CUDA kernels cover RoPE over adjacent pairs (where this
+# ftc has NVRTC: cubins for the six default targets and compute_80 PTX;
+# which kernels the images define is test_mixtral_cuda's check).
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 ftc=$build/compiler/ftc
@@ -47,6 +49,16 @@ grep -q ' rope 2 ' "$d.hf.ir" || fail "HF IR: RoPE is not NeoX"
 grep -q 'qk_norm 0 .* norm_topk 1 ' "$d.hf.ir" || fail "HF IR: q/k norm or router normalisation"
 diff <(sed 's/ rope [12] / rope R /' "$d.gguf.ir") <(sed 's/ rope [12] / rope R /' "$d.hf.ir") \
   || fail "GGUF and HF IR differ in more than the RoPE pairing"
+
+"$ftc" compile "$d.gguf" -o "$d.bundle" --quiet 2> "$d.compile.err" ||
+  fail "ftc compile with the default targets: $(cat "$d.compile.err")"
+"$ftc" inspect "$d.bundle" --json > "$d.bundle.json"
+[ "$(jqget .arch "$d.bundle.json")" = mixtral ] || fail "bundle arch $(jqget .arch "$d.bundle.json")"
+if [ "${FT_TEST_NVRTC:-0}" = 1 ]; then
+  [ "$(jq -c .cuda_archs "$d.bundle.json")" = '["sm_80","sm_86","sm_89","sm_90","sm_100","sm_120"]' ] ||
+    fail "bundle cuda_archs: $(jq -c .cuda_archs "$d.bundle.json")"
+  [ "$(jq -c .cuda_ptx "$d.bundle.json")" = '["compute_80"]' ] || fail "bundle cuda_ptx: $(jq -c .cuda_ptx "$d.bundle.json")"
+fi
 
 # --arch qwen3moe (the default) still writes qwen3moe.
 "$ftgen" --quiet --arch qwen3moe --gguf "$tmp/q.gguf"

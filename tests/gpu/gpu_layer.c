@@ -1,6 +1,7 @@
-/* The non-matmul kernels against the CPU: RMSNorm, NeoX RoPE and SwiGLU
- * against runtime/exec/ops.c (same float32 formulas; tolerances cover the
- * GPU's different summation order and expf/sqrt ulps: 1e-5), decode
+/* The non-matmul kernels against the CPU: RMSNorm, RoPE (NeoX and adjacent
+ * pairs) and SwiGLU against runtime/exec/ops.c (same float32 formulas;
+ * tolerances cover the GPU's different summation order and expf/sqrt
+ * ulps: 1e-5), decode
  * attention against a float64 softmax-attention (1e-5), the router against
  * ft_op_softmax + ft_op_topk (same experts, weights to 1e-5), the decode
  * graph's KV append (bit-exact) and position-from-memory attention (as
@@ -11,6 +12,7 @@
 
 #include "exec/ops.h"
 #include "format/convert.h"
+#include "ft_cuda_kernels.h"
 
 #include <string.h>
 
@@ -43,7 +45,9 @@ static void gk_check_rmsnorm(gk_t *g, uint32_t d)
     free(x), free(w), free(y), free(yc), free(ref);
 }
 
-static void gk_check_rope(gk_t *g)
+/* neox: pairs (i, i + HD / 2) against ft_op_rope_neox; else adjacent
+ * pairs (2i, 2i + 1) against ft_op_rope_norm (Mixtral's GGUF layout). */
+static void gk_check_rope(gk_t *g, int neox)
 {
     enum { TOK = 3 };
     const int pos[TOK] = {0, 17, 40000};
@@ -51,21 +55,24 @@ static void gk_check_rope(gk_t *g)
     float *x = gk_xmalloc(sizeof(float) * n), *y = gk_xmalloc(sizeof(float) * n);
     double *ref = gk_xmalloc(sizeof(double) * n);
     float inv_freq[GK_HD / 2];
-    for (int i = 0; i < GK_HD / 2; i++) /* as ft_engine_rope */
+    for (int i = 0; i < GK_HD / 2; i++) /* as runtime/exec/program.c */
         inv_freq[i] = (float)pow(1000000.0, -2.0 * i / GK_HD);
     for (size_t i = 0; i < n; i++)
         x[i] = y[i] = gk_randn(g);
     for (int t = 0; t < TOK; t++)
         for (int h = 0; h < GK_HEADS; h++)
-            ft_op_rope_neox(y + ((size_t)t * GK_HEADS + h) * GK_HD, GK_HD, inv_freq,
-                            (uint32_t)pos[t]);
+            (neox ? ft_op_rope_neox : ft_op_rope_norm)(y + ((size_t)t * GK_HEADS + h) * GK_HD,
+                                                       GK_HD, inv_freq, (uint32_t)pos[t]);
     for (size_t i = 0; i < n; i++)
         ref[i] = y[i];
     ft_cu_deviceptr dx = gk_upload(g, x, sizeof(float) * n), dpos = gk_upload(g, pos, sizeof(pos));
     int heads = GK_HEADS, tok = TOK;
     void *p[] = {&dx, &heads, &dpos, &tok};
     char name[48];
-    snprintf(name, sizeof(name), "ft_rope_neox_h%d_r%d", GK_HD, GK_HD);
+    if (ft_cuda_kernel_rope_name(neox, GK_HD, GK_HD, name, sizeof(name)) < 0) {
+        fprintf(stderr, "RoPE kernel name does not fit %zu bytes\n", sizeof(name));
+        exit(1);
+    }
     gk_launch(g, name, TOK, GK_HEADS, GK_HD / 2, p);
     gk_download(g, y, dx, sizeof(float) * n);
     gk_report(g, name, gk_nerr(y, ref, n), 1e-5);
@@ -379,7 +386,8 @@ void gk_check_layer_ops(gk_t *g)
 {
     gk_check_rmsnorm(g, GK_D);
     gk_check_rmsnorm(g, GK_HD);
-    gk_check_rope(g);
+    gk_check_rope(g, 1);
+    gk_check_rope(g, 0);
     gk_check_attention(g);
     gk_check_decode_pos(g);
     gk_check_kv_f16(g);

@@ -93,7 +93,7 @@ if [ $status -eq 0 ]; then
     [ "${FT_GPU_BENCH:-1}" = 0 ] || step gpu-bench "$OUT/bench.txt" "${GK[@]}" --bench-only
     grep -s '^bench' "$OUT/bench.txt" | tee -a "$summary"
     step ft-tiny "$OUT/ft_tiny.txt" "$CARRY/bin/ft" run "$BUNDLES/tiny-q8_0" --prompt-tokens 1,2,3 -n 8 --json
-    # The cuda backend end to end (runtime/backends/cuda/cuda_engine.c): ft's
+    # The cuda backend end to end (the executor on runtime/exec/dev_*.c): ft's
     # greedy tokens on the f32 tiny bundle equal the cpu backend's, fully
     # resident and with a quarter of the experts in slots (misses copied,
     # on the slow-CPU profile), and ft bench --backend cuda --json for both;
@@ -107,6 +107,11 @@ if [ $status -eq 0 ]; then
     step cuda-e2e-kvf16 "$OUT/cuda_e2e_kvf16.txt" bash -c 'cuda_e2e "$@"' cuda_e2e "$CARRY/bin/ft" \
         "$BUNDLES/tiny-kvf16" "$OUT/cuda_e2e_kvf16"
     grep -E '^(tokens|bench|quarter)' "$OUT/cuda_e2e_kvf16.txt" | sed 's/^/kvf16 /' | tee -a "$summary"
+    # The same for Mixtral (no q/k norm, RoPE over adjacent pairs): the one
+    # executor, no Mixtral code in the runtime.
+    step cuda-mixtral "$OUT/cuda_mixtral.txt" bash -c 'cuda_e2e "$@"' cuda_e2e "$CARRY/bin/ft" "$BUNDLES/mixtral" \
+        "$OUT/cuda_mixtral"
+    grep -E '^(tokens|bench|quarter)' "$OUT/cuda_mixtral.txt" | sed 's/^/mixtral /' | tee -a "$summary"
 fi
 echo "exit $status" >> "$summary"
 exit $status

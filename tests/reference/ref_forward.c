@@ -21,6 +21,7 @@ struct ft_ref_session {
     uint32_t *routes;     /* [n_ctx][n_layers][max_used]: chosen experts, ascending */
     /* Scratch for one token, sized for the widest layer. */
     double *x, *h, *q, *att, *scores, *o, *probs, *g, *u, *y;
+    double *masked, *group_score; /* [max experts]: group-limited routing */
     uint32_t *chosen;
     /* emulate_act_quant: an input vector rounded as the runtime rounds it */
     size_t n_round;   /* elements the buffers below hold */
@@ -57,6 +58,8 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
     s->att = malloc(att * sizeof(double));
     s->scores = malloc(((size_t)s->n_ctx + 1) * sizeof(double));
     s->probs = malloc(e * sizeof(double));
+    s->masked = malloc(e * sizeof(double));
+    s->group_score = malloc(e * sizeof(double));
     s->chosen = malloc(e * sizeof(uint32_t));
     s->g = malloc(f * sizeof(double));
     s->u = malloc(f * sizeof(double));
@@ -66,7 +69,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
         if (m->layers[l].n_experts_used > s->max_used) s->max_used = m->layers[l].n_experts_used;
     s->routes = calloc(((size_t)s->n_ctx + 1) * m->n_layers * s->max_used, sizeof(uint32_t));
     return s->routes && s->route_margin && s->x && s->h && s->o && s->y && s->q && s->att &&
-           s->scores && s->probs && s->chosen && s->g && s->u;
+           s->scores && s->probs && s->chosen && s->g && s->u && s->masked && s->group_score;
 }
 
 ft_status_t ft_ref_session_create(const ft_ref_model_t *m, uint32_t n_ctx,
@@ -104,7 +107,7 @@ void ft_ref_session_free(ft_ref_session_t *s)
     }
     free(s->k_cache);
     free(s->v_cache);
-    double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y};
+    double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y, s->masked, s->group_score};
     for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
         free(scratch[i]);
     free(s->chosen);
@@ -224,8 +227,46 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
 
     ft_ref_rmsnorm(x, L->ffn_norm, d, m->norm_eps, h);
     ref_mv(s, L->router, L->fmt_router, E, d, h, probs);
-    ft_ref_softmax(probs, E);
-    ft_ref_topk(probs, E, K, chosen);
+    if (L->sigmoid)
+        for (uint32_t e = 0; e < E; e++)
+            probs[e] = 1.0 / (1.0 + exp(-probs[e]));
+    else
+        ft_ref_softmax(probs, E);
+    if (L->n_groups) { /* the choice among the experts of the best groups */
+        const uint32_t size = E / L->n_groups;
+        double *masked = s->masked;
+        for (uint32_t e = 0; e < E; e++)
+            masked[e] = probs[e];
+        for (uint32_t gi = 0; gi < L->n_groups; gi++) {
+            double score_g = 0;
+            uint32_t better = 0;
+            for (uint32_t pass = 0; pass <= L->n_groups; pass++) { /* pass n_groups: gi itself */
+                const uint32_t grp = pass < L->n_groups ? pass : gi;
+                double a = -INFINITY, b = -INFINITY;
+                for (uint32_t i = grp * size; i < (grp + 1) * size; i++) {
+                    if (probs[i] > a) {
+                        b = a;
+                        a = probs[i];
+                    } else if (probs[i] > b) {
+                        b = probs[i];
+                    }
+                }
+                const double sc = size > 1 ? a + b : a;
+                if (pass == L->n_groups)
+                    score_g = sc;
+                else
+                    s->group_score[pass] = sc;
+            }
+            for (uint32_t h2 = 0; h2 < L->n_groups; h2++)
+                better += s->group_score[h2] > score_g || (s->group_score[h2] == score_g && h2 < gi);
+            if (better >= L->n_groups_used)
+                for (uint32_t i = gi * size; i < (gi + 1) * size; i++)
+                    masked[i] = -INFINITY;
+        }
+        ft_ref_topk(masked, E, K, chosen);
+    } else {
+        ft_ref_topk(probs, E, K, chosen);
+    }
     /* How near this choice was to a different one: the last chosen
      * probability minus the best one left out. */
     if (K < E) {
@@ -249,7 +290,7 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
         sum += probs[chosen[j]];
     for (uint32_t j = 0; j < K; j++) {
         const uint32_t e = chosen[j];
-        const double weight = L->norm_topk_prob ? probs[e] / sum : probs[e];
+        const double weight = (L->norm_topk_prob ? probs[e] / sum : probs[e]) * L->routed_scaling;
         ref_mv(s, L->gate + (size_t)e * F * d, L->fmt_gate, F, d, h, g);
         ref_mv(s, L->up + (size_t)e * F * d, L->fmt_up, F, d, h, u);
         for (uint32_t i = 0; i < F; i++)

@@ -20,8 +20,10 @@
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
  *     x += Wo attn
  *     h = RMSNorm(x) * ffn_norm
- *     p = softmax(Wr h) over all experts; the n_experts_used largest (ties:
- *       lower index), renormalized to sum 1 when norm_topk_prob
+ *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
+ *       largest (ties: lower index; with expert groups, among the groups
+ *       whose two best scores sum highest), renormalized to sum 1 when
+ *       norm_topk_prob, times routed_scaling
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
  *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
  *
@@ -38,6 +40,9 @@ typedef struct ft_ref_layer {
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     uint32_t n_experts, n_experts_used, expert_ffn;
     int norm_topk_prob;
+    int sigmoid;             /* scores: 1 sigmoid, 0 softmax */
+    uint32_t n_groups, n_groups_used; /* group-limited choice (sum of each group's two best); 0: none */
+    double routed_scaling;   /* the chosen weights times this (1 after loading) */
     int qk_norm;             /* q_norm / k_norm present and applied */
     double *attn_norm;       /* [d_model] */
     double *wq;              /* [n_heads * head_dim, d_model] */

@@ -122,6 +122,7 @@ static ft_status_t ref_load_layer(const ft_bundle_t *b, uint32_t l, ft_ref_model
     L->n_experts_used = blk->moe->n_experts_used;
     L->expert_ffn = blk->moe->expert_ffn;
     L->norm_topk_prob = blk->moe->norm_topk_prob;
+    L->routed_scaling = 1.0;
     L->qk_norm = 1; /* ref_block_check: a qwen3moe bundle always has them */
     if (L->head_dim < m->rope_dim || m->rope_dim % 2)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,

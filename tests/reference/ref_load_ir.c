@@ -96,11 +96,15 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
         !a->n_kv_heads || a->n_heads % a->n_kv_heads)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "layer %u: only GQA with no bias, sinks or sliding window", l);
-    if (!b->is_moe || m->scoring != FT_ROUTER_SOFTMAX || m->n_shared_experts ||
-        m->has_router_bias || (m->routed_scaling != 0.0f && m->routed_scaling != 1.0f) ||
+    if (!b->is_moe) {
+        if (!b->dense_ffn || b->act != FT_ACT_SILU)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
+        return FT_OK;
+    }
+    if (m->n_shared_experts || m->has_router_bias ||
         b->act != FT_ACT_SILU || !m->n_experts_used || m->n_experts_used > m->n_experts)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only softmax-routed SiLU MoE without shared experts", l);
+                              "layer %u: only SiLU MoE without shared experts or a router bias", l);
     return FT_OK;
 }
 
@@ -114,10 +118,17 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_kv_heads = b->attn.n_kv_heads;
     L->head_dim = b->attn.head_dim;
     L->value_head_dim = b->attn.value_head_dim ? b->attn.value_head_dim : L->head_dim;
-    L->n_experts = b->moe.n_experts;
-    L->n_experts_used = b->moe.n_experts_used;
-    L->expert_ffn = b->moe.expert_ffn;
-    L->norm_topk_prob = b->moe.norm_topk_prob;
+    /* A dense FFN is computed as a one-expert MoE: its router logit's
+     * softmax is exactly 1, so x += 1 * down(silu(gate h) * up h). */
+    const int dense = !b->is_moe;
+    L->n_experts = dense ? 1 : b->moe.n_experts;
+    L->n_experts_used = dense ? 1 : b->moe.n_experts_used;
+    L->expert_ffn = dense ? b->dense_ffn : b->moe.expert_ffn;
+    L->norm_topk_prob = dense ? 0 : b->moe.norm_topk_prob;
+    L->sigmoid = !dense && b->moe.scoring == FT_ROUTER_SIGMOID;
+    L->n_groups = dense ? 0 : b->moe.n_groups;
+    L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
+    L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
     if (L->head_dim < m->rope_dim || m->rope_dim % 2)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,
@@ -130,8 +141,17 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K, li, L->n_kv_heads * hd * d, &L->wk, &L->fmt_wk)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_V, li, L->n_kv_heads * vd * d, &L->wv, &L->fmt_wv)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_O, li, d * L->n_heads * vd, &L->wo, &L->fmt_wo)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_FFN_ROUTER, li, E * d, &L->router, &L->fmt_router)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
+        return st;
+    if (dense) {
+        L->router = calloc(d, sizeof(double)); /* one logit, 0 */
+        L->fmt_router = FT_DTYPE_F32;
+        if (!L->router) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "layer %u: out of memory", l);
+        if ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE, li, F * d, &L->gate, &L->fmt_gate)) ||
+            (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP, li, F * d, &L->up, &L->fmt_up)) ||
+            (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN, li, d * F, &L->down, &L->fmt_down)))
+            return st;
+    } else if ((st = ref_ir_tensor(ir, FT_ROLE_FFN_ROUTER, li, E * d, &L->router, &L->fmt_router)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_EXPS, li, E * F * d, &L->gate, &L->fmt_gate)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_EXPS, li, E * F * d, &L->up, &L->fmt_up)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_EXPS, li, E * d * F, &L->down, &L->fmt_down)))

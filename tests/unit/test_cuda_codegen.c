@@ -21,7 +21,8 @@ static void test_emit_kernel_table(void **state)
     FT_CG_ASSERT_OK(ft_cg_cuda_emit(&spec, &src));
     assert_non_null(strstr(src.text, "do not edit"));
     /* Every matmul shape has its GEMV and GEMM; expert shapes the grouped
-     * GEMV; plus norms, rope, attention, router and the MoE movers. */
+     * GEMV; plus norms, both RoPE layouts (NeoX and adjacent pairs; the
+     * spec is NeoX's), attention, router and the MoE movers. */
     static const char *const want[] = {"ft_gemv_bf16_k512",
                                        "ft_gemm_bf16_k512",
                                        "ft_gemv_q8_0_k512",
@@ -34,6 +35,7 @@ static void test_emit_kernel_table(void **state)
                                        "ft_rmsnorm_d512",
                                        "ft_rmsnorm_d64",
                                        "ft_rope_neox_h64_r64",
+                                       "ft_rope_norm_h64_r64",
                                        "ft_attn_decode_h64_q8_kv2",
                                        "ft_router_topk_e16_k4",
                                        "ft_expert_copy",

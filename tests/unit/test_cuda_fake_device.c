@@ -50,6 +50,7 @@ static void test_parse_names(void **state)
     expect_kernel("ft_gemv_q6_k_k256", "ft_gemv_", FT_DTYPE_Q6_K, 256, 0, 0);
     expect_kernel("ft_rmsnorm_d2048", "ft_rmsnorm_d", FT_DTYPE_INVALID, 2048, 0, 0);
     expect_kernel("ft_rope_neox_h128_r64", "ft_rope_neox_h", FT_DTYPE_INVALID, 128, 64, 0);
+    expect_kernel("ft_rope_norm_h128_r128", "ft_rope_norm_h", FT_DTYPE_INVALID, 128, 128, 0);
     expect_kernel("ft_attn_decode_h128_q32_kv4", "ft_attn_decode_h", FT_DTYPE_INVALID, 128, 32, 4);
     /* the f16-KV forms carry the cache's element type in wtype */
     expect_kernel("ft_attn_decode_f16_h128_q32_kv4", "ft_attn_decode_f16_h", FT_DTYPE_F16, 128, 32, 4);
@@ -74,6 +75,10 @@ static void test_parse_names(void **state)
         "ft_rmsnorm_d",           /* no D */
         "ft_rope_neox_h128_r130", /* rotary part wider than the head */
         "ft_rope_neox_h128_r63",  /* odd rotary part */
+        "ft_rope_norm_h128_r130", /* as NeoX's, for adjacent pairs */
+        "ft_rope_norm_h128_r63",
+        "ft_rope_norm_h128", /* no rotary part */
+        "ft_rope_adjacent_h128_r128",
         "ft_attn_decode_h128_q32_kv5",
         "ft_attn_decode_f16_h128_q32_kv5",
         "ft_attn_decode_f32_h128_q32_kv4", /* the f32 forms have no suffix */
@@ -210,8 +215,9 @@ static void test_router_closed_form(void **state)
     assert_int_equal(run("ft_router_topk_e5_k3", &spec, 1, 1, 64, p), FT_FAKE_ERROR_NOT_SUPPORTED);
 }
 
-/* RMSNorm of a row of 3s with eps 0 is w; RoPE at position 0 is the
- * identity and at theta^0 (pair 0) rotates by pos radians. */
+/* RMSNorm of a row of 3s with eps 0 is w; RoPE (NeoX and adjacent pairs)
+ * at position 0 is the identity and at theta^0 (pair 0) rotates by pos
+ * radians. */
 static void test_norm_rope(void **state)
 {
     enum { D = 96 };
@@ -233,6 +239,20 @@ static void test_norm_rope(void **state)
         assert_float_equal(h[0][i], (float)(i + 1), 0.0f);
     assert_float_equal(h[1][0], cosf(1.0f), 1e-6f); /* pair (0, 4) turned by 1 rad */
     assert_float_equal(h[1][4], sinf(1.0f), 1e-6f);
+    /* Adjacent pairs, 4 of 8 dims rotating: pair (0, 1) turns by pos rad,
+     * pair (2, 3) by pos / theta^(1/2) = pos / 100 rad, dims 4..7 stay. */
+    float a[2][8] = {{1, 2, 3, 4, 5, 6, 7, 8}, {1, 0, 0, 1, 5, 6, 7, 8}};
+    const int pos2[2] = {0, 3};
+    void *pa[] = {&(void *){a}, &heads, &(void *){(void *)pos2}, &tok};
+    assert_int_equal(run("ft_rope_norm_h8_r4", &spec, 2, 1, 2, pa), FT_FAKE_SUCCESS);
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(a[0][i], (float)(i + 1), 0.0f);
+    assert_float_equal(a[1][0], cosf(3.0f), 1e-6f);
+    assert_float_equal(a[1][1], sinf(3.0f), 1e-6f);
+    assert_float_equal(a[1][2], -sinf(0.03f), 1e-6f); /* (0, 1) turned by 0.03 rad */
+    assert_float_equal(a[1][3], cosf(0.03f), 1e-6f);
+    for (int i = 4; i < 8; i++)
+        assert_float_equal(a[1][i], (float)(i + 1), 0.0f);
 }
 
 /* ------------------------------------------------------------------ */

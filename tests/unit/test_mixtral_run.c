@@ -11,13 +11,20 @@
  *    float32 arithmetic over the same shapes) with the same argmax;
  *  - 32 greedy tokens, one a call, equal to the reference's;
  *  - the GGUF and HF bundles give the same tokens; the sim gives the cpu
- *    backend's logits bit for bit. */
+ *    backend's logits bit for bit;
+ *  - the cuda backend through the fake driver (both bundles compiled with
+ *    cubins: the adjacent-pair and the NeoX RoPE kernel; all experts
+ *    resident, and a budget that keeps a few) meets the same bounds. That
+ *    case skips only where this build has no NVRTC. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cuda_test_skip.h"
+#include "compile.h"
+#include "cuda_codegen.h"
 #include "ref_bundle.h"
 #include "ref_check.h"
 #include "ref_forward.h"
@@ -27,6 +34,7 @@
 #include "import.h"
 #include "ir.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +45,7 @@ static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0, 
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
 
 static char g_dir[2][4096], g_bundle[2][4096]; /* [0] GGUF, [1] HF */
+static char g_cuda_bundle[2][4200];              /* the same with cubins for the fake's sm_90 */
 static char g_hw[4096];
 
 static int setup(void **state)
@@ -100,11 +109,18 @@ static void run(const char *bundle, ft_backend_kind_t backend, int kernels, cons
     ft_engine_options_init(&eo);
     eo.backend = backend;
     eo.kernels = kernels;
-    if (backend == FT_BACKEND_SIM) {
+    if (backend == FT_BACKEND_SIM || kernels < 0) {
         eo.hw_profile = g_hw;
-        eo.vram_bytes = 2250ull << 10; /* the dense weights, KV and scratch, and a few experts */
+        /* The dense weights, KV and scratch, and a few experts (the cuda
+         * backend also keeps the output head: about half the experts). */
+        eo.vram_bytes = (backend == FT_BACKEND_SIM ? 2250ull : 2500ull) << 10;
+        eo.plan_ctx = N_CTX;
+    } else if (backend == FT_BACKEND_CUDA) {
+        eo.vram_bytes = 64ull << 20; /* everything resident */
         eo.plan_ctx = N_CTX;
     }
+    if (kernels < 0) /* a budget that keeps a few experts, on the reference kernels */
+        eo.kernels = FT_KERNELS_REFERENCE;
     ft_engine_t *e;
     FT_REF_OK(ft_engine_open(bundle, &eo, &e));
     assert_string_equal(ft_engine_info(e)->arch, "mixtral");
@@ -183,8 +199,75 @@ static void test_mixtral_matches_reference(void **state)
     free(ref_steps);
 }
 
+/* Mixtral on the cuda backend through the fake driver. */
+static void test_mixtral_cuda(void **state)
+{
+    (void)state;
+    void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (fake) dlclose(fake);
+    if (!fake || !ft_cg_cuda_nvrtc_available())
+        FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
+    setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
+    setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
+    for (int f = 0; f < 2; f++) {
+        char src[4200];
+        snprintf(src, sizeof(src), f ? "%s/hf" : "%s/model.gguf", g_dir[f]);
+        snprintf(g_cuda_bundle[f], sizeof(g_cuda_bundle[f]), "%s/bundle-cuda", g_dir[f]);
+        ft_ir_model_t *m = NULL;
+        FT_REF_OK(ft_import_model(src, &m));
+        ft_compile_options_t co;
+        ft_compile_options_init(&co);
+        co.format = FT_DTYPE_F32;
+        co.kv_format = FT_DTYPE_F32; /* the float64 reference at 1e-4: an exact cache */
+        co.cuda_archs[0] = 90;
+        co.n_cuda_archs = 1;
+        ft_status_t st = ft_compile_bundle(m, &co, g_cuda_bundle[f]);
+        ft_ir_model_destroy(m);
+        FT_REF_OK(st);
+    }
+    const uint32_t V_MAX = 1024;
+    double *ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
+    double *ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
+    assert_non_null(ref_prompt);
+    assert_non_null(ref_steps);
+    int32_t want[N_GEN];
+    uint32_t V;
+    reference(ref_prompt, want, ref_steps, &V);
+    static const struct {
+        int from, kernels;
+        const char *name;
+    } cases[] = {
+        {0, FT_KERNELS_REFERENCE, "gguf cuda, all resident"},
+        {1, FT_KERNELS_REFERENCE, "hf cuda, all resident"},
+        {0, -1, "gguf cuda, a few experts resident"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        run_out_t r;
+        run(g_cuda_bundle[cases[c].from], FT_BACKEND_CUDA, cases[c].kernels, ref_steps, V, &r);
+        double worst = 0;
+        uint32_t agree = 0;
+        for (uint32_t p = 0; p < N_PROMPT; p++) {
+            const double err = ft_ref_rel_err(r.prompt + (size_t)p * V, ref_prompt + (size_t)p * V, V);
+            worst = err > worst ? err : worst;
+            agree += ft_ref_argmax_f(r.prompt + (size_t)p * V, V) == ft_ref_argmax_d(ref_prompt + (size_t)p * V, V);
+        }
+        print_message("mixtral %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", cases[c].name,
+                      worst, agree, N_PROMPT, r.worst_step);
+        assert_true(worst <= FT_MIX_TOL);
+        assert_int_equal(agree, N_PROMPT);
+        assert_true(r.worst_step <= FT_MIX_TOL);
+        for (int i = 0; i < N_GEN; i++)
+            if (r.tokens[i] != want[i])
+                fail_msg("%s: greedy token %d: runtime %d, reference %d", cases[c].name, i, r.tokens[i], want[i]);
+        free(r.prompt);
+    }
+    free(ref_prompt);
+    free(ref_steps);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_matches_reference)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_matches_reference),
+                                       cmocka_unit_test(test_mixtral_cuda)};
     return cmocka_run_group_tests(tests, setup, NULL);
 }

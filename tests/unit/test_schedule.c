@@ -105,6 +105,7 @@ static void m_index(Ftplan__Plan *p) { rope_of(p)->inputs[0] = 1000; }
 static void m_arity(Ftplan__Plan *p) { rope_of(p)->n_inputs = 1; }
 static void m_rope_dim(Ftplan__Plan *p) { rope_of(p)->rope_dim = 3; }
 static void m_heads(Ftplan__Plan *p) { rope_of(p)->n_heads = 3; }
+static void m_glu(Ftplan__Plan *p) { rope_of(p)->kind = FTPLAN__OP_KIND__OP_GLU; }
 
 static void test_validator(void **state)
 {
@@ -113,6 +114,7 @@ static void test_validator(void **state)
     expect_invalid(m_arity, "schedule.blocks[1].ops[4] (OP_ROPE)", "1 inputs");
     expect_invalid(m_rope_dim, "OP_ROPE", "rope_dim 3");
     expect_invalid(m_heads, "OP_ROPE", "n_heads 3");
+    expect_invalid(m_glu, "schedule.blocks[1].ops[4] (OP_GLU)", "0 outputs");
 }
 
 /* Writes the bundle's plan after mutate into a copy of the bundle and
@@ -156,11 +158,30 @@ static Ftplan__Op *wo_of(Ftplan__Plan *p) { return p->schedule->blocks[0]->ops[7
 static void m_shape(Ftplan__Plan *p) { g_saved_u32 = wo_of(p)->weights[0]; wo_of(p)->weights[0] = p->schedule->blocks[0]->ops[1]->weights[1]; }
 static void u_shape(Ftplan__Plan *p) { wo_of(p)->weights[0] = g_saved_u32; }
 
+/* The residual ADD (o -> x) of block 0 made a GLU (o, o -> x) of an
+ * activation the executor does not have. */
+static Ftplan__Op *add_of(Ftplan__Plan *p) { return p->schedule->blocks[0]->ops[8]; }
+static Ftplan__Op g_saved_op;
+static uint32_t g_glu_inputs[2];
+static void m_gelu(Ftplan__Plan *p)
+{
+    Ftplan__Op *op = add_of(p);
+    g_saved_op = *op;
+    g_glu_inputs[0] = g_glu_inputs[1] = op->inputs[0];
+    op->kind = FTPLAN__OP_KIND__OP_GLU;
+    op->inputs = g_glu_inputs;
+    op->n_inputs = 2;
+    op->act = FTPLAN__ACTIVATION__ACT_GELU;
+}
+static void u_gelu(Ftplan__Plan *p) { *add_of(p) = g_saved_op; }
+
 static void test_executor_refusals(void **state)
 {
     expect_unbindable("no-schedule", m_no_schedule, u_no_schedule, "no op schedule", "recompile");
     expect_unbindable("window", m_window, u_window, "block 0 op 6 (OP_ATTENTION)", "sliding-window");
     expect_unbindable("shape", m_shape, u_shape, "block 0 op 7 (OP_LINEAR)", "between buffers");
+    assert_int_equal(add_of(g_b->plan)->kind, FTPLAN__OP_KIND__OP_ADD);
+    expect_unbindable("gelu", m_gelu, u_gelu, "block 0 op 8 (OP_GLU)", "only SwiGLU");
 }
 
 int main(void)

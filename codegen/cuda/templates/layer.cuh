@@ -1,6 +1,7 @@
 /* Template: layer. The float32 operations around the matrix products:
- * RMSNorm (as ft_op_rmsnorm), NeoX rotary embedding (as ft_op_rope_neox:
- * inv_freq in float32 from a double pow, angle in double), and decode
+ * RMSNorm (as ft_op_rmsnorm), rotary embedding over NeoX pairs (as
+ * ft_op_rope_neox) and over adjacent pairs (as ft_op_rope_norm), both with
+ * inv_freq in float32 from a double pow and the angle in double, and decode
  * attention of one new token over the KV cache (one block per query head,
  * grouped-query heads share KV head h / (NH / NKV)).
  *
@@ -38,20 +39,48 @@ __device__ __forceinline__ void ft_rmsnorm_body(const float *x, const float *w, 
         y[(size_t)r * D + i] = xr[i] * scale * w[i];
 }
 
-/* x: [n_tok][n_heads][HD] in place; pos[t] the token's position. */
+/* Thread i's rotation for the token at pos: inv_freq = theta^(-2i / RD)
+ * rounded to float32 (runtime/exec/program.c's table), the angle in
+ * double, its cosine and sine rounded to float32 (ft_op_rope_*). */
+template <int RD>
+__device__ __forceinline__ void ft_rope_cos_sin(int i, int pos, double theta, float *c, float *s)
+{
+    const float inv_freq = (float)pow(theta, -2.0 * i / RD);
+    const double angle = (double)pos * inv_freq;
+    *c = (float)cos(angle);
+    *s = (float)sin(angle);
+}
+
+/* x: [n_tok][n_heads][HD] in place; pos[t] the token's position. Block
+ * (t, h), thread i < RD / 2 rotates pair (i, i + RD / 2). */
 template <int HD, int RD>
 __device__ __forceinline__ void ft_rope_neox_body(float *x, int n_heads, const int *pos, int n_tok, double theta)
 {
     const int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
     if (t >= n_tok || h >= n_heads || i >= RD / 2)
         return;
-    const float inv_freq = (float)pow(theta, -2.0 * i / RD);
-    const double angle = (double)pos[t] * inv_freq;
-    const float c = (float)cos(angle), s = (float)sin(angle);
+    float c, s;
+    ft_rope_cos_sin<RD>(i, pos[t], theta, &c, &s);
     float *head = x + ((size_t)t * n_heads + h) * HD;
     const float a = head[i], b = head[i + RD / 2];
     head[i] = a * c - b * s;
     head[i + RD / 2] = a * s + b * c;
+}
+
+/* As ft_rope_neox_body, but thread i rotates the adjacent pair (2i, 2i + 1)
+ * (the original RoPE layout: GGUF llama, Mixtral). */
+template <int HD, int RD>
+__device__ __forceinline__ void ft_rope_norm_body(float *x, int n_heads, const int *pos, int n_tok, double theta)
+{
+    const int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
+    if (t >= n_tok || h >= n_heads || i >= RD / 2)
+        return;
+    float c, s;
+    ft_rope_cos_sin<RD>(i, pos[t], theta, &c, &s);
+    float *head = x + ((size_t)t * n_heads + h) * HD;
+    const float a = head[2 * i], b = head[2 * i + 1];
+    head[2 * i] = a * c - b * s;
+    head[2 * i + 1] = a * s + b * c;
 }
 
 /* KV cache elements: float32 as is; IEEE half bits through the PTX cvt

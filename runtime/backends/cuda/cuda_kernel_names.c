@@ -5,6 +5,7 @@
 #include "../../format/dtype.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* The public header names formats by number; these are the same numbers. */
 _Static_assert((int)FT_KABI_FMT_F32 == (int)FT_DTYPE_F32 && (int)FT_KABI_FMT_F16 == (int)FT_DTYPE_F16 &&
@@ -31,4 +32,16 @@ const char *ft_cuda_kernel_format(uint32_t dtype)
     default:
         return NULL;
     }
+}
+
+int ft_cuda_kernel_rope_name(int neox, uint32_t head_dim, uint32_t rope_dim, char *out,
+                             size_t n_out)
+{
+    const int n = snprintf(out, n_out, "ft_rope_%s_h%u_r%u", neox ? "neox" : "norm",
+                           (unsigned)head_dim, (unsigned)rope_dim);
+    if (n < 0 || (size_t)n >= n_out) {
+        if (n_out) out[0] = 0;
+        return -1;
+    }
+    return n;
 }

@@ -1,0 +1,34 @@
+/* One routed expert on the CPU (expert_cpu.h). */
+#include "expert_cpu.h"
+
+#include "../backends/cpu/kernels.h"
+#include "ops.h"
+
+/* y = W x over all rows of mat (weights at w): the generated kernel for
+ * its shape when the plan has one and gen is set, else the reference
+ * kernel. */
+static void ft_mat_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp, uint32_t n, float *y,
+                         size_t ldy)
+{
+    if (mat->kernel && gen)
+        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
+    else
+        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
+}
+
+void ft_cpu_expert(const ft_layer_t *L, int gen, const uint8_t *wg, const uint8_t *wu, const uint8_t *wd,
+                   const float *xrows, void *xp, uint32_t n, float *g, float *u, void *ap, float *out)
+{
+    if (gen && L->expert_kernel) { /* the plan's fused gate + up + SwiGLU + down */
+        L->expert_kernel(wg, wu, wd, xp, n, g, u, ap, out);
+        return;
+    }
+    const uint32_t ffn = L->expert_ffn, d = L->gate.cols;
+    ft_mat_apply(&L->gate, gen, wg, xp, n, g, ffn);
+    if (L->up.dtype != L->gate.dtype)
+        ft_cpu_act_prepare(L->up.dtype, xrows, d, n, d, xp);
+    ft_mat_apply(&L->up, gen, wu, xp, n, u, ffn);
+    ft_op_swiglu(g, u, n * ffn);
+    ft_cpu_act_prepare(L->down.dtype, g, ffn, n, ffn, ap);
+    ft_mat_apply(&L->down, gen, wd, ap, n, out, L->down.rows);
+}

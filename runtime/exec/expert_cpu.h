@@ -1,0 +1,20 @@
+/* One routed expert on the CPU's kernels, for the cpu/sim MOE op
+ * (forward_moe.c) and the experts a device's dispatch keeps on the CPU
+ * (dev_moe.c): the same products in the same order either way. */
+#ifndef FT_EXEC_EXPERT_CPU_H
+#define FT_EXEC_EXPERT_CPU_H
+
+#include "model.h"
+
+#include <stdint.h>
+
+/* out [n, d] = down(silu(gate x) * up x) for the n rows x of one expert
+ * with weights wg, wu, wd (L's formats and shapes). xp holds the rows
+ * prepared for gate's format (re-prepared from xrows, the float rows,
+ * when up's format differs); g, u [n, ffn] and ap (the SwiGLU rows
+ * prepared for down) are scratch. gen: the plan's generated kernels (the
+ * fused expert, else per product) where the model has them. */
+void ft_cpu_expert(const ft_layer_t *L, int gen, const uint8_t *wg, const uint8_t *wu, const uint8_t *wd,
+                   const float *xrows, void *xp, uint32_t n, float *g, float *u, void *ap, float *out);
+
+#endif

@@ -1,0 +1,248 @@
+/* The ROUTER op's variants as schedule parameters: sigmoid scores,
+ * group-limited choice (DeepSeek-V3's: experts in equal groups, each group
+ * scored by the sum of its two best scores, the choice among the best
+ * groups) and a scale on the chosen weights. The tiny Qwen3-MoE fixture's
+ * plan is rewritten with every ROUTER op sigmoid-scored, its 8 experts in
+ * 4 groups of which 2 are used, and weights times 2.5; the executor runs it
+ * on the cpu backend (reference and generated kernels: the plan's fused
+ * router is for plain softmax routers, so both take the generic path) and
+ * the sim, against the float64 reference with the same router:
+ *
+ *  - a 20-token prompt's logits within 1e-4 (normalized error; f32 weights,
+ *    as test_forward_f32.c) with the same argmax at every position, and far
+ *    from the plain router's logits (the variant is what ran);
+ *  - 32 greedy tokens, one a call, equal to the reference's;
+ *  - the plan validator refuses groups that do not divide the experts or
+ *    cannot hold the experts chosen, naming the op. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ref_bundle.h"
+#include "ref_check.h"
+#include "ref_forward.h"
+#include "ref_ops.h"
+#include "test_tmp.h"
+
+#include "import.h"
+#include "ir.h"
+
+#include "../../runtime/format/bundle.h"
+#include "../../runtime/format/plan_file.h"
+#include "../../runtime/format/plan_validate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FT_ROUTER_TOL 1e-4
+enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 64, V_MAX = 1024 };
+static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
+                                           256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
+enum { N_GROUPS = 4, N_GROUPS_USED = 2 };
+#define SCALE 2.5f
+
+static char g_dir[4096], g_plain[4096], g_variant[4200], g_hw[4096];
+
+/* Every ROUTER op of plan p made the variant. */
+static void make_variant(Ftplan__Plan *p)
+{
+    for (size_t l = 0; l < p->schedule->n_blocks; l++)
+        for (size_t i = 0; i < p->schedule->blocks[l]->n_ops; i++) {
+            Ftplan__Op *op = p->schedule->blocks[l]->ops[i];
+            if (op->kind != FTPLAN__OP_KIND__OP_ROUTER)
+                continue;
+            op->scoring = FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID;
+            op->n_groups = N_GROUPS;
+            op->n_groups_used = N_GROUPS_USED;
+            op->routed_scaling = SCALE;
+        }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    ft_fixture_opts_t o;
+    ft_fixture_opts_init(&o);
+    snprintf(g_dir, sizeof(g_dir), "%s", ft_test_tmpdir("router_variants"));
+    ft_status_t st = ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_F32, g_dir, g_plain, sizeof(g_plain));
+    /* The variant: the same weights, the plan rewritten. */
+    snprintf(g_variant, sizeof(g_variant), "%s/variant", g_dir);
+    mkdir(g_variant, 0755);
+    char src[4300], dst[4300];
+    snprintf(src, sizeof(src), "%s/weights.ftw", g_plain);
+    snprintf(dst, sizeof(dst), "%s/weights.ftw", g_variant);
+    size_t n = 0;
+    uint8_t *w = st ? NULL : ft_test_read_file(src, &n);
+    ft_bundle_t *b = NULL;
+    if (!st && (!w || ft_test_write_file(dst, w, n) != 0))
+        st = ft_status_make(FT_STATUS_IO, "%s: cannot copy", dst);
+    free(w);
+    if (!st) st = ft_bundle_open(g_plain, &b);
+    if (!st) {
+        make_variant(b->plan);
+        snprintf(dst, sizeof(dst), "%s/plan.ftp", g_variant);
+        st = ft_plan_write(b->plan, dst);
+        ft_bundle_close(b);
+    }
+    if (st) {
+        fprintf(stderr, "building the router-variant bundle: %s\n", ft_status_message(st));
+        ft_status_free(st);
+        return -1;
+    }
+    snprintf(g_hw, sizeof(g_hw), "%s/hwprofiles/presets/rtx4090.textproto", FT_SOURCE_DIR);
+    return 0;
+}
+
+/* The reference's prompt logits and greedy continuation with the
+ * variant's router (or the plain one). */
+static uint32_t reference(int variant, double *prompt_logits, int32_t *want, double *step_logits)
+{
+    char src[4200];
+    snprintf(src, sizeof(src), "%s/model.gguf", g_dir);
+    ft_ir_model_t *ir = NULL;
+    FT_REF_OK(ft_import_model(src, &ir));
+    ft_ref_model_t *m;
+    FT_REF_OK(ft_ref_model_from_ir(ir, &m));
+    for (uint32_t l = 0; variant && l < m->n_layers; l++) {
+        m->layers[l].sigmoid = 1;
+        m->layers[l].n_groups = N_GROUPS;
+        m->layers[l].n_groups_used = N_GROUPS_USED;
+        m->layers[l].routed_scaling = SCALE;
+    }
+    const uint32_t V = m->vocab_size;
+    assert_true(V <= V_MAX);
+    ft_ref_session_t *rs;
+    FT_REF_OK(ft_ref_session_create(m, N_CTX, &rs));
+    FT_REF_OK(ft_ref_session_eval(rs, k_prompt, N_PROMPT, prompt_logits));
+    double *last = malloc(sizeof(double) * V);
+    assert_non_null(last);
+    memcpy(last, prompt_logits + (size_t)(N_PROMPT - 1) * V, sizeof(double) * V);
+    for (int i = 0; want && i < N_GEN; i++) {
+        memcpy(step_logits + (size_t)i * V, last, sizeof(double) * V);
+        want[i] = (int32_t)ft_ref_argmax_d(last, V);
+        FT_REF_OK(ft_ref_session_eval(rs, &want[i], 1, last));
+    }
+    free(last);
+    ft_ref_session_free(rs);
+    ft_ref_model_free(m);
+    ft_ir_model_destroy(ir);
+    return V;
+}
+
+static void check(ft_backend_kind_t backend, int kernels, const char *name, const double *ref_prompt,
+                  const double *ref_steps, const int32_t *want, uint32_t V)
+{
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = backend;
+    eo.kernels = kernels;
+    if (backend == FT_BACKEND_SIM) {
+        eo.hw_profile = g_hw;
+        eo.vram_bytes = 2250ull << 10; /* dense weights, KV, scratch and a few experts */
+        eo.plan_ctx = N_CTX;
+    }
+    ft_engine_t *e;
+    FT_REF_OK(ft_engine_open(g_variant, &eo, &e));
+    ft_session_options_t so;
+    ft_session_options_init(&so);
+    so.n_ctx = N_CTX;
+    ft_session_t *s;
+    FT_REF_OK(ft_session_create(e, &so, &s));
+    float *prompt = malloc(sizeof(float) * N_PROMPT * V);
+    assert_non_null(prompt);
+    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, prompt));
+    double worst = 0, worst_step = 0;
+    uint32_t agree = 0;
+    for (uint32_t p = 0; p < N_PROMPT; p++) {
+        const double err = ft_ref_rel_err(prompt + (size_t)p * V, ref_prompt + (size_t)p * V, V);
+        worst = err > worst ? err : worst;
+        agree += ft_ref_argmax_f(prompt + (size_t)p * V, V) == ft_ref_argmax_d(ref_prompt + (size_t)p * V, V);
+    }
+    for (int i = 0; i < N_GEN; i++) {
+        const float *lg = ft_session_logits(s);
+        const double err = ft_ref_rel_err(lg, ref_steps + (size_t)i * V, V);
+        worst_step = err > worst_step ? err : worst_step;
+        const int32_t tok = (int32_t)ft_ref_argmax_f(lg, V);
+        if (tok != want[i])
+            fail_msg("%s: greedy token %d: runtime %d, reference %d", name, i, tok, want[i]);
+        FT_REF_OK(ft_session_eval(s, &tok, 1, NULL));
+    }
+    print_message("router variant %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", name, worst,
+                  agree, N_PROMPT, worst_step);
+    assert_true(worst <= FT_ROUTER_TOL);
+    assert_int_equal(agree, N_PROMPT);
+    assert_true(worst_step <= FT_ROUTER_TOL);
+    free(prompt);
+    ft_session_destroy(s);
+    ft_engine_close(e);
+}
+
+static void test_variant_matches_reference(void **state)
+{
+    (void)state;
+    double *ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
+    double *plain_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
+    double *ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
+    assert_non_null(ref_prompt);
+    assert_non_null(plain_prompt);
+    assert_non_null(ref_steps);
+    int32_t want[N_GEN];
+    const uint32_t V = reference(1, ref_prompt, want, ref_steps);
+    reference(0, plain_prompt, NULL, NULL);
+    /* The variant routes otherwise: its logits are far from the plain ones. */
+    double apart = 0;
+    for (uint32_t p = 0; p < N_PROMPT; p++) {
+        float row[V_MAX];
+        for (uint32_t v = 0; v < V; v++)
+            row[v] = (float)ref_prompt[(size_t)p * V + v];
+        const double err = ft_ref_rel_err(row, plain_prompt + (size_t)p * V, V);
+        apart = err > apart ? err : apart;
+    }
+    print_message("variant vs plain router (reference): %.3g\n", apart);
+    assert_true(apart > 1e-2);
+    check(FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "cpu reference", ref_prompt, ref_steps, want, V);
+    check(FT_BACKEND_CPU, FT_KERNELS_GENERATED, "cpu generated", ref_prompt, ref_steps, want, V);
+    check(FT_BACKEND_SIM, FT_KERNELS_GENERATED, "sim generated", ref_prompt, ref_steps, want, V);
+    free(ref_prompt);
+    free(plain_prompt);
+    free(ref_steps);
+}
+
+/* Bad groups in a ROUTER op are refused by the validator, naming it. */
+static void test_validator(void **state)
+{
+    (void)state;
+    ft_bundle_t *b;
+    FT_REF_OK(ft_bundle_open(g_variant, &b));
+    Ftplan__Op *op = b->plan->schedule->blocks[1]->ops[10];
+    assert_int_equal(op->kind, FTPLAN__OP_KIND__OP_ROUTER);
+    static const struct {
+        uint32_t groups, used;
+        const char *word;
+    } bad[] = {{3, 1, "expert groups"}, {4, 5, "expert groups"}, {8, 1, "expert groups"}, {0, 2, "without groups"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        op->n_groups = bad[i].groups;
+        op->n_groups_used = bad[i].used;
+        ft_status_t st = ft_plan_validate(b->plan, "plan.ftp");
+        assert_non_null(st);
+        print_message("refused: %s\n", ft_status_message(st));
+        assert_non_null(strstr(ft_status_message(st), "schedule.blocks[1].ops[10] (OP_ROUTER)"));
+        assert_non_null(strstr(ft_status_message(st), bad[i].word));
+        ft_status_free(st);
+    }
+    op->n_groups = N_GROUPS;
+    op->n_groups_used = N_GROUPS_USED;
+    FT_REF_OK(ft_plan_validate(b->plan, "plan.ftp"));
+    ft_bundle_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_variant_matches_reference),
+                                       cmocka_unit_test(test_validator)};
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
