@@ -166,8 +166,10 @@ const char *ft_dtype_list(uint32_t flags, const char *conj, char *buf, size_t bu
         const int last = seen > 1 && seen == n_match;
         const int n = snprintf(buf + len, buf_size - len, "%s%s%s%s", seen == 1 ? "" : last ? " " : ", ",
                                last ? conj : "", last ? " " : "", ft_dtype_table[i].name);
-        if (n < 0 || (size_t)n >= buf_size - len)
-            break; /* cut short; snprintf terminated it */
+        if (n < 0 || (size_t)n >= buf_size - len) {
+            buf[len] = '\0'; /* cut after the last whole name */
+            break;
+        }
         len += (size_t)n;
     }
     return buf;

@@ -160,7 +160,7 @@ int ft_dtype_has(ft_dtype_t dtype, uint32_t flags);
 
 /* The names of the formats with every flag of `flags`, in enum order, as
  * an English list ("f32, f16 or q8_0" with conj "or") into buf (always
- * terminated; cut short when it does not fit). For messages that list
+ * terminated; cut after the last name that fits). For messages that list
  * what is supported. Returns buf. */
 const char *ft_dtype_list(uint32_t flags, const char *conj, char *buf, size_t buf_size);
 
