@@ -19,6 +19,7 @@
 #include "../../codegen/cpu/cg_cpu_internal.h"
 #include "../../hwprofiles/profiler.h"
 #include "../../ir/schedule.h"
+#include "../../runtime/plan/planner.h"
 #include "ft_cuda_kernels.h"
 #include "plan.pb-c.h"
 
@@ -151,7 +152,8 @@ static void test_weight_format_proto(void **state)
 }
 
 /* The IR enums plan.proto mirrors have as many values as the proto enums
- * (the values themselves are asserted in ir/ir_mirrors.c). */
+ * (the values themselves are asserted in ir/ir_mirrors.c), and so does
+ * the planner's bottleneck. */
 static void test_ir_enums_proto(void **state)
 {
     (void)state;
@@ -164,6 +166,8 @@ static void test_ir_enums_proto(void **state)
     assert_int_equal(ftplan__tensor_role__descriptor.n_values, FT_ROLE_COUNT);
     assert_int_equal(ftplan__op_kind__descriptor.n_values, FT_OP_COUNT);
     assert_int_equal(ftplan__buffer_kind__descriptor.n_values, FT_BUF_LOGITS + 1);
+    /* and the planner's (values asserted in compiler/plan_partition.c) */
+    assert_int_equal(ftplan__bottleneck__descriptor.n_values, FT_BOTTLENECK_CPU + 1);
 }
 
 static void test_dtype_list(void **state)
