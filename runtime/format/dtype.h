@@ -4,10 +4,20 @@
  * name, the row quantizer and dequantizer (convert.h), the activation
  * format the CPU reference dot product takes, and which kernels compute
  * it (flags). Code that needs a per-format property looks it up here
- * instead of switching over formats, so that a new format is one row here
- * plus its implementations: the quantizer (runtime/format/quant_*.c), the
- * CPU dot products (the one dispatch table in backends/cpu/matmul.c), the
- * CUDA decoder (codegen/cuda/templates/common.cuh) and its tests.
+ * instead of switching over formats. Adding a format is then:
+ *   - its row in dtype.c (a new number also needs its enum value below,
+ *     plan.proto's WeightFormat and a line in dtype_mirrors.c);
+ *   - its quantize/dequantize functions (quant_*.c, declared in convert.h);
+ *   - CPU kernels: its dot products (backends/cpu, cpu_dot.h) and their
+ *     row in matmul.c's table, and cpu_act here;
+ *   - CUDA: its struct ft_fmt_<name> decoder in
+ *     codegen/cuda/templates/common.cuh and FT_DTYPE_FLAG_CUDA;
+ *   - generated CPU kernels: ftt_matmul_<name> in codegen/cpu/templates,
+ *     an FT_KABI_FMT_* number (ft_kernel_abi.h, asserted in
+ *     dtype_mirrors.c) and FT_DTYPE_FLAG_CPU_GEN;
+ *   - FT_DTYPE_FLAG_WEIGHT (ftc --format): the profiler's GEMV list
+ *     (hwprofiles/cpu_gemv.c);
+ *   - its tests. test_dtype_table fails while these disagree.
  *
  * The enum values are stored in plans (plan.proto WeightFormat mirrors them):
  * never renumber, only append. They are freetoken's own numbers; a format
