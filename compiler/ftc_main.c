@@ -50,7 +50,8 @@ static void ftc_print_usage(FILE *f)
 {
     char list[256];
     fputs(ftc_usage, f);
-    fprintf(f, "\nF, a weight format: %s\n", ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
+    fprintf(f, "\nF, a weight format: %s\n",
+            ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
 }
 
 static int ftc_fail(ft_status_t st)

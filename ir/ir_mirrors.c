@@ -1,8 +1,8 @@
 /* The IR's enums are stored in plans as plan.proto's enums, by number
  * (compiler/plan_build.c and plan_schedule.c cast one to the other), and
  * the runtime reads them back as the proto's: each value must be the same
- * number on both sides. A mismatch fails the build here; test_enum_mirrors
- * also checks that each proto enum has exactly the IR's values. */
+ * number on both sides. A mismatch fails the build here; test_dtype_table
+ * also checks that each proto enum has as many values as the IR enum. */
 #include "ir.h"
 #include "schedule.h"
 #include "tokenizer_ir.h"
@@ -84,13 +84,15 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN + 1, "a new ft_tensor_role_t value needs plan.proto's TensorRole");
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN + 1,
+               "a new ft_tensor_role_t value needs plan.proto's TensorRole");
 _Static_assert(FT_OP_COUNT == FT_OP_MOE + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 
 /* Token types: the plan stores the IR's ft_token_type_t bytes, and the
  * runtime's tokenizer reads them as its FT_TOKTYPE_* (text/). */
 #define FT_SAME_TOKTYPE(x)                                                                         \
-    _Static_assert((int)FT_TOKEN_##x == (int)FT_TOKTYPE_##x, "FT_TOKEN_" #x " must equal FT_TOKTYPE_" #x)
+    _Static_assert((int)FT_TOKEN_##x == (int)FT_TOKTYPE_##x,                                       \
+                   "FT_TOKEN_" #x " must equal FT_TOKTYPE_" #x)
 FT_SAME_TOKTYPE(NORMAL);
 FT_SAME_TOKTYPE(UNKNOWN);
 FT_SAME_TOKTYPE(CONTROL);

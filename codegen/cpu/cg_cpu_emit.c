@@ -19,8 +19,8 @@ typedef ft_dtype_info_t ft_cg_fmt_t;
 
 static const ft_cg_fmt_t *ft_cg_fmt(uint32_t fmt)
 {
-    return fmt < FT_DTYPE_COUNT && ft_dtype_has((ft_dtype_t)fmt, FT_DTYPE_FLAG_CPU_GEN) ? ft_dtype_info((ft_dtype_t)fmt)
-                                                                                      : NULL;
+    const ft_dtype_t t = (ft_dtype_t)fmt;
+    return fmt < FT_DTYPE_COUNT && ft_dtype_has(t, FT_DTYPE_FLAG_CPU_GEN) ? ft_dtype_info(t) : NULL;
 }
 
 int ft_cg_cpu_format_supported(uint32_t fmt)
@@ -182,7 +182,8 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
     else
         fprintf(o, "    for (uint32_t t = 0; t < n_tok; t++)\n"
                    "        ftt_quant_%s(g + (size_t)t * %uu, (uint8_t *)ap + (size_t)t * %lluu, %uu);\n",
-                ft_dtype_name(ft_cg_act_type(k->format_aux)), ffn, (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
+                ft_dtype_name(ft_cg_act_type(k->format_aux)), ffn,
+                (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
     fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", fd->name,
             ffn, (unsigned long long)dn_rb, d, d);
 }

@@ -50,8 +50,9 @@ FT_WARN_UNUSED static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti
     if (!ft_cpu_supports(dt)) {
         char list[256];
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: tensor '%s': weight format %s has no CPU kernel (supported: %s)", c->where,
-                              t->name, ft_dtype_name(dt), ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "and", list, sizeof(list)));
+                              "%s: tensor '%s': weight format %s has no CPU kernel (supported: %s)",
+                              c->where, t->name, ft_dtype_name(dt),
+                              ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "and", list, sizeof(list)));
     }
     uint64_t rb;
     if (!ft_dtype_row_bytes(dt, cols, &rb))

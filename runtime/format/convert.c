@@ -234,7 +234,8 @@ ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const 
         char list[400];
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "cannot convert a row from %s to %s: only %s are supported",
-                              ft_dtype_name(src), ft_dtype_name(dst), ft_convert_list(list, sizeof(list)));
+                              ft_dtype_name(src), ft_dtype_name(dst),
+                              ft_convert_list(list, sizeof(list)));
     }
     uint64_t src_bytes, dst_bytes;
     if (!ft_dtype_row_bytes(src, n_elems, &src_bytes) ||

@@ -164,8 +164,9 @@ const char *ft_dtype_list(uint32_t flags, const char *conj, char *buf, size_t bu
             continue;
         seen++;
         const int last = seen > 1 && seen == n_match;
-        const int n = snprintf(buf + len, buf_size - len, "%s%s%s%s", seen == 1 ? "" : last ? " " : ", ",
-                               last ? conj : "", last ? " " : "", ft_dtype_table[i].name);
+        const char *sep = seen == 1 ? "" : last ? " " : ", ";
+        const int n = snprintf(buf + len, buf_size - len, "%s%s%s%s", sep, last ? conj : "",
+                               last ? " " : "", ft_dtype_table[i].name);
         if (n < 0 || (size_t)n >= buf_size - len) {
             buf[len] = '\0'; /* cut after the last whole name */
             break;

@@ -62,8 +62,9 @@ FT_SAME_WF(FP8);
 
 /* Appending a format to ft_dtype_t fails here until it has its
  * WeightFormat in plan.proto and its line above. */
-_Static_assert(FT_DTYPE_COUNT == FT_DTYPE_FP8 + 1, "a new ft_dtype_t value needs a plan.proto WeightFormat "
-                                                   "and an FT_SAME_WF line in enum_mirrors.c");
+_Static_assert(FT_DTYPE_COUNT == FT_DTYPE_FP8 + 1,
+               "a new ft_dtype_t value needs a plan.proto WeightFormat and an FT_SAME_WF line in "
+               "dtype_mirrors.c");
 
 FT_SAME_KABI(F32);
 FT_SAME_KABI(F16);

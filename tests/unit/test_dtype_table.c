@@ -121,7 +121,8 @@ static void test_backend_lists_match_flags(void **state)
             assert_string_equal(cuda, ft_dtype_name(t));
         else
             assert_null(cuda);
-        assert_int_equal(ft_cg_cpu_format_supported((uint32_t)t), ft_dtype_has(t, FT_DTYPE_FLAG_CPU_GEN));
+        assert_int_equal(ft_cg_cpu_format_supported((uint32_t)t),
+                         ft_dtype_has(t, FT_DTYPE_FLAG_CPU_GEN));
         int profiled = 0;
         for (int j = 0; j < FT_HWP_N_GEMV_FORMATS; j++)
             profiled |= ft_hwp_gemv_formats[j] == t;
@@ -176,10 +177,12 @@ static void test_dtype_list(void **state)
     char buf[256];
     assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)),
                         "f32, f16, bf16, q4_0, q8_0, q4_k, q6_k, mxfp4, nvfp4 or fp8");
-    assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_WEIGHT | FT_DTYPE_FLAG_CPU_GEN, "and", buf, sizeof(buf)),
-                        "f32, f16, bf16, q4_0, q8_0, q4_k and q6_k");
+    assert_string_equal(
+        ft_dtype_list(FT_DTYPE_FLAG_WEIGHT | FT_DTYPE_FLAG_CPU_GEN, "and", buf, sizeof(buf)),
+        "f32, f16, bf16, q4_0, q8_0, q4_k and q6_k");
     assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_ACT_ONLY, "or", buf, sizeof(buf)), "q8_k");
-    assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_ACT_ONLY | FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)), "");
+    assert_string_equal(
+        ft_dtype_list(FT_DTYPE_FLAG_ACT_ONLY | FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)), "");
     /* too small: cut at a whole entry, still terminated */
     char small[12];
     memset(small, 'x', sizeof(small));
