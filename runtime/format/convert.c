@@ -207,21 +207,27 @@ void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n)
         info->quantize(x, y, n);
 }
 
-/* "f32, f16, ... and f8_e4m3" (and " (and f8_e5m2 as a source)"): the
- * formats ft_convert_row takes, from the table. */
+/* "f32, f16, f8_e5m2 (as a source), ... and fp8": the formats
+ * ft_convert_row takes, from the table. */
 static const char *ft_convert_list(char *buf, size_t buf_size)
 {
+    int n_match = 0, seen = 0;
+    for (int i = 1; i < FT_DTYPE_COUNT; i++)
+        n_match += ft_convert_supported((ft_dtype_t)i, 1);
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 1; i < FT_DTYPE_COUNT; i++) {
         const ft_dtype_t t = (ft_dtype_t)i;
         if (!ft_convert_supported(t, 1))
             continue;
-        const char *sep = len == 0 ? "" : ", ";
+        seen++;
+        const char *sep = seen == 1 ? "" : seen == n_match ? " and " : ", ";
         const int n = snprintf(buf + len, buf_size - len, "%s%s%s", sep, ft_dtype_name(t),
                                ft_convert_supported(t, 0) ? "" : " (as a source)");
-        if (n < 0 || (size_t)n >= buf_size - len)
+        if (n < 0 || (size_t)n >= buf_size - len) {
+            buf[len] = '\0'; /* cut after the last whole name */
             break;
+        }
         len += (size_t)n;
     }
     return buf;
