@@ -77,6 +77,7 @@ FT_MIRROR(OP_KIND, OP, ATTENTION);
 FT_MIRROR(OP_KIND, OP, ADD);
 FT_MIRROR(OP_KIND, OP, ROUTER);
 FT_MIRROR(OP_KIND, OP, MOE);
+FT_MIRROR(OP_KIND, OP, GLU);
 
 /* ft_buf_kind_t and plan.proto's BufferKind */
 FT_MIRROR(BUFFER_KIND, BUF, ACTIVATION);
@@ -86,7 +87,7 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
  * (and its line above). */
 _Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
-_Static_assert(FT_OP_COUNT == FT_OP_MOE + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
+_Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 
 /* Token types: the plan stores the IR's ft_token_type_t bytes, and the
  * runtime's tokenizer reads them as its FT_TOKTYPE_* (text/). */
