@@ -34,8 +34,7 @@ static const char ftc_usage[] =
     "commands:\n"
     "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule]\n"
     "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
-    "  compile MODEL -o BUNDLE_DIR [--format f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4|nvfp4|fp8]\n"
-    "          [--kv f16|f32] [--json] [--quiet]\n"
+    "  compile MODEL -o BUNDLE_DIR [--format F] [--kv f16|f32] [--json] [--quiet]\n"
     "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
     "        (--kv: the KV cache's element type, f16 by default)\n"
     "  verify BUNDLE\n"
@@ -46,6 +45,15 @@ static const char ftc_usage[] =
     "        will MODEL (GGUF, HF directory or config.json alone) fit this machine, and how\n"
     "        fast will it run (predicted)? Sizes like 512M, 8G, 24GiB\n"
     "  version\n";
+
+/* The usage, and the weight formats --format takes (from dtype.h's table). */
+static void ftc_print_usage(FILE *f)
+{
+    char list[256];
+    fputs(ftc_usage, f);
+    fprintf(f, "\nF, a weight format: %s\n",
+            ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
+}
 
 static int ftc_fail(ft_status_t st)
 {
@@ -93,8 +101,8 @@ static int ftc_inspect(int argc, char **argv)
         case 'i': ir = 1; break;
         case 'S': schedule = 1; break;
         case 's': svg = optarg; break;
-        case 'h': fputs(ftc_usage, stdout); return 0;
-        default: fputs(ftc_usage, stderr); return 2;
+        case 'h': ftc_print_usage(stdout); return 0;
+        default: ftc_print_usage(stderr); return 2;
         }
     }
     if (optind + 1 != argc) {
@@ -205,14 +213,12 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
         case 'o': *out_dir = optarg; break;
         case 'f':
             opts->format = ft_dtype_from_name(optarg);
-            if (opts->format != FT_DTYPE_F32 && opts->format != FT_DTYPE_F16 &&
-                opts->format != FT_DTYPE_BF16 && opts->format != FT_DTYPE_Q8_0 &&
-                opts->format != FT_DTYPE_Q4_0 && opts->format != FT_DTYPE_Q4_K &&
-                opts->format != FT_DTYPE_Q6_K && opts->format != FT_DTYPE_MXFP4 &&
-                opts->format != FT_DTYPE_NVFP4 && opts->format != FT_DTYPE_FP8)
-                return ftc_compile_bad("--format: expected f32, f16, bf16, q8_0, q4_0, q4_k, "
-                                       "q6_k, mxfp4, nvfp4 or fp8, not",
-                                       optarg);
+            if (!ft_dtype_has(opts->format, FT_DTYPE_FLAG_WEIGHT)) {
+                char list[256], what[300];
+                snprintf(what, sizeof(what), "--format: expected %s, not",
+                         ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
+                return ftc_compile_bad(what, optarg);
+            }
             break;
         case 'K':
             if (strcmp(optarg, "f16") == 0)
@@ -267,8 +273,8 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
                 }
             }
             break;
-        case 'h': fputs(ftc_usage, stdout); return -1;
-        default: fputs(ftc_usage, stderr); return 2;
+        case 'h': ftc_print_usage(stdout); return -1;
+        default: ftc_print_usage(stderr); return 2;
         }
     }
     if (optind + 1 != argc || !*out_dir) {
@@ -361,7 +367,7 @@ static int ftc_verify(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(ftc_usage, stderr);
+        ftc_print_usage(stderr);
         return 2;
     }
     const char *cmd = argv[1];
@@ -380,9 +386,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        fputs(ftc_usage, stdout);
+        ftc_print_usage(stdout);
         return 0;
     }
-    fprintf(stderr, "ftc: unknown command '%s'\n\n%s", cmd, ftc_usage);
+    fprintf(stderr, "ftc: unknown command '%s'\n\n", cmd);
+    ftc_print_usage(stderr);
     return 2;
 }

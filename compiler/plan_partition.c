@@ -9,8 +9,10 @@
 
 _Static_assert(FT_PLAN_MAX_QSTAR_BUCKETS == FT_PLAN_MAX_BUCKETS,
                "a plan's q* table must fit ft_plan_result_t");
-_Static_assert(FTPLAN__BOTTLENECK__BOTTLENECK_CPU == (int)FT_BOTTLENECK_CPU &&
-                   FTPLAN__BOTTLENECK__BOTTLENECK_PCIE == (int)FT_BOTTLENECK_PCIE,
+_Static_assert(FTPLAN__BOTTLENECK__BOTTLENECK_DRAM == (int)FT_BOTTLENECK_DRAM &&
+                   FTPLAN__BOTTLENECK__BOTTLENECK_PCIE == (int)FT_BOTTLENECK_PCIE &&
+                   FTPLAN__BOTTLENECK__BOTTLENECK_GPU == (int)FT_BOTTLENECK_GPU &&
+                   FTPLAN__BOTTLENECK__BOTTLENECK_CPU == (int)FT_BOTTLENECK_CPU,
                "plan.proto Bottleneck mirrors ft_bottleneck_t");
 
 /* The KV reserve when --ctx is not given: 4096 tokens or the model's

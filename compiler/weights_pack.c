@@ -22,11 +22,11 @@ typedef struct ft_pack_ctx {
     uint64_t done, total; /* progress, in bytes written */
 } ft_pack_ctx_t;
 
+/* The weight formats (dtype.h's FT_DTYPE_FLAG_WEIGHT): those the packer
+ * converts to and between. */
 static int ft_is_convertible(ft_dtype_t d)
 {
-    return d == FT_DTYPE_F32 || d == FT_DTYPE_F16 || d == FT_DTYPE_BF16 || d == FT_DTYPE_Q8_0 ||
-           d == FT_DTYPE_Q4_0 || d == FT_DTYPE_Q4_K || d == FT_DTYPE_Q6_K || d == FT_DTYPE_MXFP4 ||
-           d == FT_DTYPE_NVFP4 || d == FT_DTYPE_FP8;
+    return ft_dtype_has(d, FT_DTYPE_FLAG_WEIGHT);
 }
 
 /* Plain FP8 checkpoint tensors are converted from, never to: the kernels
@@ -74,12 +74,14 @@ static uint64_t ft_rows_bytes(const ft_ir_tensor_t *t, ft_dtype_t d, uint64_t ro
 FT_WARN_UNUSED static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft_ir_tensor_t *t, ft_dtype_t dst)
 {
     uint64_t rb;
-    if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible_src(t->dtype)))
+    if (dst != t->dtype && (!ft_is_convertible(dst) || !ft_is_convertible_src(t->dtype))) {
+        char list[256];
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: tensor '%s': cannot convert %s to %s (conversions exist between "
-                              "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4, nvfp4 and fp8, and "
-                              "from f8_e4m3 and f8_e5m2; other formats are copied as they are)",
-                              m->source_name, t->name, ft_dtype_name(t->dtype), ft_dtype_name(dst));
+                              "%s, and from f8_e4m3 and f8_e5m2; other formats are copied as they are)",
+                              m->source_name, t->name, ft_dtype_name(t->dtype), ft_dtype_name(dst),
+                              ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "and", list, sizeof(list)));
+    }
     if (!ft_dtype_row_bytes(dst, ft_row_elems(t), &rb))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: tensor '%s': rows of %" PRIu64 " elements cannot be stored as %s "

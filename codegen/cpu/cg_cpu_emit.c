@@ -12,25 +12,15 @@ extern const char ft_cg_abi_header[], ft_cg_tpl_common[], ft_cg_tpl_rowloop[],
     ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[], ft_cg_tpl_portable[],
     ft_cg_tpl_fused[];
 
-typedef struct ft_cg_fmt {
-    uint32_t fmt;
-    const char *name;
-    uint32_t block_elems, block_bytes;
-} ft_cg_fmt_t;
-
-static const ft_cg_fmt_t ft_cg_fmts[] = {
-    {FT_KABI_FMT_F32, "f32", 1, 4},       {FT_KABI_FMT_F16, "f16", 1, 2},
-    {FT_KABI_FMT_BF16, "bf16", 1, 2},     {FT_KABI_FMT_Q4_0, "q4_0", 32, 18},
-    {FT_KABI_FMT_Q8_0, "q8_0", 32, 34},   {FT_KABI_FMT_Q4_K, "q4_k", 256, 144},
-    {FT_KABI_FMT_Q6_K, "q6_k", 256, 210},
-};
+/* The formats the templates compute are those dtype.h's table flags
+ * FT_DTYPE_FLAG_CPU_GEN; the table gives their names (the templates'
+ * ftt_matmul_<name>) and block geometry. */
+typedef ft_dtype_info_t ft_cg_fmt_t;
 
 static const ft_cg_fmt_t *ft_cg_fmt(uint32_t fmt)
 {
-    for (size_t i = 0; i < sizeof(ft_cg_fmts) / sizeof(ft_cg_fmts[0]); i++)
-        if (ft_cg_fmts[i].fmt == fmt)
-            return &ft_cg_fmts[i];
-    return NULL;
+    const ft_dtype_t t = (ft_dtype_t)fmt;
+    return fmt < FT_DTYPE_COUNT && ft_dtype_has(t, FT_DTYPE_FLAG_CPU_GEN) ? ft_dtype_info(t) : NULL;
 }
 
 int ft_cg_cpu_format_supported(uint32_t fmt)
@@ -70,20 +60,25 @@ static const char *ft_cg_template(const char *name, const ft_cg_template_t *ov, 
     return ft_cg_tpl_portable;
 }
 
-/* How activations are prepared for weight format fmt: 0 float32 rows,
- * 1 Q8_0 blocks, 2 Q8_K super-blocks (ft_cpu_act_type); the bytes of one
- * prepared row of cols elements. */
+/* How activations are prepared for weight format fmt (the table's
+ * cpu_act, as the runtime's ft_cpu_act_type): 0 float32 rows, 1 Q8_0
+ * blocks, 2 Q8_K super-blocks, the templates' encoding; and the bytes of
+ * one prepared row of cols elements. fmt is one ft_cg_fmt accepts. */
+static ft_dtype_t ft_cg_act_type(uint32_t fmt)
+{
+    return ft_cg_fmt(fmt)->cpu_act;
+}
+
 static int ft_cg_act_kind(uint32_t fmt)
 {
-    return fmt == FT_KABI_FMT_Q8_0 || fmt == FT_KABI_FMT_Q4_0   ? 1
-           : fmt == FT_KABI_FMT_Q4_K || fmt == FT_KABI_FMT_Q6_K ? 2
-                                                                : 0;
+    const ft_dtype_t at = ft_cg_act_type(fmt);
+    return at == FT_DTYPE_Q8_0 ? 1 : at == FT_DTYPE_Q8_K ? 2 : 0;
 }
 
 static uint64_t ft_cg_act_row_bytes(uint32_t fmt, uint32_t cols)
 {
-    const int k = ft_cg_act_kind(fmt);
-    return k == 1 ? (uint64_t)cols / 32 * 34 : k == 2 ? (uint64_t)cols / 256 * 292 : (uint64_t)cols * 4;
+    const ft_dtype_info_t *a = ft_dtype_info(ft_cg_act_type(fmt));
+    return (uint64_t)cols / a->block_elems * a->block_bytes;
 }
 
 FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
@@ -192,7 +187,8 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
     else
         fprintf(o, "    for (uint32_t t = 0; t < n_tok; t++)\n"
                    "        ftt_quant_%s(g + (size_t)t * %uu, (uint8_t *)ap + (size_t)t * %lluu, %uu);\n",
-                dk == 1 ? "q8_0" : "q8_k", ffn, (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
+                ft_dtype_name(ft_cg_act_type(k->format_aux)), ffn,
+                (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
     fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", fd->name,
             ffn, (unsigned long long)dn_rb, d, d);
 }

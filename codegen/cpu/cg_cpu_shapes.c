@@ -26,10 +26,10 @@ static void ft_cg_add(ft_cg_kreq_t *v, uint32_t *n, ft_cg_kreq_t k)
     if (!ft_cg_cpu_format_supported(k.format) ||
         (k.op == FT_KABI_OP_EXPERT && !ft_cg_cpu_format_supported(k.format_aux)))
         return;
-    const uint32_t blk = k.format == FT_KABI_FMT_Q4_K || k.format == FT_KABI_FMT_Q6_K ? 256
-                         : k.format == FT_KABI_FMT_Q8_0 || k.format == FT_KABI_FMT_Q4_0 ? 32 : 1;
-    const uint32_t blk_aux = k.format_aux == FT_KABI_FMT_Q4_K || k.format_aux == FT_KABI_FMT_Q6_K ? 256
-                             : k.format_aux == FT_KABI_FMT_Q8_0 || k.format_aux == FT_KABI_FMT_Q4_0 ? 32 : 1;
+    /* elements per block (dtype.h's table); format_aux is 0 but for experts */
+    const ft_dtype_info_t *fi = ft_dtype_info((ft_dtype_t)k.format);
+    const ft_dtype_info_t *fa = ft_dtype_info((ft_dtype_t)k.format_aux);
+    const uint32_t blk = fi->block_elems, blk_aux = fa ? fa->block_elems : 1;
     if (k.rows == 0 || k.cols == 0 || k.cols % blk || (k.op == FT_KABI_OP_EXPERT && k.rows % blk_aux) ||
         (k.op == FT_KABI_OP_ATTN && (uint64_t)k.rows * k.cols > 8192))
         return;

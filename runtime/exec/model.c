@@ -48,11 +48,13 @@ FT_WARN_UNUSED static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti
                               n_experts ? "stack of expert matrices of the op's expert count" : "matrix");
     const uint32_t rows = (uint32_t)t->shape[nd - 2], cols = (uint32_t)t->shape[nd - 1];
     ft_dtype_t dt = (ft_dtype_t)t->format;
-    if (!ft_cpu_supports(dt))
+    if (!ft_cpu_supports(dt)) {
+        char list[256];
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: tensor '%s': weight format %s has no CPU kernel (supported: f32, f16, "
-                              "bf16, q8_0, q4_0, q4_k, q6_k)",
-                              c->where, t->name, ft_dtype_name(dt));
+                              "%s: tensor '%s': weight format %s has no CPU kernel (supported: %s)",
+                              c->where, t->name, ft_dtype_name(dt),
+                              ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "and", list, sizeof(list)));
+    }
     uint64_t rb;
     if (!ft_dtype_row_bytes(dt, cols, &rb))
         return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s': bad row size", c->where, t->name);

@@ -1,8 +1,8 @@
 /* The model as the runtime sees it: a view of every weight matrix the op
  * schedule takes (inside the mapped FTW files; nothing is copied), the
  * bound schedule (program.h) the executor walks, and per block a summary
- * of its attention and expert weights for the code that works per layer
- * (the expert offload, the CUDA backend's forward pass). Built from a
+ * of its attention and expert weights for the code that works per block
+ * (the MOE op on the CPU and on a device, the sim's clock). Built from a
  * validated plan's schedule; every tensor an op touches is checked here
  * once (shape, format computable, bytes in the file), so the executor
  * itself does no checking. */

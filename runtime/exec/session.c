@@ -1,4 +1,4 @@
-/* Sessions: the KV cache and every buffer of the forward pass, allocated
+/* Sessions: the KV cache and every buffer of the op schedule, allocated
  * once, so that evaluating tokens allocates nothing. */
 #include "engine_internal.h"
 

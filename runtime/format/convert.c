@@ -1,13 +1,14 @@
 /* Scalar conversions, written to match ggml bit for bit: the fp16 pair is
  * the branch-free FP16 library code ggml uses without F16C (which agrees
  * with F16C hardware rounding), bf16 is ggml_compute_fp32_to_bf16, and Q8_0
- * is quantize_row_q8_0_ref / dequantize_row_q8_0. Also the per-format
- * dispatch (Q4_0 lives in quant_q4_0.c, the K-quants in quant_k.c) and
- * ft_convert_row. */
+ * is quantize_row_q8_0_ref / dequantize_row_q8_0. Also the plain rows,
+ * the dispatch through dtype.h's table (Q4_0 lives in quant_q4_0.c, the
+ * K-quants in quant_k.c, the small floats in quant_fp4.c and quant_fp8.c)
+ * and ft_convert_row. */
 #include "convert.h"
-#include "minifloat.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static inline uint32_t ft_cvt_bits(float f)
@@ -124,118 +125,124 @@ void ft_dequantize_row_q8_0(const void *x, float *y, uint64_t n)
     }
 }
 
+void ft_quantize_row_f32(const float *x, void *y, uint64_t n)
+{
+    memcpy(y, x, n * sizeof(float));
+}
+
+void ft_dequantize_row_f32(const void *x, float *y, uint64_t n)
+{
+    memcpy(y, x, n * sizeof(float));
+}
+
+void ft_quantize_row_f16(const float *x, void *y, uint64_t n)
+{
+    uint8_t *out = y;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint16_t h = ft_fp32_to_fp16(x[i]);
+        memcpy(out + 2 * i, &h, 2);
+    }
+}
+
+void ft_dequantize_row_f16(const void *x, float *y, uint64_t n)
+{
+    const uint8_t *in = x;
+    uint16_t h;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&h, in + 2 * i, 2);
+        y[i] = ft_fp16_to_fp32(h);
+    }
+}
+
+void ft_quantize_row_bf16(const float *x, void *y, uint64_t n)
+{
+    uint8_t *out = y;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint16_t h = ft_fp32_to_bf16(x[i]);
+        memcpy(out + 2 * i, &h, 2);
+    }
+}
+
+void ft_dequantize_row_bf16(const void *x, float *y, uint64_t n)
+{
+    const uint8_t *in = x;
+    uint16_t h;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&h, in + 2 * i, 2);
+        y[i] = ft_bf16_to_fp32(h);
+    }
+}
+
 int ft_quant_supported(ft_dtype_t t)
 {
-    switch (t) {
-    case FT_DTYPE_F32:
-    case FT_DTYPE_F16:
-    case FT_DTYPE_BF16:
-    case FT_DTYPE_Q8_0:
-    case FT_DTYPE_Q4_0:
-    case FT_DTYPE_Q4_K:
-    case FT_DTYPE_Q6_K:
-    case FT_DTYPE_Q8_K:
-    case FT_DTYPE_MXFP4:
-    case FT_DTYPE_NVFP4:
-    case FT_DTYPE_FP8:
-    case FT_DTYPE_F8_E4M3:
-        return 1;
-    default:
-        return 0;
-    }
+    const ft_dtype_info_t *info = ft_dtype_info(t);
+    return info && info->quantize;
 }
 
 int ft_dequant_supported(ft_dtype_t t)
 {
-    return ft_quant_supported(t) || t == FT_DTYPE_F8_E5M2;
+    const ft_dtype_info_t *info = ft_dtype_info(t);
+    return info && info->dequantize;
 }
 
 /* The storage formats a row may be converted between (Q8_K is an
  * activation format only; F8_E5M2 rows are only read). */
 static int ft_convert_supported(ft_dtype_t t, int as_src)
 {
-    return (as_src ? ft_dequant_supported(t) : ft_quant_supported(t)) && t != FT_DTYPE_Q8_K;
+    return (as_src ? ft_dequant_supported(t) : ft_quant_supported(t)) &&
+           !ft_dtype_has(t, FT_DTYPE_FLAG_ACT_ONLY);
 }
 
 void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n)
 {
-    const uint8_t *in = x;
-    uint16_t h;
-    switch (src) {
-    case FT_DTYPE_F32:
-        memcpy(y, in, n * sizeof(float));
-        break;
-    case FT_DTYPE_F16:
-        for (uint64_t i = 0; i < n; i++) {
-            memcpy(&h, in + 2 * i, 2);
-            y[i] = ft_fp16_to_fp32(h);
-        }
-        break;
-    case FT_DTYPE_BF16:
-        for (uint64_t i = 0; i < n; i++) {
-            memcpy(&h, in + 2 * i, 2);
-            y[i] = ft_bf16_to_fp32(h);
-        }
-        break;
-    case FT_DTYPE_Q8_0: ft_dequantize_row_q8_0(x, y, n); break;
-    case FT_DTYPE_Q4_0: ft_dequantize_row_q4_0(x, y, n); break;
-    case FT_DTYPE_Q4_K: ft_dequantize_row_q4_k(x, y, n); break;
-    case FT_DTYPE_Q6_K: ft_dequantize_row_q6_k(x, y, n); break;
-    case FT_DTYPE_Q8_K: ft_dequantize_row_q8_k(x, y, n); break;
-    case FT_DTYPE_MXFP4: ft_dequantize_row_mxfp4(x, y, n); break;
-    case FT_DTYPE_NVFP4: ft_dequantize_row_nvfp4(x, y, n); break;
-    case FT_DTYPE_FP8: ft_dequantize_row_fp8(x, y, n); break;
-    case FT_DTYPE_F8_E4M3: ft_dequantize_row_e4m3(x, y, n); break;
-    case FT_DTYPE_F8_E5M2: ft_dequantize_row_e5m2(x, y, n); break;
-    default: break;
-    }
+    const ft_dtype_info_t *info = ft_dtype_info(src);
+    if (info && info->dequantize)
+        info->dequantize(x, y, n);
 }
 
 void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n)
 {
-    uint8_t *out = y;
-    uint16_t h;
-    switch (dst) {
-    case FT_DTYPE_F32:
-        memcpy(out, x, n * sizeof(float));
-        break;
-    case FT_DTYPE_F16:
-        for (uint64_t i = 0; i < n; i++) {
-            h = ft_fp32_to_fp16(x[i]);
-            memcpy(out + 2 * i, &h, 2);
+    const ft_dtype_info_t *info = ft_dtype_info(dst);
+    if (info && info->quantize)
+        info->quantize(x, y, n);
+}
+
+/* "f32, f16, f8_e5m2 (as a source), ... and fp8": the formats
+ * ft_convert_row takes, from the table. */
+static const char *ft_convert_list(char *buf, size_t buf_size)
+{
+    int n_match = 0, seen = 0;
+    for (int i = 1; i < FT_DTYPE_COUNT; i++)
+        n_match += ft_convert_supported((ft_dtype_t)i, 1);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 1; i < FT_DTYPE_COUNT; i++) {
+        const ft_dtype_t t = (ft_dtype_t)i;
+        if (!ft_convert_supported(t, 1))
+            continue;
+        seen++;
+        const char *sep = seen == 1 ? "" : seen == n_match ? " and " : ", ";
+        const int n = snprintf(buf + len, buf_size - len, "%s%s%s", sep, ft_dtype_name(t),
+                               ft_convert_supported(t, 0) ? "" : " (as a source)");
+        if (n < 0 || (size_t)n >= buf_size - len) {
+            buf[len] = '\0'; /* cut after the last whole name */
+            break;
         }
-        break;
-    case FT_DTYPE_BF16:
-        for (uint64_t i = 0; i < n; i++) {
-            h = ft_fp32_to_bf16(x[i]);
-            memcpy(out + 2 * i, &h, 2);
-        }
-        break;
-    case FT_DTYPE_Q8_0: ft_quantize_row_q8_0(x, y, n); break;
-    case FT_DTYPE_Q4_0: ft_quantize_row_q4_0(x, y, n); break;
-    case FT_DTYPE_Q4_K: ft_quantize_row_q4_k(x, y, n); break;
-    case FT_DTYPE_Q6_K: ft_quantize_row_q6_k(x, y, n); break;
-    case FT_DTYPE_Q8_K: ft_quantize_row_q8_k(x, y, n); break;
-    case FT_DTYPE_MXFP4: ft_quantize_row_mxfp4(x, y, n); break;
-    case FT_DTYPE_NVFP4: ft_quantize_row_nvfp4(x, y, n); break;
-    case FT_DTYPE_FP8: ft_quantize_row_fp8(x, y, n); break;
-    case FT_DTYPE_F8_E4M3:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = ft_f32_to_e4m3(x[i]);
-        break;
-    default: break;
+        len += (size_t)n;
     }
+    return buf;
 }
 
 ft_status_t ft_convert_row(ft_dtype_t dst, void *dst_row, ft_dtype_t src, const void *src_row,
                            uint64_t n_elems)
 {
-    if (!ft_convert_supported(dst, 0) || !ft_convert_supported(src, 1))
+    if (!ft_convert_supported(dst, 0) || !ft_convert_supported(src, 1)) {
+        char list[400];
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "cannot convert a row from %s to %s: only f32, f16, bf16, q8_0, "
-                              "q4_0, q4_k, q6_k, mxfp4, nvfp4, fp8 and f8_e4m3 are supported "
-                              "(and f8_e5m2 as a source)",
-                              ft_dtype_name(src), ft_dtype_name(dst));
+                              "cannot convert a row from %s to %s: only %s are supported",
+                              ft_dtype_name(src), ft_dtype_name(dst),
+                              ft_convert_list(list, sizeof(list)));
+    }
     uint64_t src_bytes, dst_bytes;
     if (!ft_dtype_row_bytes(src, n_elems, &src_bytes) ||
         !ft_dtype_row_bytes(dst, n_elems, &dst_bytes))

@@ -63,6 +63,15 @@ uint16_t ft_fp32_to_fp16(float f);
 float ft_bf16_to_fp32(uint16_t h);
 uint16_t ft_fp32_to_bf16(float f);
 
+/* Plain rows of n elements (little-endian, no alignment needed): F32 is a
+ * copy, F16 and BF16 round to nearest even as above. */
+void ft_quantize_row_f32(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_f32(const void *x, float *y, uint64_t n);
+void ft_quantize_row_f16(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_f16(const void *x, float *y, uint64_t n);
+void ft_quantize_row_bf16(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_bf16(const void *x, float *y, uint64_t n);
+
 /* n: elements, a multiple of 32 (the caller checks; see ft_convert_row).
  * y receives n / 32 blocks of 34 bytes; no alignment is required. */
 void ft_quantize_row_q8_0(const float *x, void *y, uint64_t n);
@@ -86,27 +95,32 @@ void ft_quantize_row_nvfp4(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_nvfp4(const void *x, float *y, uint64_t n);
 void ft_quantize_row_fp8(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_fp8(const void *x, float *y, uint64_t n);
+/* Plain E4M3 rows: each x rounded to nearest even, saturating at +-448. */
+void ft_quantize_row_e4m3(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_e4m3(const void *x, float *y, uint64_t n);
 void ft_dequantize_row_e5m2(const void *x, float *y, uint64_t n);
 /* A plain E4M3 row as FP8 blocks with scale 1: the bytes are kept, so the
  * conversion is exact (a checkpoint's F8 tensor without a scale). */
 void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
 
-/* 1 when ft_quantize_row / ft_dequantize_row handle the format: F32, F16,
- * BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3. */
+/* 1 when ft_quantize_row / ft_dequantize_row handle the format: those
+ * whose dtype.h table row has a quantize (dequantize) function (F32, F16,
+ * BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3, and for
+ * dequantizing also F8_E5M2). */
 int ft_quant_supported(ft_dtype_t t);
-/* 1 when ft_dequantize_row handles it: the above plus F8_E5M2. */
 int ft_dequant_supported(ft_dtype_t t);
 
-/* Any supported format from / to f32. n must be a multiple of the format's
- * block size (the caller checks, e.g. with ft_dtype_row_bytes); an
- * unsupported format leaves y untouched. y needs no alignment. */
+/* Any supported format from / to f32, through the table's functions. n
+ * must be a multiple of the format's block size (the caller checks, e.g.
+ * with ft_dtype_row_bytes); an unsupported format leaves y untouched. y
+ * needs no alignment. */
 void ft_quantize_row(ft_dtype_t dst, const float *x, void *y, uint64_t n);
 void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n);
 
 /* Converts one row of n_elems elements from src to dst format, through f32.
- * src and dst may each be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
- * NVFP4, FP8 or F8_E4M3, src also F8_E5M2; the same format is a plain
+ * src and dst may each be any format ft_quant_supported accepts except the
+ * activation-only Q8_K (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
+ * NVFP4, FP8 or F8_E4M3), src also F8_E5M2; the same format is a plain
  * copy, and F8_E4M3 to FP8 keeps the bytes with scale 1. Errors: FT_STATUS_UNSUPPORTED naming both formats for any
  * other pair, FT_STATUS_INVALID_ARGUMENT when n_elems is not a multiple of
  * a block format's block size. The rows must not overlap. Allocates nothing

@@ -1,6 +1,23 @@
 /* Weight and tensor element formats: plain types and GGUF block-quantized
- * formats. One table describes all of them (name, block size, bytes per
- * block, GGUF ggml_type id, safetensors dtype name).
+ * formats. One table (dtype.c) describes all of them, one row per format:
+ * name, block size, bytes per block, GGUF ggml_type id, safetensors dtype
+ * name, the row quantizer and dequantizer (convert.h), the activation
+ * format the CPU reference dot product takes, and which kernels compute
+ * it (flags). Code that needs a per-format property looks it up here
+ * instead of switching over formats. Adding a format is then:
+ *   - its row in dtype.c (a new number also needs its enum value below,
+ *     plan.proto's WeightFormat and a line in dtype_mirrors.c);
+ *   - its quantize/dequantize functions (quant_*.c, declared in convert.h);
+ *   - CPU kernels: its dot products (backends/cpu, cpu_dot.h) and their
+ *     row in matmul.c's table, and cpu_act here;
+ *   - CUDA: its struct ft_fmt_<name> decoder in
+ *     codegen/cuda/templates/common.cuh and FT_DTYPE_FLAG_CUDA;
+ *   - generated CPU kernels: ftt_matmul_<name> in codegen/cpu/templates,
+ *     an FT_KABI_FMT_* number (ft_kernel_abi.h, asserted in
+ *     dtype_mirrors.c) and FT_DTYPE_FLAG_CPU_GEN;
+ *   - FT_DTYPE_FLAG_WEIGHT (ftc --format): the profiler's GEMV list
+ *     (hwprofiles/cpu_gemv.c);
+ *   - its tests. test_dtype_table fails while these disagree.
  *
  * The enum values are stored in plans (plan.proto WeightFormat mirrors them):
  * never renumber, only append. They are freetoken's own numbers; a format
@@ -45,6 +62,7 @@
 #ifndef FT_FORMAT_DTYPE_H
 #define FT_FORMAT_DTYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum ft_dtype {
@@ -93,12 +111,45 @@ typedef enum ft_dtype {
     FT_DTYPE_COUNT
 } ft_dtype_t;
 
+/* Rows of n elements (a multiple of the block size) between float32 and
+ * a format; y needs no alignment (convert.h). */
+typedef void (*ft_quantize_row_fn)(const float *x, void *y, uint64_t n);
+typedef void (*ft_dequantize_row_fn)(const void *x, float *y, uint64_t n);
+
+/* ft_dtype_info_t.flags */
+enum {
+    /* A weight format of the compiler: ftc compile --format writes it, the
+     * weight packer converts to it, and the CPU reference kernels compute
+     * it (so it has quantize, dequantize and cpu_act). */
+    FT_DTYPE_FLAG_WEIGHT = 1u << 0,
+    /* The CUDA templates decode it (codegen/cuda/templates/common.cuh,
+     * struct ft_fmt_<name>); its name is the format part of the emitted
+     * kernels' names ("ft_gemv_q4_k_k2048", ft_cuda_kernels.h). Part of
+     * the kernel ABI: changing the set bumps FT_KABI_VERSION. */
+    FT_DTYPE_FLAG_CUDA = 1u << 1,
+    /* codegen/cpu's templates compute it (ftt_matmul_<name>); its number
+     * is an FT_KABI_FMT_* of ft_kernel_abi.h. */
+    FT_DTYPE_FLAG_CPU_GEN = 1u << 2,
+    /* Only ever an activation format (Q8_K): rows are quantized to it for
+     * dot products, never stored as weights or converted to or from. */
+    FT_DTYPE_FLAG_ACT_ONLY = 1u << 3,
+};
+
 typedef struct ft_dtype_info {
     const char *name;       /* lower-case, e.g. "q8_0", "bf16" */
     uint32_t block_elems;   /* elements per block (1 for plain types) */
     uint32_t block_bytes;   /* bytes per block */
     int ggml_id;            /* GGUF ggml_type, or -1 if GGUF has none */
     const char *st_name;    /* safetensors dtype, or NULL if it has none */
+    /* float32 -> this format, or NULL when nothing writes it. */
+    ft_quantize_row_fn quantize;
+    /* this format -> float32, or NULL when nothing reads it. */
+    ft_dequantize_row_fn dequantize;
+    /* The format the CPU kernels prepare activation rows in for weights of
+     * this format (ggml's vec_dot_type: F32, Q8_0 or Q8_K), or
+     * FT_DTYPE_INVALID when the CPU kernels do not compute it. */
+    ft_dtype_t cpu_act;
+    uint32_t flags; /* FT_DTYPE_FLAG_WEIGHT, FT_DTYPE_FLAG_CUDA, ... */
 } ft_dtype_info_t;
 
 /* NULL for FT_DTYPE_INVALID or out-of-range values. */
@@ -113,6 +164,15 @@ ft_dtype_t ft_dtype_from_safetensors(const char *st_name);
 /* Name of any ggml_type id ever assigned, including ids that were removed
  * from ggml (e.g. "q4_2 (removed)"); NULL for ids never assigned. */
 const char *ft_ggml_type_name(uint32_t ggml_id);
+
+/* 1 when dtype is a known format with every flag of `flags` set. */
+int ft_dtype_has(ft_dtype_t dtype, uint32_t flags);
+
+/* The names of the formats with every flag of `flags`, in enum order, as
+ * an English list ("f32, f16 or q8_0" with conj "or") into buf (always
+ * terminated; cut after the last name that fits). For messages that list
+ * what is supported. Returns buf. */
+const char *ft_dtype_list(uint32_t flags, const char *conj, char *buf, size_t buf_size);
 
 /* Bytes of a row of n_elems elements. Returns 0 and leaves *out_bytes alone
  * when n_elems is not a multiple of the block size or the product overflows. */

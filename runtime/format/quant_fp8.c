@@ -79,6 +79,13 @@ void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n)
     }
 }
 
+void ft_quantize_row_e4m3(const float *x, void *y, uint64_t n)
+{
+    uint8_t *out = y;
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = ft_f32_to_e4m3(x[i]);
+}
+
 void ft_dequantize_row_e4m3(const void *x, float *y, uint64_t n)
 {
     const uint8_t *in = x;

@@ -16,10 +16,11 @@
 #include <stdint.h>
 
 /* The format's name in kernel names, or NULL when the CUDA templates do
- * not compute weights of that format. dtype is a weight format number:
- * the value of runtime/format/dtype.h's ft_dtype_t, which ft_kernel_abi.h
- * mirrors as FT_KABI_FMT_* (the numbers are _Static_assert'ed equal in
- * runtime/backends/cpu/cpu_module.c and cuda_kernel_names.c). */
+ * not compute weights of that format (the formats runtime/format/dtype.c's
+ * table flags FT_DTYPE_FLAG_CUDA; the name is the table's). dtype is a
+ * weight format number: the value of runtime/format/dtype.h's ft_dtype_t,
+ * which ft_kernel_abi.h mirrors as FT_KABI_FMT_* (the numbers are
+ * _Static_assert'ed equal in runtime/format/dtype_mirrors.c). */
 const char *ft_cuda_kernel_format(uint32_t dtype);
 
 /* The RoPE kernel for heads of head_dim floats whose first rope_dim rotate:

@@ -143,22 +143,18 @@ double ft_ref_session_route_margin(const ft_ref_session_t *s, uint32_t pos)
 static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_t rows,
                    uint32_t cols, const double *x, double *y)
 {
-    const int q8_0 = fmt == FT_DTYPE_Q8_0 || fmt == FT_DTYPE_Q4_0 || fmt == FT_DTYPE_MXFP4 ||
-                     fmt == FT_DTYPE_NVFP4;
-    const int q8_k = fmt == FT_DTYPE_Q4_K || fmt == FT_DTYPE_Q6_K;
-    if (!s->m->emulate_act_quant || !(q8_0 || q8_k)) {
+    /* the activation format of fmt's CPU dot product (dtype.h's table):
+     * Q8_0 or Q8_K blocks round x, float32 does not */
+    const ft_dtype_info_t *info = ft_dtype_info(fmt);
+    const ft_dtype_t at = info ? info->cpu_act : FT_DTYPE_INVALID;
+    if (!s->m->emulate_act_quant || (at != FT_DTYPE_Q8_0 && at != FT_DTYPE_Q8_K)) {
         ft_ref_matvec(w, rows, cols, x, y);
         return;
     }
     for (uint32_t i = 0; i < cols; i++)
         s->round_f[i] = (float)x[i];
-    if (q8_0) {
-        ft_quantize_row_q8_0(s->round_f, s->round_q, cols);
-        ft_dequantize_row_q8_0(s->round_q, s->round_f, cols);
-    } else {
-        ft_quantize_row_q8_k(s->round_f, s->round_q, cols);
-        ft_dequantize_row_q8_k(s->round_q, s->round_f, cols);
-    }
+    ft_quantize_row(at, s->round_f, s->round_q, cols);
+    ft_dequantize_row(at, s->round_q, s->round_f, cols);
     for (uint32_t i = 0; i < cols; i++)
         s->round_d[i] = s->round_f[i];
     ft_ref_matvec(w, rows, cols, s->round_d, y);

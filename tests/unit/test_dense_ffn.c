@@ -23,9 +23,8 @@
 #include "compile.h"
 #include "cuda_codegen.h"
 #include "ref_bundle.h"
-#include "ref_check.h"
 #include "ref_forward.h"
-#include "ref_ops.h"
+#include "ref_greedy_check.h"
 #include "test_tmp.h"
 
 #include "import.h"
@@ -39,18 +38,15 @@
 #include <string.h>
 
 #define FT_DENSE_TOL 1e-4
-enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 64, V_MAX = 1024 };
+enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 64 };
 static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
 
 static char g_dir[4096], g_bundle[4096], g_cuda_bundle[4200], g_hw[4096];
-static double *g_ref_prompt, *g_ref_steps;
-static int32_t g_want[N_GEN];
-static uint32_t g_vocab;
-static float *g_cpu_prompt; /* the cpu backend's prompt logits (reference kernels) */
+static ft_ref_greedy_t g_ref;
 
-/* The reference's prompt logits and greedy continuation (with each
- * step's logits), from the HF source's IR. */
+/* The reference's prompt logits and greedy continuation, from the HF
+ * source's IR. */
 static void reference(void)
 {
     char src[4200];
@@ -61,24 +57,9 @@ static void reference(void)
     assert_true(ir->blocks[1].is_moe);
     ft_ref_model_t *m;
     FT_REF_OK(ft_ref_model_from_ir(ir, &m));
-    const uint32_t V = m->vocab_size;
-    assert_true(V <= V_MAX);
-    ft_ref_session_t *rs;
-    FT_REF_OK(ft_ref_session_create(m, N_CTX, &rs));
-    FT_REF_OK(ft_ref_session_eval(rs, k_prompt, N_PROMPT, g_ref_prompt));
-    double *last = malloc(sizeof(double) * V);
-    assert_non_null(last);
-    memcpy(last, g_ref_prompt + (size_t)(N_PROMPT - 1) * V, sizeof(double) * V);
-    for (int i = 0; i < N_GEN; i++) {
-        memcpy(g_ref_steps + (size_t)i * V, last, sizeof(double) * V);
-        g_want[i] = (int32_t)ft_ref_argmax_d(last, V);
-        FT_REF_OK(ft_ref_session_eval(rs, &g_want[i], 1, last));
-    }
-    free(last);
-    ft_ref_session_free(rs);
+    FT_REF_OK(ft_ref_greedy_reference(m, k_prompt, N_PROMPT, N_GEN, N_CTX, &g_ref));
     ft_ref_model_free(m);
     ft_ir_model_destroy(ir);
-    g_vocab = V;
 }
 
 static int setup(void **state)
@@ -95,10 +76,6 @@ static int setup(void **state)
         return -1;
     }
     snprintf(g_hw, sizeof(g_hw), "%s/hwprofiles/presets/rtx4090.textproto", FT_SOURCE_DIR);
-    g_ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
-    g_ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
-    if (!g_ref_prompt || !g_ref_steps)
-        return -1;
     setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
     setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
     return 0;
@@ -107,9 +84,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    free(g_ref_prompt);
-    free(g_ref_steps);
-    free(g_cpu_prompt);
+    ft_ref_greedy_free(&g_ref);
     return 0;
 }
 
@@ -138,7 +113,6 @@ static void test_lowering(void **state)
  * logits. */
 static float *check(const char *bundle, ft_backend_kind_t backend, int kernels, const char *name)
 {
-    const uint32_t V = g_vocab;
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.backend = backend;
@@ -151,51 +125,19 @@ static float *check(const char *bundle, ft_backend_kind_t backend, int kernels, 
         eo.vram_bytes = 64ull << 20;
         eo.plan_ctx = N_CTX;
     }
-    ft_engine_t *e;
-    FT_REF_OK(ft_engine_open(bundle, &eo, &e));
-    ft_session_options_t so;
-    ft_session_options_init(&so);
-    so.n_ctx = N_CTX;
-    ft_session_t *s;
-    FT_REF_OK(ft_session_create(e, &so, &s));
-    float *prompt = malloc(sizeof(float) * N_PROMPT * V);
-    assert_non_null(prompt);
-    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, prompt));
-    double worst = 0, worst_step = 0;
-    uint32_t agree = 0;
-    for (uint32_t p = 0; p < N_PROMPT; p++) {
-        const double err = ft_ref_rel_err(prompt + (size_t)p * V, g_ref_prompt + (size_t)p * V, V);
-        worst = err > worst ? err : worst;
-        agree += ft_ref_argmax_f(prompt + (size_t)p * V, V) == ft_ref_argmax_d(g_ref_prompt + (size_t)p * V, V);
-    }
-    for (int i = 0; i < N_GEN; i++) {
-        const float *lg = ft_session_logits(s);
-        const double err = ft_ref_rel_err(lg, g_ref_steps + (size_t)i * V, V);
-        worst_step = err > worst_step ? err : worst_step;
-        const int32_t tok = (int32_t)ft_ref_argmax_f(lg, V);
-        if (tok != g_want[i])
-            fail_msg("%s: greedy token %d: runtime %d, reference %d", name, i, tok, g_want[i]);
-        FT_REF_OK(ft_session_eval(s, &tok, 1, NULL));
-    }
-    print_message("dense ffn %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", name, worst, agree,
-                  N_PROMPT, worst_step);
-    assert_true(worst <= FT_DENSE_TOL);
-    assert_int_equal(agree, N_PROMPT);
-    assert_true(worst_step <= FT_DENSE_TOL);
-    ft_session_destroy(s);
-    ft_engine_close(e);
-    return prompt;
+    return ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, &g_ref, FT_DENSE_TOL, name, 1);
 }
 
 static void test_cpu_and_sim(void **state)
 {
     (void)state;
-    reference();
-    g_cpu_prompt = check(g_bundle, FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "cpu reference");
-    free(check(g_bundle, FT_BACKEND_CPU, FT_KERNELS_GENERATED, "cpu generated"));
-    float *sim = check(g_bundle, FT_BACKEND_SIM, FT_KERNELS_REFERENCE, "sim reference");
-    assert_memory_equal(sim, g_cpu_prompt, sizeof(float) * N_PROMPT * g_vocab); /* the sim: cpu's bits */
+    if (!g_ref.vocab) reference();
+    float *cpu = check(g_bundle, FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "dense ffn cpu reference");
+    free(check(g_bundle, FT_BACKEND_CPU, FT_KERNELS_GENERATED, "dense ffn cpu generated"));
+    float *sim = check(g_bundle, FT_BACKEND_SIM, FT_KERNELS_REFERENCE, "dense ffn sim reference");
+    assert_memory_equal(sim, cpu, sizeof(float) * N_PROMPT * g_ref.vocab); /* the sim: cpu's bits */
     free(sim);
+    free(cpu);
 }
 
 static void test_cuda(void **state)
@@ -205,7 +147,7 @@ static void test_cuda(void **state)
     if (fake) dlclose(fake);
     if (!fake || !ft_cg_cuda_nvrtc_available())
         FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
-    if (!g_vocab) reference();
+    if (!g_ref.vocab) reference();
     /* The same source compiled with cubins for the fake's sm_90. */
     char src[4200];
     snprintf(src, sizeof(src), "%s/hf", g_dir);
@@ -221,7 +163,7 @@ static void test_cuda(void **state)
     ft_status_t st = ft_compile_bundle(m, &co, g_cuda_bundle);
     ft_ir_model_destroy(m);
     FT_REF_OK(st);
-    free(check(g_cuda_bundle, FT_BACKEND_CUDA, FT_KERNELS_REFERENCE, "cuda (fake driver)"));
+    free(check(g_cuda_bundle, FT_BACKEND_CUDA, FT_KERNELS_REFERENCE, "dense ffn cuda (fake driver)"));
 }
 
 int main(void)

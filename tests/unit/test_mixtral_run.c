@@ -26,9 +26,8 @@
 #include "compile.h"
 #include "cuda_codegen.h"
 #include "ref_bundle.h"
-#include "ref_check.h"
 #include "ref_forward.h"
-#include "ref_ops.h"
+#include "ref_greedy_check.h"
 #include "test_tmp.h"
 
 #include "import.h"
@@ -67,9 +66,9 @@ static int setup(void **state)
     return 0;
 }
 
-/* The reference's prompt logits and greedy continuation (with each
- * step's logits), from the GGUF source's IR. */
-static void reference(double *prompt_logits, int32_t *want, double *step_logits, uint32_t *out_vocab)
+/* The reference's prompt logits and greedy continuation, from the GGUF
+ * source's IR. */
+static void reference(ft_ref_greedy_t *out)
 {
     char src[4200];
     snprintf(src, sizeof(src), "%s/model.gguf", g_dir[0]);
@@ -77,38 +76,20 @@ static void reference(double *prompt_logits, int32_t *want, double *step_logits,
     FT_REF_OK(ft_import_model(src, &ir));
     ft_ref_model_t *m;
     FT_REF_OK(ft_ref_model_from_ir(ir, &m));
-    const uint32_t V = m->vocab_size;
-    ft_ref_session_t *rs;
-    FT_REF_OK(ft_ref_session_create(m, N_CTX, &rs));
-    FT_REF_OK(ft_ref_session_eval(rs, k_prompt, N_PROMPT, prompt_logits));
-    double *last = malloc(sizeof(double) * V);
-    assert_non_null(last);
-    memcpy(last, prompt_logits + (size_t)(N_PROMPT - 1) * V, sizeof(double) * V);
-    for (int i = 0; i < N_GEN; i++) {
-        memcpy(step_logits + (size_t)i * V, last, sizeof(double) * V);
-        want[i] = (int32_t)ft_ref_argmax_d(last, V);
-        FT_REF_OK(ft_ref_session_eval(rs, &want[i], 1, last));
-    }
-    free(last);
-    ft_ref_session_free(rs);
+    FT_REF_OK(ft_ref_greedy_reference(m, k_prompt, N_PROMPT, N_GEN, N_CTX, out));
     ft_ref_model_free(m);
     ft_ir_model_destroy(ir);
-    *out_vocab = V;
 }
 
-typedef struct run_out {
-    float *prompt; /* N_PROMPT x V */
-    int32_t tokens[N_GEN];
-    double worst_step; /* largest decode-step error against the reference */
-} run_out_t;
-
-static void run(const char *bundle, ft_backend_kind_t backend, int kernels, const double *step_ref, uint32_t V,
-                run_out_t *out)
+/* One engine against the reference; kernels < 0: the reference kernels
+ * with a budget that keeps a few experts. Returns the prompt logits. */
+static float *run(const char *bundle, ft_backend_kind_t backend, int kernels, const ft_ref_greedy_t *ref,
+                  const char *name)
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.backend = backend;
-    eo.kernels = kernels;
+    eo.kernels = kernels < 0 ? FT_KERNELS_REFERENCE : kernels;
     if (backend == FT_BACKEND_SIM || kernels < 0) {
         eo.hw_profile = g_hw;
         /* The dense weights, KV and scratch, and a few experts (the cuda
@@ -119,42 +100,16 @@ static void run(const char *bundle, ft_backend_kind_t backend, int kernels, cons
         eo.vram_bytes = 64ull << 20; /* everything resident */
         eo.plan_ctx = N_CTX;
     }
-    if (kernels < 0) /* a budget that keeps a few experts, on the reference kernels */
-        eo.kernels = FT_KERNELS_REFERENCE;
-    ft_engine_t *e;
-    FT_REF_OK(ft_engine_open(bundle, &eo, &e));
-    assert_string_equal(ft_engine_info(e)->arch, "mixtral");
-    ft_session_options_t so;
-    ft_session_options_init(&so);
-    so.n_ctx = N_CTX;
-    ft_session_t *s;
-    FT_REF_OK(ft_session_create(e, &so, &s));
-    out->prompt = malloc(sizeof(float) * N_PROMPT * V);
-    assert_non_null(out->prompt);
-    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, out->prompt));
-    out->worst_step = 0;
-    for (int i = 0; i < N_GEN; i++) {
-        const float *lg = ft_session_logits(s);
-        double err = ft_ref_rel_err(lg, step_ref + (size_t)i * V, V);
-        out->worst_step = err > out->worst_step ? err : out->worst_step;
-        out->tokens[i] = (int32_t)ft_ref_argmax_f(lg, V);
-        FT_REF_OK(ft_session_eval(s, &out->tokens[i], 1, NULL));
-    }
-    ft_session_destroy(s);
-    ft_engine_close(e);
+    char what[96];
+    snprintf(what, sizeof(what), "mixtral %s", name);
+    return ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, ref, FT_MIX_TOL, what, 1);
 }
 
 static void test_mixtral_matches_reference(void **state)
 {
-    const uint32_t V_MAX = 1024;
-    double *ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
-    double *ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
-    assert_non_null(ref_prompt);
-    assert_non_null(ref_steps);
-    int32_t want[N_GEN];
-    uint32_t V;
-    reference(ref_prompt, want, ref_steps, &V);
-    assert_true(V <= V_MAX);
+    (void)state;
+    ft_ref_greedy_t ref;
+    reference(&ref);
     static const struct {
         int from;
         ft_backend_kind_t backend;
@@ -167,36 +122,19 @@ static void test_mixtral_matches_reference(void **state)
         {1, FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "hf cpu reference"},
         {1, FT_BACKEND_SIM, FT_KERNELS_GENERATED, "hf sim generated"},
     };
-    run_out_t first = {0};
+    float *first = NULL;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        run_out_t r;
-        run(g_bundle[cases[c].from], cases[c].backend, cases[c].kernels, ref_steps, V, &r);
-        double worst = 0;
-        uint32_t agree = 0;
-        for (uint32_t p = 0; p < N_PROMPT; p++) {
-            const double err = ft_ref_rel_err(r.prompt + (size_t)p * V, ref_prompt + (size_t)p * V, V);
-            worst = err > worst ? err : worst;
-            agree += ft_ref_argmax_f(r.prompt + (size_t)p * V, V) == ft_ref_argmax_d(ref_prompt + (size_t)p * V, V);
-        }
-        print_message("mixtral %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", cases[c].name,
-                      worst, agree, N_PROMPT, r.worst_step);
-        assert_true(worst <= FT_MIX_TOL);
-        assert_int_equal(agree, N_PROMPT);
-        assert_true(r.worst_step <= FT_MIX_TOL);
-        for (int i = 0; i < N_GEN; i++)
-            if (r.tokens[i] != want[i])
-                fail_msg("%s: greedy token %d: runtime %d, reference %d", cases[c].name, i, r.tokens[i], want[i]);
+        float *prompt = run(g_bundle[cases[c].from], cases[c].backend, cases[c].kernels, &ref, cases[c].name);
         if (c == 0) {
-            first = r;
+            first = prompt;
             continue;
         }
         if (cases[c].from == 0 && cases[c].kernels == FT_KERNELS_REFERENCE) /* the sim: cpu's bits */
-            assert_memory_equal(r.prompt, first.prompt, sizeof(float) * N_PROMPT * V);
-        free(r.prompt);
+            assert_memory_equal(prompt, first, sizeof(float) * N_PROMPT * ref.vocab);
+        free(prompt);
     }
-    free(first.prompt);
-    free(ref_prompt);
-    free(ref_steps);
+    free(first);
+    ft_ref_greedy_free(&ref);
 }
 
 /* Mixtral on the cuda backend through the fake driver. */
@@ -225,44 +163,12 @@ static void test_mixtral_cuda(void **state)
         ft_ir_model_destroy(m);
         FT_REF_OK(st);
     }
-    const uint32_t V_MAX = 1024;
-    double *ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
-    double *ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
-    assert_non_null(ref_prompt);
-    assert_non_null(ref_steps);
-    int32_t want[N_GEN];
-    uint32_t V;
-    reference(ref_prompt, want, ref_steps, &V);
-    static const struct {
-        int from, kernels;
-        const char *name;
-    } cases[] = {
-        {0, FT_KERNELS_REFERENCE, "gguf cuda, all resident"},
-        {1, FT_KERNELS_REFERENCE, "hf cuda, all resident"},
-        {0, -1, "gguf cuda, a few experts resident"},
-    };
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        run_out_t r;
-        run(g_cuda_bundle[cases[c].from], FT_BACKEND_CUDA, cases[c].kernels, ref_steps, V, &r);
-        double worst = 0;
-        uint32_t agree = 0;
-        for (uint32_t p = 0; p < N_PROMPT; p++) {
-            const double err = ft_ref_rel_err(r.prompt + (size_t)p * V, ref_prompt + (size_t)p * V, V);
-            worst = err > worst ? err : worst;
-            agree += ft_ref_argmax_f(r.prompt + (size_t)p * V, V) == ft_ref_argmax_d(ref_prompt + (size_t)p * V, V);
-        }
-        print_message("mixtral %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", cases[c].name,
-                      worst, agree, N_PROMPT, r.worst_step);
-        assert_true(worst <= FT_MIX_TOL);
-        assert_int_equal(agree, N_PROMPT);
-        assert_true(r.worst_step <= FT_MIX_TOL);
-        for (int i = 0; i < N_GEN; i++)
-            if (r.tokens[i] != want[i])
-                fail_msg("%s: greedy token %d: runtime %d, reference %d", cases[c].name, i, r.tokens[i], want[i]);
-        free(r.prompt);
-    }
-    free(ref_prompt);
-    free(ref_steps);
+    ft_ref_greedy_t ref;
+    reference(&ref);
+    free(run(g_cuda_bundle[0], FT_BACKEND_CUDA, FT_KERNELS_REFERENCE, &ref, "gguf cuda, all resident"));
+    free(run(g_cuda_bundle[1], FT_BACKEND_CUDA, FT_KERNELS_REFERENCE, &ref, "hf cuda, all resident"));
+    free(run(g_cuda_bundle[0], FT_BACKEND_CUDA, -1, &ref, "gguf cuda, a few experts resident"));
+    ft_ref_greedy_free(&ref);
 }
 
 int main(void)

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 
 #include "ref_bundle.h"
-#include "ref_check.h"
 #include "ref_forward.h"
+#include "ref_greedy_check.h"
 #include "ref_ops.h"
 #include "test_tmp.h"
 
@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 
 #define FT_ROUTER_TOL 1e-4
-enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 64, V_MAX = 1024 };
+enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 64 };
 static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
 enum { N_GROUPS = 4, N_GROUPS_USED = 2 };
@@ -99,7 +99,7 @@ static int setup(void **state)
 
 /* The reference's prompt logits and greedy continuation with the
  * variant's router (or the plain one). */
-static uint32_t reference(int variant, double *prompt_logits, int32_t *want, double *step_logits)
+static void reference(int variant, uint32_t n_gen, ft_ref_greedy_t *out)
 {
     char src[4200];
     snprintf(src, sizeof(src), "%s/model.gguf", g_dir);
@@ -113,28 +113,12 @@ static uint32_t reference(int variant, double *prompt_logits, int32_t *want, dou
         m->layers[l].n_groups_used = N_GROUPS_USED;
         m->layers[l].routed_scaling = SCALE;
     }
-    const uint32_t V = m->vocab_size;
-    assert_true(V <= V_MAX);
-    ft_ref_session_t *rs;
-    FT_REF_OK(ft_ref_session_create(m, N_CTX, &rs));
-    FT_REF_OK(ft_ref_session_eval(rs, k_prompt, N_PROMPT, prompt_logits));
-    double *last = malloc(sizeof(double) * V);
-    assert_non_null(last);
-    memcpy(last, prompt_logits + (size_t)(N_PROMPT - 1) * V, sizeof(double) * V);
-    for (int i = 0; want && i < N_GEN; i++) {
-        memcpy(step_logits + (size_t)i * V, last, sizeof(double) * V);
-        want[i] = (int32_t)ft_ref_argmax_d(last, V);
-        FT_REF_OK(ft_ref_session_eval(rs, &want[i], 1, last));
-    }
-    free(last);
-    ft_ref_session_free(rs);
+    FT_REF_OK(ft_ref_greedy_reference(m, k_prompt, N_PROMPT, n_gen, N_CTX, out));
     ft_ref_model_free(m);
     ft_ir_model_destroy(ir);
-    return V;
 }
 
-static void check(ft_backend_kind_t backend, int kernels, const char *name, const double *ref_prompt,
-                  const double *ref_steps, const int32_t *want, uint32_t V)
+static void check(ft_backend_kind_t backend, int kernels, const char *name, const ft_ref_greedy_t *ref)
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
@@ -145,71 +129,34 @@ static void check(ft_backend_kind_t backend, int kernels, const char *name, cons
         eo.vram_bytes = 2250ull << 10; /* dense weights, KV, scratch and a few experts */
         eo.plan_ctx = N_CTX;
     }
-    ft_engine_t *e;
-    FT_REF_OK(ft_engine_open(g_variant, &eo, &e));
-    ft_session_options_t so;
-    ft_session_options_init(&so);
-    so.n_ctx = N_CTX;
-    ft_session_t *s;
-    FT_REF_OK(ft_session_create(e, &so, &s));
-    float *prompt = malloc(sizeof(float) * N_PROMPT * V);
-    assert_non_null(prompt);
-    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, prompt));
-    double worst = 0, worst_step = 0;
-    uint32_t agree = 0;
-    for (uint32_t p = 0; p < N_PROMPT; p++) {
-        const double err = ft_ref_rel_err(prompt + (size_t)p * V, ref_prompt + (size_t)p * V, V);
-        worst = err > worst ? err : worst;
-        agree += ft_ref_argmax_f(prompt + (size_t)p * V, V) == ft_ref_argmax_d(ref_prompt + (size_t)p * V, V);
-    }
-    for (int i = 0; i < N_GEN; i++) {
-        const float *lg = ft_session_logits(s);
-        const double err = ft_ref_rel_err(lg, ref_steps + (size_t)i * V, V);
-        worst_step = err > worst_step ? err : worst_step;
-        const int32_t tok = (int32_t)ft_ref_argmax_f(lg, V);
-        if (tok != want[i])
-            fail_msg("%s: greedy token %d: runtime %d, reference %d", name, i, tok, want[i]);
-        FT_REF_OK(ft_session_eval(s, &tok, 1, NULL));
-    }
-    print_message("router variant %s: prompt error %.3g (top-1 %u/%u), decode-step error %.3g\n", name, worst,
-                  agree, N_PROMPT, worst_step);
-    assert_true(worst <= FT_ROUTER_TOL);
-    assert_int_equal(agree, N_PROMPT);
-    assert_true(worst_step <= FT_ROUTER_TOL);
-    free(prompt);
-    ft_session_destroy(s);
-    ft_engine_close(e);
+    ft_ref_expect_greedy(g_variant, &eo, N_CTX, k_prompt, ref, FT_ROUTER_TOL, name, 0);
 }
 
 static void test_variant_matches_reference(void **state)
 {
     (void)state;
-    double *ref_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
-    double *plain_prompt = malloc(sizeof(double) * N_PROMPT * V_MAX);
-    double *ref_steps = malloc(sizeof(double) * N_GEN * V_MAX);
-    assert_non_null(ref_prompt);
-    assert_non_null(plain_prompt);
-    assert_non_null(ref_steps);
-    int32_t want[N_GEN];
-    const uint32_t V = reference(1, ref_prompt, want, ref_steps);
-    reference(0, plain_prompt, NULL, NULL);
+    ft_ref_greedy_t ref, plain;
+    reference(1, N_GEN, &ref);
+    reference(0, 0, &plain);
     /* The variant routes otherwise: its logits are far from the plain ones. */
+    const uint32_t V = ref.vocab;
+    float *row = malloc(sizeof(float) * V);
+    assert_non_null(row);
     double apart = 0;
     for (uint32_t p = 0; p < N_PROMPT; p++) {
-        float row[V_MAX];
         for (uint32_t v = 0; v < V; v++)
-            row[v] = (float)ref_prompt[(size_t)p * V + v];
-        const double err = ft_ref_rel_err(row, plain_prompt + (size_t)p * V, V);
+            row[v] = (float)ref.prompt[(size_t)p * V + v];
+        const double err = ft_ref_rel_err(row, plain.prompt + (size_t)p * V, V);
         apart = err > apart ? err : apart;
     }
+    free(row);
     print_message("variant vs plain router (reference): %.3g\n", apart);
     assert_true(apart > 1e-2);
-    check(FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "cpu reference", ref_prompt, ref_steps, want, V);
-    check(FT_BACKEND_CPU, FT_KERNELS_GENERATED, "cpu generated", ref_prompt, ref_steps, want, V);
-    check(FT_BACKEND_SIM, FT_KERNELS_GENERATED, "sim generated", ref_prompt, ref_steps, want, V);
-    free(ref_prompt);
-    free(plain_prompt);
-    free(ref_steps);
+    check(FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "router variant cpu reference", &ref);
+    check(FT_BACKEND_CPU, FT_KERNELS_GENERATED, "router variant cpu generated", &ref);
+    check(FT_BACKEND_SIM, FT_KERNELS_GENERATED, "router variant sim generated", &ref);
+    ft_ref_greedy_free(&ref);
+    ft_ref_greedy_free(&plain);
 }
 
 /* Bad groups in a ROUTER op are refused by the validator, naming it. */

@@ -1,12 +1,21 @@
 /* Activation preparation: once per op, the float32 activation rows are put
  * in the form the weight format's dot product consumes (ggml's
- * vec_dot_type): Q8_0 blocks for Q8_0/Q4_0/MXFP4/NVFP4 weights, Q8_K
- * super-blocks for Q4_K/Q6_K, float32 as they are for F32/F16/BF16/FP8.
- * Quantization uses the reference rounding of runtime/format
- * (bit-identical to ggml's _ref). */
+ * vec_dot_type, the cpu_act column of dtype.h's table): Q8_0 blocks for
+ * Q8_0/Q4_0/MXFP4/NVFP4 weights, Q8_K super-blocks for Q4_K/Q6_K, float32
+ * as they are for F32/F16/BF16/FP8. Quantization uses the reference
+ * rounding of runtime/format (bit-identical to ggml's _ref). */
 #include "cpu_dot.h"
 
 #include "../../format/convert.h"
+
+/* cpu_dot.h's block geometry is convert.h's (and so the dtype table's). */
+_Static_assert(FT_CPU_QK8_0 == FT_Q8_0_BLOCK_ELEMS && FT_CPU_Q8_0_BYTES == FT_Q8_0_BLOCK_BYTES &&
+                   FT_CPU_Q4_0_BYTES == FT_Q4_0_BLOCK_BYTES && FT_CPU_QK_K == FT_QK_K &&
+                   FT_CPU_Q4_K_BYTES == FT_Q4_K_BLOCK_BYTES && FT_CPU_Q6_K_BYTES == FT_Q6_K_BLOCK_BYTES &&
+                   FT_CPU_Q8_K_BYTES == FT_Q8_K_BLOCK_BYTES && FT_CPU_MXFP4_BYTES == FT_MXFP4_BLOCK_BYTES &&
+                   FT_CPU_NVFP4_ELEMS == FT_NVFP4_BLOCK_ELEMS && FT_CPU_NVFP4_BYTES == FT_NVFP4_BLOCK_BYTES &&
+                   FT_CPU_FP8_ELEMS == FT_FP8_BLOCK_ELEMS && FT_CPU_FP8_BYTES == FT_FP8_BLOCK_BYTES,
+               "cpu_dot.h block sizes must match convert.h");
 
 int ft_cpu_supports(ft_dtype_t wtype)
 {
@@ -15,37 +24,14 @@ int ft_cpu_supports(ft_dtype_t wtype)
 
 ft_dtype_t ft_cpu_act_type(ft_dtype_t wtype)
 {
-    switch (wtype) {
-    case FT_DTYPE_F32:
-    case FT_DTYPE_F16:
-    case FT_DTYPE_BF16:
-    case FT_DTYPE_FP8:
-        return FT_DTYPE_F32;
-    case FT_DTYPE_Q8_0:
-    case FT_DTYPE_Q4_0:
-    case FT_DTYPE_MXFP4:
-    case FT_DTYPE_NVFP4:
-        return FT_DTYPE_Q8_0;
-    case FT_DTYPE_Q4_K:
-    case FT_DTYPE_Q6_K:
-        return FT_DTYPE_Q8_K;
-    default:
-        return FT_DTYPE_INVALID;
-    }
+    const ft_dtype_info_t *info = ft_dtype_info(wtype);
+    return info ? info->cpu_act : FT_DTYPE_INVALID;
 }
 
 size_t ft_cpu_act_row_bytes(ft_dtype_t wtype, uint32_t cols)
 {
-    switch (ft_cpu_act_type(wtype)) {
-    case FT_DTYPE_F32:
-        return (size_t)cols * sizeof(float);
-    case FT_DTYPE_Q8_0:
-        return (size_t)(cols / FT_CPU_QK8_0) * FT_CPU_Q8_0_BYTES;
-    case FT_DTYPE_Q8_K:
-        return (size_t)(cols / FT_CPU_QK_K) * FT_CPU_Q8_K_BYTES;
-    default:
-        return 0;
-    }
+    const ft_dtype_info_t *ai = ft_dtype_info(ft_cpu_act_type(wtype));
+    return ai ? (size_t)(cols / ai->block_elems) * ai->block_bytes : 0;
 }
 
 void ft_cpu_act_prepare(ft_dtype_t wtype, const float *x, size_t ldx, uint32_t n_rows,

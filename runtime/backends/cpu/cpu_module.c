@@ -9,11 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-_Static_assert((int)FT_KABI_FMT_Q8_0 == (int)FT_DTYPE_Q8_0 && (int)FT_KABI_FMT_Q4_K == (int)FT_DTYPE_Q4_K &&
-                   (int)FT_KABI_FMT_Q6_K == (int)FT_DTYPE_Q6_K && (int)FT_KABI_FMT_Q4_0 == (int)FT_DTYPE_Q4_0 &&
-                   (int)FT_KABI_FMT_F32 == (int)FT_DTYPE_F32 && (int)FT_KABI_FMT_F16 == (int)FT_DTYPE_F16 &&
-                   (int)FT_KABI_FMT_BF16 == (int)FT_DTYPE_BF16 && (int)FT_KABI_FMT_Q8_K == (int)FT_DTYPE_Q8_K,
-               "the ABI's format numbers are ft_dtype_t's");
+/* FT_KABI_FMT_* are ft_dtype_t's numbers: runtime/format/dtype_mirrors.c
+ * _Static_asserts them. */
 
 struct ft_cpu_module {
     void *handle;

@@ -19,12 +19,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 1 when the kernels compute this weight format (F32, F16, BF16, Q8_0,
- * Q4_0, Q4_K, Q6_K, MXFP4, NVFP4, FP8). */
+/* 1 when the kernels compute this weight format: it has a row in
+ * matmul.c's dot table (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
+ * NVFP4, FP8). */
 int ft_cpu_supports(ft_dtype_t wtype);
 
-/* The format activations are prepared in for weights of wtype, and the
- * bytes one prepared row of `cols` elements takes. */
+/* The format activations are prepared in for weights of wtype (the
+ * cpu_act column of dtype.h's table; FT_DTYPE_INVALID when the kernels do
+ * not compute wtype), and the bytes one prepared row of `cols` elements
+ * takes (0 then). */
 ft_dtype_t ft_cpu_act_type(ft_dtype_t wtype);
 size_t ft_cpu_act_row_bytes(ft_dtype_t wtype, uint32_t cols);
 

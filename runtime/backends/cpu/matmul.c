@@ -14,39 +14,33 @@ enum {
     FT_MM_X_TILE = 256 * 1024,  /* bytes of prepared activations kept hot */
 };
 
+/* The dot products, one row per weight format: the portable one and the
+ * AVX2 one where it is built. Formats without a row have no CPU kernel
+ * (and must have cpu_act FT_DTYPE_INVALID in dtype.h's table, which
+ * test_dtype_table checks). */
+#if FT_CPU_HAVE_AVX2
+#define FT_DOTS(f) {ft_cpu_dot_##f##_c, ft_cpu_dot_##f##_avx2}
+#else
+#define FT_DOTS(f) {ft_cpu_dot_##f##_c, NULL}
+#endif
+
+static const struct {
+    ft_cpu_dot_fn portable, avx2;
+} ft_cpu_dots[FT_DTYPE_COUNT] = {
+    [FT_DTYPE_F32] = FT_DOTS(f32),     [FT_DTYPE_F16] = FT_DOTS(f16),
+    [FT_DTYPE_BF16] = FT_DOTS(bf16),   [FT_DTYPE_Q8_0] = FT_DOTS(q8_0),
+    [FT_DTYPE_Q4_0] = FT_DOTS(q4_0),   [FT_DTYPE_Q4_K] = FT_DOTS(q4_k),
+    [FT_DTYPE_Q6_K] = FT_DOTS(q6_k),   [FT_DTYPE_MXFP4] = FT_DOTS(mxfp4),
+    [FT_DTYPE_NVFP4] = FT_DOTS(nvfp4), [FT_DTYPE_FP8] = FT_DOTS(fp8),
+};
+
 ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
 {
-#if FT_CPU_HAVE_AVX2
-    if (!portable) {
-        switch (wtype) {
-        case FT_DTYPE_F32: return ft_cpu_dot_f32_avx2;
-        case FT_DTYPE_F16: return ft_cpu_dot_f16_avx2;
-        case FT_DTYPE_BF16: return ft_cpu_dot_bf16_avx2;
-        case FT_DTYPE_Q8_0: return ft_cpu_dot_q8_0_avx2;
-        case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_avx2;
-        case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_avx2;
-        case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_avx2;
-        case FT_DTYPE_MXFP4: return ft_cpu_dot_mxfp4_avx2;
-        case FT_DTYPE_NVFP4: return ft_cpu_dot_nvfp4_avx2;
-        case FT_DTYPE_FP8: return ft_cpu_dot_fp8_avx2;
-        default: return NULL;
-        }
-    }
-#endif
-    (void)portable;
-    switch (wtype) {
-    case FT_DTYPE_F32: return ft_cpu_dot_f32_c;
-    case FT_DTYPE_F16: return ft_cpu_dot_f16_c;
-    case FT_DTYPE_BF16: return ft_cpu_dot_bf16_c;
-    case FT_DTYPE_Q8_0: return ft_cpu_dot_q8_0_c;
-    case FT_DTYPE_Q4_0: return ft_cpu_dot_q4_0_c;
-    case FT_DTYPE_Q4_K: return ft_cpu_dot_q4_k_c;
-    case FT_DTYPE_Q6_K: return ft_cpu_dot_q6_k_c;
-    case FT_DTYPE_MXFP4: return ft_cpu_dot_mxfp4_c;
-    case FT_DTYPE_NVFP4: return ft_cpu_dot_nvfp4_c;
-    case FT_DTYPE_FP8: return ft_cpu_dot_fp8_c;
-    default: return NULL;
-    }
+    if ((int)wtype <= FT_DTYPE_INVALID || wtype >= FT_DTYPE_COUNT)
+        return NULL;
+    if (!portable && ft_cpu_dots[wtype].avx2)
+        return ft_cpu_dots[wtype].avx2;
+    return ft_cpu_dots[wtype].portable;
 }
 
 void ft_cpu_matmul(ft_dtype_t wtype, const void *w, size_t w_row_bytes, const void *xp,

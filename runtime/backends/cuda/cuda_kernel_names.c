@@ -1,37 +1,19 @@
 #include "ft_cuda_kernels.h"
 
-#include "ft_kernel_abi.h"
-
 #include "../../format/dtype.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
-/* The public header names formats by number; these are the same numbers. */
-_Static_assert((int)FT_KABI_FMT_F32 == (int)FT_DTYPE_F32 && (int)FT_KABI_FMT_F16 == (int)FT_DTYPE_F16 &&
-                   (int)FT_KABI_FMT_BF16 == (int)FT_DTYPE_BF16 && (int)FT_KABI_FMT_Q4_0 == (int)FT_DTYPE_Q4_0 &&
-                   (int)FT_KABI_FMT_Q8_0 == (int)FT_DTYPE_Q8_0 && (int)FT_KABI_FMT_Q4_K == (int)FT_DTYPE_Q4_K &&
-                   (int)FT_KABI_FMT_Q6_K == (int)FT_DTYPE_Q6_K,
-               "ft_kernel_abi.h format numbers must equal ft_dtype_t");
+/* The public header names formats by number: ft_dtype_t's, which
+ * runtime/format/dtype_mirrors.c _Static_asserts FT_KABI_FMT_* equal to. */
 
 const char *ft_cuda_kernel_format(uint32_t dtype)
 {
     const ft_dtype_t t = (ft_dtype_t)dtype;
-    switch (t) {
-    case FT_DTYPE_F32:
-    case FT_DTYPE_F16:
-    case FT_DTYPE_BF16:
-    case FT_DTYPE_Q8_0:
-    case FT_DTYPE_Q4_0:
-    case FT_DTYPE_Q4_K:
-    case FT_DTYPE_Q6_K:
-    case FT_DTYPE_MXFP4:
-    case FT_DTYPE_NVFP4:
-    case FT_DTYPE_FP8:
-        return ft_dtype_name(t); /* "f32", "q4_k", "mxfp4", ... */
-    default:
-        return NULL;
-    }
+    /* "f32", "q4_k", "mxfp4", ...: the formats dtype.h's table marks as
+     * decoded by the CUDA templates. */
+    return dtype < FT_DTYPE_COUNT && ft_dtype_has(t, FT_DTYPE_FLAG_CUDA) ? ft_dtype_name(t) : NULL;
 }
 
 int ft_cuda_kernel_rope_name(int neox, uint32_t head_dim, uint32_t rope_dim, char *out,
