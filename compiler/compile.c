@@ -20,6 +20,7 @@ void ft_compile_options_init(ft_compile_options_t *opts)
 {
     memset(opts, 0, sizeof(*opts));
     opts->format = FT_DTYPE_INVALID;
+    opts->kv_format = FT_DTYPE_F16;
     opts->cpu_isa = ft_cg_cpu_host_isa();
 }
 
@@ -73,7 +74,7 @@ ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_optio
     if ((st = ft_weights_layout(model, opts, &pw)))
         return st;
     if (!(st = ft_arena_create(0, &arena)))
-        st = ft_plan_build(model, &pw, arena, &plan);
+        st = ft_plan_build(model, &pw, opts->kv_format, arena, &plan);
     if (!st && opts->hw_profile)
         st = ft_compile_plan_solve(plan, opts, &cp);
     if (!st && mkdir(out_dir, 0755) != 0 && errno != EEXIST)

@@ -24,6 +24,11 @@ typedef void (*ft_stage_fn)(void *user, const char *what);
 
 typedef struct ft_compile_options {
     ft_dtype_t format;      /* weight format for matrices; FT_DTYPE_INVALID keeps the source's */
+    /* The KV cache's element type, stored in the plan (kv_format) and used
+     * by the planner and every backend: FT_DTYPE_F16 (the default: half
+     * the KV memory) or FT_DTYPE_F32 (exact against the float64 reference
+     * where a test needs it). */
+    ft_dtype_t kv_format;
     ft_progress_fn progress; /* may be NULL */
     void *progress_user;
     /* Planning (DESIGN.md sections 5 and 6): with a profile the planner is

@@ -1,7 +1,7 @@
 /* ftc: the freetoken compiler driver.
  *
  *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule] [--svg FILE]
- *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]
+ *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--kv f16|f32] [--json] [--quiet]
  *               [--cpu-isa avx512|avx2|portable|none] [--cuda-arch LIST|none]
  *               [--hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]] [--calibrate FILE]
  *   ftc verify BUNDLE
@@ -34,8 +34,9 @@ static const char ftc_usage[] =
     "commands:\n"
     "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule]\n"
     "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
-    "  compile MODEL -o BUNDLE_DIR [--format F] [--json] [--quiet]\n"
+    "  compile MODEL -o BUNDLE_DIR [--format F] [--kv f16|f32] [--json] [--quiet]\n"
     "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
+    "        (--kv: the KV cache's element type, f16 by default)\n"
     "  verify BUNDLE\n"
     "        re-hash the bundle's weights and check them against its plan\n"
     "  profile [-o FILE] [--quick] [--json] [--threads N] [--no-gpu]\n"
@@ -203,7 +204,7 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
         {"ram", required_argument, 0, 'r'},     {"ctx", required_argument, 0, 'c'},
         {"calibrate", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"cpu-isa", required_argument, 0, 'I'}, {"cuda-arch", required_argument, 0, 'A'},
-        {0, 0, 0, 0}};
+        {"kv", required_argument, 0, 'K'},      {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:qh", longopts, NULL)) != -1) {
         char *end = NULL;
@@ -218,6 +219,14 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
                          ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
                 return ftc_compile_bad(what, optarg);
             }
+            break;
+        case 'K':
+            if (strcmp(optarg, "f16") == 0)
+                opts->kv_format = FT_DTYPE_F16;
+            else if (strcmp(optarg, "f32") == 0)
+                opts->kv_format = FT_DTYPE_F32;
+            else
+                return ftc_compile_bad("--kv: expected f16 or f32, not", optarg);
             break;
         case 'j': *json = 1; break;
         case 'q': *quiet = 1; break;

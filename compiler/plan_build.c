@@ -120,10 +120,13 @@ static Ftplan__Tokenizer *ft_pb_tokenizer(const ft_ir_tokenizer_t *tok, ft_arena
     return pt;
 }
 
-ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw, ft_arena_t *a,
-                          Ftplan__Plan **out_plan)
+ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw, ft_dtype_t kv_format,
+                          ft_arena_t *a, Ftplan__Plan **out_plan)
 {
     *out_plan = NULL;
+    if (kv_format != FT_DTYPE_F16 && kv_format != FT_DTYPE_F32)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "plan: kv_format %s: the KV cache is f16 or f32",
+                              ft_dtype_name(kv_format));
     Ftplan__Plan *plan = FT_NEW(a, Ftplan__Plan, FTPLAN__PLAN__INIT);
     Ftplan__Source *src = FT_NEW(a, Ftplan__Source, FTPLAN__SOURCE__INIT);
     Ftplan__WeightFile *wf = FT_NEW(a, Ftplan__WeightFile, FTPLAN__WEIGHT_FILE__INIT);
@@ -136,9 +139,8 @@ ft_status_t ft_plan_build(const ft_ir_model_t *m, const ft_packed_weights_t *pw,
         goto oom;
     plan->schema_version = FT_PLAN_SCHEMA_VERSION;
     plan->producer = "ftc " FT_PRODUCER_VERSION;
-    /* f32: the cpu and cuda attention kernels read and write an f32 cache;
-     * f16 storage waits for kernels of its own. */
-    plan->kv_format = FTPLAN__WEIGHT_FORMAT__WF_F32;
+    /* every backend stores either (cpu, sim, cuda) */
+    plan->kv_format = kv_format == FT_DTYPE_F16 ? FTPLAN__WEIGHT_FORMAT__WF_F16 : FTPLAN__WEIGHT_FORMAT__WF_F32;
     src->format = (char *)m->source_format;
     src->name = (char *)m->source_name;
     plan->source = src;

@@ -10,10 +10,11 @@
 /* Builds the plan message from the weights' layout (ft_weights_layout);
  * every allocation comes from `arena`, which must outlive the message. The
  * weight file's size and hash are those in pw, which are set once the
- * weights are written: then call ft_plan_set_weights. The KV cache is
- * f32 (kv_format), the element type the runtime stores. */
+ * weights are written: then call ft_plan_set_weights. kv_format: the KV
+ * cache's element type the runtime stores, FT_DTYPE_F16 or FT_DTYPE_F32
+ * (INVALID_ARGUMENT otherwise). */
 FT_WARN_UNUSED ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_packed_weights_t *pw,
-                          ft_arena_t *arena, Ftplan__Plan **out_plan);
+                          ft_dtype_t kv_format, ft_arena_t *arena, Ftplan__Plan **out_plan);
 
 /* Copies the written weight file's size and hash (ft_weights_pack) into
  * the plan ft_plan_build made from pw's layout. */

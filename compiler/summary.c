@@ -3,6 +3,8 @@
 #include "plan_report.h"
 #include "schedule_report.h"
 
+#include "../runtime/plan/from_plan.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -207,8 +209,12 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
         fprintf(out, " (xxh3 %s), weights.ftw ", s->plan_hash);
         ft_print_bytes(out, s->weights_file_bytes);
         fprintf(out, " (xxh128 %s), %u expert blocks\n", s->weights_hash, s->n_expert_blocks);
-        if (s->plan)
+        if (s->plan) {
+            const ft_dtype_t kv = ft_plan_kv_dtype(s->plan);
+            fprintf(out, "%-11s%s, %u bytes an element (kv_format)\n", "kv cache", ft_dtype_name(kv),
+                    kv == FT_DTYPE_F16 ? 2u : 4u);
             ft_summary_print_kernels(s->plan, out);
+        }
         if (s->plan)
             ft_plan_report_print(s->plan, out);
     }
@@ -302,8 +308,12 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
         json_object_set_new(o, "weights_bytes", json_integer((json_int_t)s->weights_file_bytes));
         json_object_set_new(o, "weights_hash", json_string(s->weights_hash));
         json_object_set_new(o, "n_expert_blocks", json_integer(s->n_expert_blocks));
-        if (s->plan)
+        if (s->plan) {
+            const ft_dtype_t kv = ft_plan_kv_dtype(s->plan);
+            json_object_set_new(o, "kv_format", json_string(ft_dtype_name(kv)));
+            json_object_set_new(o, "kv_elem_bytes", json_integer(kv == FT_DTYPE_F16 ? 2 : 4));
             ft_summary_json_kernels(s->plan, o);
+        }
         ft_status_t st = s->plan ? ft_plan_report_json(s->plan, o) : FT_OK;
         if (!st && s->plan)
             st = ft_schedule_json(s->plan, o);

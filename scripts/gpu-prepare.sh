@@ -9,7 +9,8 @@
 #                        and ftgen when it links the same way
 #   build-gpu/carry/images/   the gpu_kernels test module: sm_80 + sm_90 cubins,
 #                             compute_80 PTX (NVRTC runs here, not there)
-#   build-gpu/carry/bundles/  tiny (f32) and tiny-q8_0 fixtures, and mixtral (the
+#   build-gpu/carry/bundles/  tiny (f32, f32 KV), tiny-kvf16 (f32, f16 KV) and
+#                             tiny-q8_0 (f16 KV) fixtures, and mixtral (the
 #                             tiny Mixtral GGUF, f32: RoPE over adjacent pairs),
 #                             compiled with cubins for sm_80 and sm_90 and
 #                             portable CPU kernels
@@ -69,13 +70,16 @@ fi
 
 "$BUILD/tests/gpu/gpu_kernels" --write-images "$CARRY/images"
 
-# Bundles: the same tiny model in f32 and Q8_0, kernels for sm_80/sm_90.
-for fmt in f32 q8_0; do
-    name=tiny
-    [ $fmt = f32 ] || name=tiny-$fmt
+# Bundles: the same tiny model in f32 and Q8_0, kernels for sm_80/sm_90;
+# tiny keeps an f32 KV cache (the exact token comparison of run.sh),
+# tiny-kvf16 (f32 weights) and tiny-q8_0 have ftc's default f16 cache.
+for name in tiny tiny-kvf16 tiny-q8_0; do
+    fmt=f32 kv=f16
+    [ $name = tiny-q8_0 ] && fmt=q8_0
+    [ $name = tiny ] && kv=f32
     "$BUILD/tests/ftgen" --size tiny --format $fmt --gguf "$CARRY/tmp/$name.gguf" --quiet
     "$BUILD/compiler/ftc" compile "$CARRY/tmp/$name.gguf" -o "$CARRY/bundles/$name" \
-        --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
+        --kv $kv --cuda-arch sm_80,sm_90 --cpu-isa portable --quiet
 done
 # Mixtral as a llama GGUF (its RoPE over adjacent pairs: ft_rope_norm_*), for
 # run.sh's cuda-mixtral step.

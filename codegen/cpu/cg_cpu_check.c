@@ -23,17 +23,20 @@ static const char *const ft_cg_sig_router =
 static const char *const ft_cg_sig_attn =
     "void (const float *, const float *, const float *, size_t, uint32_t, float, float *, size_t, "
     "float *)";
+static const char *const ft_cg_sig_attn_f16 =
+    "void (const float *, const uint16_t *, const uint16_t *, size_t, uint32_t, float, float *, "
+    "size_t, float *)";
 
-/* The ABI's function type of op (ft_kernel_abi.h), as libclang spells it;
- * NULL for an op the ABI does not have. */
-static const char *ft_cg_sig(unsigned op)
+/* The ABI's function type of op with key format fmt (ft_kernel_abi.h), as
+ * libclang spells it; NULL for an op the ABI does not have. */
+static const char *ft_cg_sig(unsigned op, unsigned fmt)
 {
     switch (op) {
     case FT_KABI_OP_MATMUL: return ft_cg_sig_matmul;
     case FT_KABI_OP_EXPERT: return ft_cg_sig_expert;
     case FT_KABI_OP_NORM_PREPARE: return ft_cg_sig_norm_prepare;
     case FT_KABI_OP_ROUTER: return ft_cg_sig_router;
-    case FT_KABI_OP_ATTN: return ft_cg_sig_attn;
+    case FT_KABI_OP_ATTN: return fmt == FT_KABI_FMT_F16 ? ft_cg_sig_attn_f16 : ft_cg_sig_attn;
     default: return NULL;
     }
 }
@@ -151,7 +154,7 @@ static enum CXChildVisitResult ft_cg_visit_fn(CXCursor c, CXCursor parent, CXCli
         v->st = ft_status_make(FT_STATUS_INTERNAL, "%s:%u: in kernel '%s': no ft_kernel annotation",
                                FT_CG_SOURCE_NAME, line, nm);
     } else {
-        const char *want = ft_cg_sig(op);
+        const char *want = ft_cg_sig(op, fmt);
         if (!want)
             v->st = ft_status_make(FT_STATUS_INTERNAL, "%s:%u: in kernel '%s': op %u is not in ABI %u",
                                    FT_CG_SOURCE_NAME, line, nm, op, FT_KABI_VERSION);

@@ -87,7 +87,7 @@ FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
     const int op_ok = k->op >= FT_KABI_OP_MATMUL && k->op <= FT_KABI_OP_ATTN &&
                       (k->op == FT_KABI_OP_EXPERT || k->format_aux == 0) &&
-                      (k->op != FT_KABI_OP_ATTN || k->format == FT_KABI_FMT_F32);
+                      (k->op != FT_KABI_OP_ATTN || k->format == FT_KABI_FMT_F32 || k->format == FT_KABI_FMT_F16);
     if (!f || !fa || !op_ok)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "codegen: kernel op %u format %u/%u is not generated",
                               k->op, k->format, k->format_aux);
@@ -132,15 +132,20 @@ static void ft_cg_emit_router(FILE *o, const ft_cg_kreq_t *k)
     fprintf(o, "    ftt_router_tail(%uu, probs, n_tok, k, norm_topk, sel, sel_w, ld_sel);\n}\n\n", k->rows);
 }
 
+/* Attention over an f32 or an f16 KV cache (the key's format): both are
+ * emitted for every shape, the runtime binds the one of the plan's
+ * kv_format. */
 static void ft_cg_emit_attn(FILE *o, const ft_cg_kreq_t *k)
 {
+    const int kv16 = k->format == FT_KABI_FMT_F16;
+    const char *et = kv16 ? "uint16_t" : "float";
     fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format, k->rows,
             k->cols);
-    fprintf(o, "static void ftk_attn_%ux%u(const float *q, const float *k, const float *v, size_t kv_stride,\n"
+    fprintf(o, "static void ftk_attn_%s_%ux%u(const float *q, const %s *k, const %s *v, size_t kv_stride,\n"
                "    uint32_t n_keys, float scale, float *scores, size_t ld_scores, float *out)\n{\n",
-            k->rows, k->cols);
-    fprintf(o, "    ftt_attn(%uu, %uu, q, k, v, kv_stride, n_keys, scale, scores, ld_scores, out);\n}\n\n",
-            k->rows, k->cols);
+            kv16 ? "f16" : "f32", k->rows, k->cols, et, et);
+    fprintf(o, "    ftt_attn(%uu, %uu, %d, q, k, v, kv_stride, n_keys, scale, scores, ld_scores, out);\n}\n\n",
+            k->rows, k->cols, kv16);
 }
 
 static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)

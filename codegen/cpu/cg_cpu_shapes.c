@@ -58,9 +58,9 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
     *out_n = 0;
     if (!m)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: no model");
-    /* at most a matmul, a norm and a router per tensor, an expert and an
-     * attention per layer */
-    const size_t cap = 3 * (size_t)m->n_tensors + 2 * (size_t)m->hp.n_layers + 1;
+    /* at most a matmul, a norm and a router per tensor, an expert and two
+     * attentions (f32 and f16 KV) per layer */
+    const size_t cap = 3 * (size_t)m->n_tensors + 3 * (size_t)m->hp.n_layers + 1;
     ft_cg_kreq_t *v = calloc(cap, sizeof(*v));
     if (!v)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu kernel requests", cap);
@@ -103,9 +103,11 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
     }
     for (uint32_t l = 0; m->blocks && l < m->hp.n_layers; l++) {
         const ft_ir_attention_t *a = &m->blocks[l].attn;
-        if (a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 && a->head_dim == a->value_head_dim)
-            ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_ATTN, FT_KABI_FMT_F32, 0, a->n_heads / a->n_kv_heads,
-                                            a->head_dim});
+        /* both KV element types: the runtime binds the plan's kv_format */
+        for (int kv16 = 0; kv16 < 2; kv16++)
+            if (a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 && a->head_dim == a->value_head_dim)
+                ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_ATTN, kv16 ? FT_KABI_FMT_F16 : FT_KABI_FMT_F32, 0,
+                                                a->n_heads / a->n_kv_heads, a->head_dim});
     }
 #undef FT_CG_FMT
     *out = v;

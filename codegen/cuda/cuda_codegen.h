@@ -12,11 +12,15 @@
  *   ft_rope_norm_h<HD>_r<RD>(x, n_heads, pos, n_tok)   pairs (2i, 2i + 1)
  *       (both in every module; names from ft_cuda_kernel_rope_name)
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>(q, k, v, kv_stride, n_pos, scratch,
- *                                      max_pos, out)
+ *                                      max_pos, out)   f32 KV cache
+ *   ft_attn_decode_f16_h<HD>_q<NH>_kv<NKV>(...)        f16 KV cache
  *   ft_router_topk_e<NE>_k<K>(logits, n_tok, ids, weights)
  *   ft_attn_decode_pos_h<HD>_q<NH>_kv<NKV>(q, k, v, kv_stride, pos, scratch,
  *                                          max_pos, out)  n_pos = pos[0] + 1
+ *   ft_attn_decode_pos_f16_h<HD>_q<NH>_kv<NKV>(...)    f16 KV cache
  *   ft_kv_append(k, v, k_cache, v_cache, kv_dim, pos, n_tok)
+ *   ft_kv_append_f16(...)   the same into an f16 cache (round to nearest even)
+ * Both KV element types are emitted; the runtime binds the plan's kv_format.
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
  * Launch shapes are in cuda_codegen's kernel table (ft_cg_cuda_kernel_t).
  * Generated source carries a "do not edit" banner and is never committed.
@@ -84,7 +88,8 @@ int ft_cg_cuda_supports(ft_dtype_t wtype);
 typedef struct ft_cg_cuda_kernel {
     char name[64];
     ft_cg_cuda_op_t op;
-    ft_dtype_t wtype;       /* matmuls; FT_DTYPE_INVALID otherwise */
+    ft_dtype_t wtype;       /* matmuls; FT_DTYPE_F16 for the f16-KV attention and KV
+                               append; FT_DTYPE_INVALID otherwise */
     uint32_t cols;          /* matmuls: reduction length; norms: D */
     uint32_t block_threads; /* blockDim.x to launch with */
 } ft_cg_cuda_kernel_t;

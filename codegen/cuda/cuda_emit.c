@@ -171,33 +171,40 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s, 
                                name, neox ? "neox" : "norm", sp->head_dim, sp->rope_dim,
                                sp->rope_theta);
     }
-    if (!st) {
-        snprintf(name, sizeof(name), "ft_attn_decode_h%u_q%u_kv%u", sp->head_dim, sp->n_heads,
+    /* Attention over either KV element type (the runtime binds the plan's
+     * kv_format): "" float32, "_f16" IEEE half; the table marks the f16
+     * forms with wtype FT_DTYPE_F16. Each also in the decode step's
+     * graph-friendly form (position from device memory). */
+    for (int kv16 = 0; kv16 < 2 && !st; kv16++) {
+        const char *sfx = kv16 ? "_f16" : "", *et = kv16 ? "ft_u16" : "float";
+        const ft_dtype_t kt = kv16 ? FT_DTYPE_F16 : FT_DTYPE_INVALID;
+        snprintf(name, sizeof(name), "ft_attn_decode%s_h%u_q%u_kv%u", sfx, sp->head_dim, sp->n_heads,
                  sp->n_kv_heads);
         st = ft_cg_cuda_kernel(
-            s, FT_CG_CUDA_OP_ATTN_DECODE, FT_DTYPE_INVALID, sp->head_dim, 128, name,
+            s, FT_CG_CUDA_OP_ATTN_DECODE, kt, sp->head_dim, 128, name,
             "extern \"C\" __global__ void __launch_bounds__(128)\n"
-            "%s(const float *q, const float *k, const float *v, int kv_stride, int n_pos,\n"
+            "%s(const float *q, const %s *k, const %s *v, int kv_stride, int n_pos,\n"
             "    float *scratch, int max_pos, float *out)\n"
-            "{ ft_attn_decode_body<%u, %u, %u>(q, k, v, kv_stride, n_pos, scratch, max_pos, out); "
+            "{ ft_attn_decode_body<%u, %u, %u, %s>(q, k, v, kv_stride, n_pos, scratch, max_pos, out); "
             "}\n",
-            name, sp->head_dim, sp->n_heads, sp->n_kv_heads);
-    }
-    /* The decode step's graph-friendly forms (position from device memory). */
-    if (!st) {
-        snprintf(name, sizeof(name), "ft_attn_decode_pos_h%u_q%u_kv%u", sp->head_dim, sp->n_heads,
+            name, et, et, sp->head_dim, sp->n_heads, sp->n_kv_heads, et);
+        if (st) break;
+        snprintf(name, sizeof(name), "ft_attn_decode_pos%s_h%u_q%u_kv%u", sfx, sp->head_dim, sp->n_heads,
                  sp->n_kv_heads);
         st = ft_cg_cuda_kernel(
-            s, FT_CG_CUDA_OP_ATTN_DECODE_POS, FT_DTYPE_INVALID, sp->head_dim, 128, name,
+            s, FT_CG_CUDA_OP_ATTN_DECODE_POS, kt, sp->head_dim, 128, name,
             "extern \"C\" __global__ void __launch_bounds__(128)\n"
-            "%s(const float *q, const float *k, const float *v, int kv_stride, const int *pos,\n"
+            "%s(const float *q, const %s *k, const %s *v, int kv_stride, const int *pos,\n"
             "    float *scratch, int max_pos, float *out)\n"
-            "{ ft_attn_decode_body<%u, %u, %u>(q, k, v, kv_stride, pos[0] + 1, scratch, max_pos, out); "
+            "{ ft_attn_decode_body<%u, %u, %u, %s>(q, k, v, kv_stride, pos[0] + 1, scratch, max_pos, out); "
             "}\n",
-            name, sp->head_dim, sp->n_heads, sp->n_kv_heads);
+            name, et, et, sp->head_dim, sp->n_heads, sp->n_kv_heads, et);
     }
-    if (!st) /* written out in the layer template: a table entry only */
+    /* written out in the layer template: table entries only */
+    if (!st)
         st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_INVALID, 0, 256, "ft_kv_append", "%s", "");
+    if (!st)
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_F16, 0, 256, "ft_kv_append_f16", "%s", "");
     return st;
 }
 

@@ -27,6 +27,7 @@ typedef struct ft_bench_sim {
     uint64_t prefill_tok, decode_tok;
     ft_engine_stats_t decode;         /* decode-phase counters, summed */
     uint32_t replans;
+    uint64_t kv_bytes;                /* the session's KV cache (ft_session_kv_bytes), every backend */
 } ft_bench_sim_t;
 
 static int ft_cmp_double(const void *a, const void *b)
@@ -78,6 +79,8 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     ft_bench_tokens(ids, o->n_prompt + o->n_gen, vocab);
     ft_status_t st = ft_session_create(e, &so, &s);
+    if (!st)
+        sim->kv_bytes = ft_session_kv_bytes(s);
     for (uint32_t r = 0; r < o->reps && !st; r++) {
         st = ft_session_rewind(s, 0);
         ft_engine_stats_t es;
@@ -142,13 +145,13 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
                "\"bytes_copied_per_token\": %.1f, \"order_violations\": %llu, \"replans\": %u, "
                "\"planner_decode_tok_s\": %.3f, \"planner_prefill_tok_s\": %.3f, "
                "\"weight_bytes_per_token\": %llu, \"prefill_stream_tokens\": %u, "
-               "\"prefill_experts_streamed\": %llu}\n",
+               "\"prefill_experts_streamed\": %llu, \"kv_bytes\": %llu}\n",
                d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt,
                o->n_gen, o->reps, pre, dec, per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
                (unsigned long long)d->misses_to_cpu, copied, (unsigned long long)d->order_violations,
                sim->replans, d->predicted_decode_tok_s, d->predicted_prefill_tok_s,
                (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
-               (unsigned long long)sim->streamed);
+               (unsigned long long)sim->streamed, (unsigned long long)sim->kv_bytes);
         return;
     }
     char stream_at[32] = "no";
@@ -190,11 +193,11 @@ static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, 
                "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"measured_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
                "\"bytes_copied_per_token\": %.1f, \"replans\": %u, \"weight_bytes_per_token\": %llu, "
-               "\"prefill_stream_tokens\": %u, \"prefill_experts_streamed\": %llu}\n",
+               "\"prefill_stream_tokens\": %u, \"prefill_experts_streamed\": %llu, \"kv_bytes\": %llu}\n",
                d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
                step_ms, hit_rate, (unsigned long long)d->misses_to_gpu, (unsigned long long)d->misses_to_cpu, copied,
                sim->replans, (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
-               (unsigned long long)sim->streamed);
+               (unsigned long long)sim->streamed, (unsigned long long)sim->kv_bytes);
         return;
     }
     printf("MEASURED on the cuda backend (experts the CPU computes run the reference kernels)\n"
@@ -301,10 +304,11 @@ int ft_cli_bench(int argc, char **argv)
                    "\"prefill_tok_s_max\": %.3f, \"decode_tok_s\": %.3f, \"decode_tok_s_min\": %.3f, "
                    "\"decode_tok_s_max\": %.3f, \"weight_bytes_per_token\": %llu, "
                    "\"weight_bytes\": %llu, \"achieved_gbs\": %.3f, \"dram_read_gbs\": %.3f, "
-                   "\"dram_fraction\": %.4f}\n",
+                   "\"dram_fraction\": %.4f, \"kv_bytes\": %llu}\n",
                    mi->kernels, mi->n_threads, o.n_prompt, o.n_gen, o.reps, p, pre[0], pre[o.reps - 1], d, dec[0],
                    dec[o.reps - 1], (unsigned long long)mi->weight_bytes_per_token,
-                   (unsigned long long)mi->weight_bytes, achieved, bw.median_gbs, frac);
+                   (unsigned long long)mi->weight_bytes, achieved, bw.median_gbs, frac,
+                   (unsigned long long)sim.kv_bytes);
         else
             printf("model      %s, %u layers, %u/%u experts, %.2f GB of weights\n"
                    "kernels    %s\n"

@@ -59,6 +59,8 @@ FT_WARN_UNUSED ft_status_t ft_dev_engine_replan(ft_dev_engine_t *ce, uint64_t vr
 FT_WARN_UNUSED ft_status_t ft_dev_session_create(ft_dev_engine_t *ce, uint32_t n_ctx, uint32_t n_batch,
                                                  ft_dev_session_t **out);
 void ft_dev_session_destroy(ft_dev_session_t *cs);
+/* Bytes of the session's device KV cache (K and V). */
+uint64_t ft_dev_session_kv_bytes(const ft_dev_session_t *cs);
 
 /* A step of tokens[0..n) (n <= n_batch, validated by the caller) at
  * positions n_past..: begin, then every op in schedule order (row0: the

@@ -84,7 +84,8 @@ struct ft_dev_session {
     uint32_t n_ctx, n_batch;
     ft_dptr_t block; /* every device buffer below */
     uint64_t block_bytes;
-    ft_dptr_t k_cache, v_cache;      /* [n_layers][n_ctx][kv_width] f32 */
+    ft_dptr_t k_cache, v_cache;      /* [n_layers][n_ctx][kv_width] of m->kv_dtype (f32 or f16) */
+    uint64_t kv_bytes;               /* k_cache and v_cache together */
     ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [n_batch][width] */
     ft_dptr_t rl;                    /* [n_batch, max_experts] router logits */
     ft_dptr_t ids, wts;              /* [n_batch, max_used] */

@@ -119,10 +119,12 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         break;
     }
     case FTPLAN__OP_KIND__OP_ATTENTION: {
-        st = ft_dev_fn(ce, &o->fn, "ft_attn_decode_h%u_q%u_kv%u", x->head_dim, x->n_heads, x->n_kv_heads);
+        /* The kernels of the plan's KV element type: "" f32, "_f16" f16. */
+        const char *kv = ce->m->kv_dtype == FT_DTYPE_F16 ? "_f16" : "";
+        st = ft_dev_fn(ce, &o->fn, "ft_attn_decode%s_h%u_q%u_kv%u", kv, x->head_dim, x->n_heads, x->n_kv_heads);
         /* Optional: plans compiled before the graph-friendly kernels lack it. */
         ft_status_t b = st ? FT_OK
-                           : ft_dev_fn(ce, &o->fn_pos, "ft_attn_decode_pos_h%u_q%u_kv%u", x->head_dim,
+                           : ft_dev_fn(ce, &o->fn_pos, "ft_attn_decode_pos%s_h%u_q%u_kv%u", kv, x->head_dim,
                                        x->n_heads, x->n_kv_heads);
         if (b) o->fn_pos = NULL;
         ft_status_free(b);
@@ -167,7 +169,9 @@ ft_status_t ft_dev_engine_kernels(ft_dev_engine_t *ce)
     ft_status_t st = ft_dev_fn(ce, &ce->gather, "ft_rows_gather");
     if (!st) st = ft_dev_fn(ce, &ce->scatter_add, "ft_rows_scatter_add");
     if (!st) st = ft_dev_fn(ce, &ce->swiglu, "ft_swiglu");
-    if (!st) { /* optional, as the position-reading attention */
+    if (!st && m->kv_dtype == FT_DTYPE_F16) /* an f16 cache is written by its kernel only */
+        st = ft_dev_fn(ce, &ce->kv_append, "ft_kv_append_f16");
+    else if (!st) { /* optional, as the position-reading attention: f32 rows can be copied */
         ft_status_t a = ft_dev_fn(ce, &ce->kv_append, "ft_kv_append");
         if (a) ce->kv_append = NULL;
         ft_status_free(a);

@@ -45,8 +45,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_embed(ft_dev_session_t *s, const ft_xop
 FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft_xop_t *x, uint32_t row0, uint32_t n)
 {
     ft_dev_engine_t *ce = s->ce;
-    const uint32_t kvd = ce->prog->max_kv_width;
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * 4;
+    const uint32_t kvd = ce->prog->max_kv_width, eb = ce->m->kv_elem_bytes; /* cache element: 4 or 2 bytes */
+    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * eb;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t k = ft_dev_row(s, x->in[0], row0), v = ft_dev_row(s, x->in[1], row0);
     int rows = (int)n, kv_stride = (int)kvd;
@@ -57,6 +57,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft
         void *p[] = {&k, &v, &kc, &vc, &kv_stride, &s->pos, &rows};
         return ft_dev_run(ce, ce->kv_append, n, 1, 256, p);
     }
+    /* no kernel (f32 plans before it; ft_dev_engine_kernels requires one for f16): the rows as they are */
     const uint64_t row_off = layer_off + (uint64_t)(s->n_past + row0) * kvd * 4;
     ft_status_t st = ft_dev_copy_d2d(ce->dev, s->k_cache + row_off, k, (size_t)n * kvd * 4, ce->cs);
     return st ? st : ft_dev_copy_d2d(ce->dev, s->v_cache + row_off, v, (size_t)n * kvd * 4, ce->cs);
@@ -70,7 +71,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
 {
     ft_dev_engine_t *ce = s->ce;
     const uint32_t kvd = ce->prog->max_kv_width, qd = x->n_heads * x->head_dim;
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * 4;
+    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * ce->m->kv_elem_bytes;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
     int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;

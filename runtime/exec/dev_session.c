@@ -43,9 +43,10 @@ static void ft_dev_session_layout_dev(ft_dev_session_t *s, ft_dev_carver_t *c)
     const ft_program_t *p = s->ce->prog;
     const uint64_t B = s->n_batch, d = m->d_model, kvd = p->max_kv_width;
     const uint64_t E = m->max_experts, K = m->max_used, ffn = m->max_ffn, R = B > K ? B : K;
-    const uint64_t kv = (uint64_t)m->n_layers * s->n_ctx * kvd * 4;
+    const uint64_t kv = (uint64_t)m->n_layers * s->n_ctx * kvd * m->kv_elem_bytes; /* plan's kv_format */
     s->k_cache = ft_dev_carve(c, kv);
     s->v_cache = ft_dev_carve(c, kv);
+    s->kv_bytes = 2 * kv;
     for (uint32_t b = 0; b < p->n_buffers; b++) {
         const uint64_t w = (int32_t)b == p->logits_buf ? m->vocab_size : p->widths[b];
         const ft_dptr_t at = ft_dev_carve(c, B * w * 4);
@@ -195,4 +196,9 @@ void ft_dev_session_destroy(ft_dev_session_t *s)
     }
     ft_dev_host_free(s->ce->dev, s->host);
     ft_mem_free(s->ce->a, s);
+}
+
+uint64_t ft_dev_session_kv_bytes(const ft_dev_session_t *s)
+{
+    return s->kv_bytes;
 }

@@ -46,8 +46,11 @@ struct ft_session {
     int has_logits;
     int use_generated; /* this chunk runs the generated kernels (engine policy) */
     void *block;      /* every buffer below lives in this one allocation */
-    float *k_cache;   /* [n_layers][n_ctx][max_kv_dim] */
-    float *v_cache;
+    /* [n_layers][n_ctx][max_kv_dim] elements of m->kv_dtype: float, or
+     * IEEE half (uint16_t bits); NULL on the cuda backend (device KV). */
+    void *k_cache;
+    void *v_cache;
+    size_t kv_bytes; /* of k_cache and v_cache together */
     float **bufs;     /* [prog->n_buffers] the schedule's buffers, [n_batch][width] each
                          (the logits buffer: NULL, the step's output goes there) */
     void *xp;         /* prepared activations, [n_batch] rows of the widest format */

@@ -272,11 +272,11 @@ ft_status_t ft_model_create(const ft_bundle_t *b, const ft_allocator_t *alloc, f
     if (!plan->schedule)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the plan has no op schedule (schema version %u, "
                               "from an older ftc): recompile the model", c.where, plan->schema_version);
-    /* The KV cache is stored in f32 by every backend (the cpu attention and
-     * the cuda kernels); an f16 cache needs kernels of its own. */
-    if (ft_plan_kv_dtype(plan) != FT_DTYPE_F32)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: kv_format is %s; this runtime stores the KV cache in f32 "
-                              "only", c.where, ft_dtype_name(ft_plan_kv_dtype(plan)));
+    /* The KV cache's element type (plan_validate.c admits f32 and f16). */
+    const ft_dtype_t kv = ft_plan_kv_dtype(plan);
+    if (kv != FT_DTYPE_F32 && kv != FT_DTYPE_F16)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: kv_format is %s; the KV cache is stored in f32 or f16",
+                              c.where, ft_dtype_name(kv));
     ft_model_t *m = ft_mem_calloc(alloc, 1, sizeof(*m));
     if (!m)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", c.where);
@@ -285,6 +285,8 @@ ft_status_t ft_model_create(const ft_bundle_t *b, const ft_allocator_t *alloc, f
     m->vocab_size = hp->vocab_size;
     m->context_length = hp->context_length;
     m->norm_eps = hp->norm_eps;
+    m->kv_dtype = kv;
+    m->kv_elem_bytes = kv == FT_DTYPE_F16 ? 2 : 4;
     ft_status_t st = FT_OK;
     m->n_mats = (uint32_t)plan->n_tensors;
     m->layers = ft_mem_calloc(alloc, m->n_layers ? m->n_layers : 1, sizeof(ft_layer_t));
@@ -351,7 +353,11 @@ void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
                                           ? ft_cpu_module_find_norm_prepare(k, L->gate.dtype, m->d_model)
                                           : NULL;
         L->router_kernel = ft_cpu_module_find_router(k, L->router.dtype, L->n_experts, m->d_model);
-        L->attn_kernel = ft_cpu_module_find_attn(k, L->n_heads / L->n_kv_heads, L->head_dim);
+        /* the module has both KV element types; the model's is bound */
+        const uint32_t group = L->n_heads / L->n_kv_heads;
+        L->attn_kernel = m->kv_dtype == FT_DTYPE_F32 ? ft_cpu_module_find_attn(k, group, L->head_dim) : NULL;
+        L->attn_kernel_f16 =
+            m->kv_dtype == FT_DTYPE_F16 ? ft_cpu_module_find_attn_f16(k, group, L->head_dim) : NULL;
     }
 #undef FT_FIND
     ft_program_bind_kernels(m->prog, m, k);

@@ -64,7 +64,8 @@ typedef struct ft_layer {
     ft_kabi_norm_prepare_fn ffn_norm_prepare;  /* ffn_norm + preparation for the router's */
     ft_kabi_norm_prepare_fn ffn_norm_prepare_experts; /* ... for the experts' (gate = up) */
     ft_kabi_router_fn router_kernel;           /* router + softmax + top-k + weights */
-    ft_kabi_attn_fn attn_kernel;               /* attention per (token, KV head) */
+    ft_kabi_attn_fn attn_kernel;               /* attention per (token, KV head), f32 KV */
+    ft_kabi_attn_f16_fn attn_kernel_f16;       /* the same over an f16 KV cache */
 } ft_layer_t;
 
 typedef struct ft_model {
@@ -83,6 +84,10 @@ typedef struct ft_model {
     /* Largest per-layer sizes, for sizing buffers. */
     uint32_t max_q_dim, max_kv_dim, max_heads, max_experts, max_used, max_ffn;
     uint32_t max_group; /* query heads per KV head */
+    /* The KV cache's element (the plan's kv_format): FT_DTYPE_F32 or
+     * FT_DTYPE_F16, kv_elem_bytes 4 or 2, on every backend. */
+    ft_dtype_t kv_dtype;
+    uint32_t kv_elem_bytes;
     uint64_t weight_bytes;           /* every weight in the bundle */
     uint64_t weight_bytes_per_token; /* what one decoded token reads */
 } ft_model_t;

@@ -1,8 +1,15 @@
 /* The attention ops on the CPU: per-head RMSNorm, rotary embedding, the
- * KV cache append, and causal softmax attention over the cache. */
+ * KV cache append, and causal softmax attention over the cache.
+ *
+ * The cache holds elements of the plan's kv_format: float, or IEEE half
+ * (rounded to nearest even on append; read back by widening, which is
+ * exact, so attention's float operations are those over an f32 cache of
+ * the rounded values). */
 #include "forward_internal.h"
 
+#include "../backends/cpu/cpu_dot.h"
 #include "../backends/cpu/kernels.h"
+#include "../format/convert.h"
 #include "ops.h"
 
 #include <math.h>
@@ -108,8 +115,17 @@ static void ft_kv_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
     ft_session_t *s = st->s;
     const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = s->m->prog->max_kv_width;
     const size_t row = ((size_t)x->layer * s->n_ctx + st->pos0 + t) * stride;
-    memcpy(s->k_cache + row, st->buf[x->in[0]] + (size_t)t * kvd, kvd * sizeof(float));
-    memcpy(s->v_cache + row, st->buf[x->in[1]] + (size_t)t * kvd, kvd * sizeof(float));
+    const float *k = st->buf[x->in[0]] + (size_t)t * kvd, *v = st->buf[x->in[1]] + (size_t)t * kvd;
+    if (s->m->kv_dtype == FT_DTYPE_F16) {
+        uint16_t *kc = (uint16_t *)s->k_cache + row, *vc = (uint16_t *)s->v_cache + row;
+        for (uint32_t i = 0; i < kvd; i++) {
+            kc[i] = ft_fp32_to_fp16(k[i]);
+            vc[i] = ft_fp32_to_fp16(v[i]);
+        }
+        return;
+    }
+    memcpy((float *)s->k_cache + row, k, kvd * sizeof(float));
+    memcpy((float *)s->v_cache + row, v, kvd * sizeof(float));
 }
 
 void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x)
@@ -122,7 +138,8 @@ void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x)
 typedef struct ft_attn_run {
     ft_step_t *st;
     const ft_xop_t *x;
-    ft_kabi_attn_fn kernel; /* the plan's attention kernel, or NULL */
+    ft_kabi_attn_fn kernel;         /* the plan's attention kernel (f32 KV), or NULL */
+    ft_kabi_attn_f16_fn kernel_f16; /* the plan's attention kernel (f16 KV), or NULL */
 } ft_attn_run_t;
 
 /* Dot product with eight partial sums: the compiler keeps them in one
@@ -149,6 +166,29 @@ static inline void ft_axpy(float *restrict o, float w, const float *restrict v, 
         o[i] += w * v[i];
 }
 
+/* ft_dot8 and ft_axpy over a row of the f16 cache: each half widened
+ * (exact), then the same float operations in the same order. */
+static inline float ft_dot8_h(const float *restrict a, const uint16_t *restrict b, uint32_t n)
+{
+    const uint8_t *bb = (const uint8_t *)b;
+    float acc[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * ft_cpu_f16(bb + 2 * (size_t)(i + j));
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += a[i] * ft_cpu_f16(bb + 2 * (size_t)i);
+    return sum;
+}
+
+static inline void ft_axpy_h(float *restrict o, float w, const uint16_t *restrict v, uint32_t n)
+{
+    const uint8_t *vb = (const uint8_t *)v;
+    for (uint32_t i = 0; i < n; i++)
+        o[i] += w * ft_cpu_f16(vb + 2 * (size_t)i);
+}
+
 /* The item's slice of the output prepared for the next op's format
  * (program.c decided the slices are whole activation blocks). */
 static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kvh, const float *out)
@@ -162,6 +202,39 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
                        row + ft_cpu_act_row_bytes(x->next_type, kvh * slice));
 }
 
+/* The reference loop of one item over the cache of layer x->layer: the
+ * KV head's rows are at kc / vc + p * kvd elements of the cache's type. */
+static void ft_attn_item(const ft_attn_run_t *r, const float *q, const void *kc, const void *vc, uint32_t n_keys,
+                         float *scores, float *out)
+{
+    ft_session_t *s = r->st->s;
+    const ft_xop_t *x = r->x;
+    const uint32_t hd = x->head_dim, group = x->n_heads / x->n_kv_heads, kvd = s->m->prog->max_kv_width;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int f16 = s->m->kv_dtype == FT_DTYPE_F16;
+    for (uint32_t p = 0; p < n_keys; p++) {
+        const size_t at = (size_t)p * kvd;
+        for (uint32_t g = 0; g < group; g++)
+            scores[(size_t)g * s->n_ctx + p] =
+                (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
+                     : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
+                scale;
+    }
+    for (uint32_t g = 0; g < group; g++)
+        ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+    memset(out, 0, (size_t)group * hd * sizeof(float));
+    for (uint32_t p = 0; p < n_keys; p++) {
+        const size_t at = (size_t)p * kvd;
+        for (uint32_t g = 0; g < group; g++) {
+            const float w = scores[(size_t)g * s->n_ctx + p];
+            if (f16)
+                ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
+            else
+                ft_axpy(out + (size_t)g * hd, w, (const float *)vc + at, hd);
+        }
+    }
+}
+
 /* One work item is (token, KV head): the query heads that share a KV head
  * (GQA) read each cached key and value row once, together. Per head the
  * arithmetic and its order are those of a plain per-head loop. */
@@ -173,8 +246,9 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
     const uint32_t hd = x->head_dim, H = x->n_heads, KVH = x->n_kv_heads, group = H / KVH;
     const uint32_t qd = H * hd, kvd = s->m->prog->max_kv_width;
     const float scale = 1.0f / sqrtf((float)hd);
-    const float *kc = s->k_cache + (size_t)x->layer * s->n_ctx * kvd;
-    const float *vc = s->v_cache + (size_t)x->layer * s->n_ctx * kvd;
+    const size_t eb = s->m->kv_elem_bytes; /* bytes of a cache element */
+    const uint8_t *kc = (const uint8_t *)s->k_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
+    const uint8_t *vc = (const uint8_t *)s->v_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
     float *scores = s->scores + (size_t)ti * s->m->prog->max_group * s->n_ctx; /* [group][n_ctx] */
     uint64_t b, e;
     ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
@@ -183,31 +257,22 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint32_t n_keys = r->st->pos0 + t + 1; /* causal: up to and including t */
         const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
         float *out = r->st->buf[x->out[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
-        if (r->kernel) { /* the plan's kernel: the same operations, sizes as constants */
-            r->kernel(q, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, kvd, n_keys, scale, scores, s->n_ctx,
-                      out);
-            ft_attn_prepare_next(r, t, kvh, out);
-            continue;
-        }
-        for (uint32_t p = 0; p < n_keys; p++) {
-            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
-            for (uint32_t g = 0; g < group; g++)
-                scores[(size_t)g * s->n_ctx + p] = ft_dot8(q + (size_t)g * hd, k, hd) * scale;
-        }
-        for (uint32_t g = 0; g < group; g++)
-            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
-        memset(out, 0, (size_t)group * hd * sizeof(float));
-        for (uint32_t p = 0; p < n_keys; p++) {
-            const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
-            for (uint32_t g = 0; g < group; g++)
-                ft_axpy(out + (size_t)g * hd, scores[(size_t)g * s->n_ctx + p], v, hd);
-        }
+        const uint8_t *kh = kc + (size_t)kvh * hd * eb, *vh = vc + (size_t)kvh * hd * eb;
+        /* the plan's kernel: the same operations, sizes as constants */
+        if (r->kernel)
+            r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, s->n_ctx, out);
+        else if (r->kernel_f16)
+            r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, s->n_ctx,
+                          out);
+        else
+            ft_attn_item(r, q, kh, vh, n_keys, scores, out);
         ft_attn_prepare_next(r, t, kvh, out);
     }
 }
 
 void ft_xop_attention(ft_step_t *st, const ft_xop_t *x)
 {
-    ft_attn_run_t r = {st, x, st->s->use_generated ? x->attn_kernel : NULL};
+    const int gen = st->s->use_generated;
+    ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL};
     ft_threadpool_run(st->s->engine->pool, ft_attn_worker, &r);
 }

@@ -348,10 +348,12 @@ static void ft_bind_norm(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cpu_mod
 /* ATTENTION at ops[i]: the next op a single-format LINEAR of its output
  * whose activation blocks the items' slices (group x head_dim floats) can
  * be prepared in: each item prepares its own slice. */
-static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cpu_module_t *mod)
+static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cpu_module_t *mod, ft_dtype_t kv)
 {
     ft_xop_t *x = &ops[i];
-    x->attn_kernel = ft_cpu_module_find_attn(mod, x->n_heads / x->n_kv_heads, x->head_dim);
+    const uint32_t group = x->n_heads / x->n_kv_heads;
+    x->attn_kernel = kv == FT_DTYPE_F32 ? ft_cpu_module_find_attn(mod, group, x->head_dim) : NULL;
+    x->attn_kernel_f16 = kv == FT_DTYPE_F16 ? ft_cpu_module_find_attn_f16(mod, group, x->head_dim) : NULL;
     x->prepare_next = 0;
     if (i + 1 >= n || ops[i + 1].kind != FTPLAN__OP_KIND__OP_LINEAR || ops[i + 1].n_w != 1 ||
         ops[i + 1].in[0] != x->out[0])
@@ -372,7 +374,7 @@ static void ft_bind_ops(ft_xops_t *l, const ft_model_t *m, const ft_cpu_module_t
         if (l->ops[i].kind == FTPLAN__OP_KIND__OP_RMSNORM)
             ft_bind_norm(l->ops, l->n, i, mod);
         else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION)
-            ft_bind_attention(l->ops, l->n, i, mod);
+            ft_bind_attention(l->ops, l->n, i, mod, m->kv_dtype);
 }
 
 void ft_program_bind_kernels(ft_program_t *p, const ft_model_t *m, const ft_cpu_module_t *mod)

@@ -43,7 +43,10 @@ typedef struct ft_xop {
     uint32_t n_prep;
     ft_dtype_t prep_type[2];
     ft_kabi_norm_prepare_fn prep_fn[2];
-    ft_kabi_attn_fn attn_kernel; /* ATTENTION */
+    /* ATTENTION: the module's kernel for the model's KV element type (the
+     * other one NULL): over an f32 cache, or over an f16 cache. */
+    ft_kabi_attn_fn attn_kernel;
+    ft_kabi_attn_f16_fn attn_kernel_f16;
     /* ATTENTION: each item also prepares its slice of the output for the
      * next op, a LINEAR of this format (prepare_next), into xp; always
      * (the bytes equal preparing the whole row afterwards). */

@@ -42,12 +42,14 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
 {
     const ft_model_t *m = s->m;
     const size_t B = s->n_batch, d = m->d_model, ffn = m->max_ffn, U = m->max_used;
-    /* The cuda backend keeps the KV cache on the device. */
-    const size_t kv = s->engine->dev ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim;
+    /* The cuda backend keeps the KV cache on the device. Elements of the
+     * plan's kv_format: 4 or 2 bytes. */
+    const size_t kv = s->engine->dev ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim * m->kv_elem_bytes;
     const size_t act = ft_max_act_row(m);
     const ft_program_t *p = m->prog;
-    s->k_cache = ft_carve(c, kv * sizeof(float));
-    s->v_cache = ft_carve(c, kv * sizeof(float));
+    s->k_cache = ft_carve(c, kv);
+    s->v_cache = ft_carve(c, kv);
+    s->kv_bytes = 2 * kv;
     s->bufs = ft_carve(c, p->n_buffers * sizeof(float *));
     for (uint32_t b = 0; b < p->n_buffers; b++) {
         /* the logits buffer is the caller's output (executor.c) */
@@ -183,6 +185,11 @@ uint32_t ft_session_n_past(const ft_session_t *s)
 uint32_t ft_session_n_ctx(const ft_session_t *s)
 {
     return s->n_ctx;
+}
+
+uint64_t ft_session_kv_bytes(const ft_session_t *s)
+{
+    return s->dev ? ft_dev_session_kv_bytes(s->dev) : (uint64_t)s->kv_bytes;
 }
 
 ft_status_t ft_session_rewind(ft_session_t *s, uint32_t n_past)

@@ -276,6 +276,10 @@ FT_WARN_UNUSED ft_status_t ft_session_eval(ft_session_t *session, const int32_t 
 const float *ft_session_logits(const ft_session_t *session);
 uint32_t ft_session_n_past(const ft_session_t *session);
 uint32_t ft_session_n_ctx(const ft_session_t *session);
+/* Bytes of the session's KV cache, K and V of every layer for n_ctx
+ * positions in the plan's kv_format (f16: 2 bytes an element, f32: 4),
+ * wherever the backend keeps it (host memory, or device memory on cuda). */
+uint64_t ft_session_kv_bytes(const ft_session_t *session);
 /* Forgets every position from n_past on (n_past <= current). */
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FT_KABI_VERSION 2u
+#define FT_KABI_VERSION 3u
 #define FT_KABI_ENTRY_SYMBOL "ft_kernel_module_entry"
 /* Data symbols the runtime reads before it runs any code of the module:
  * const uint32_t (the module's FT_KABI_VERSION) and const char[] (its ISA,
@@ -48,7 +48,8 @@ typedef enum ft_kabi_op {
      * (ft_kabi_router_fn). Since ABI 2. */
     FT_KABI_OP_ROUTER = 4,
     /* One token's causal attention over the KV cache for one KV head and
-     * the query heads that share it (ft_kabi_attn_fn). Since ABI 2. */
+     * the query heads that share it: key format F32 (ft_kabi_attn_fn,
+     * since ABI 2) or F16 (ft_kabi_attn_f16_fn, since ABI 3). */
     FT_KABI_OP_ATTN = 5,
 } ft_kabi_op_t;
 
@@ -106,6 +107,16 @@ typedef void (*ft_kabi_router_fn)(const void *w, size_t w_row_bytes, const void 
 typedef void (*ft_kabi_attn_fn)(const float *q, const float *k, const float *v, size_t kv_stride,
                                 uint32_t n_keys, float scale, float *scores, size_t ld_scores,
                                 float *out);
+
+/* ft_kabi_attn_fn over a KV cache of IEEE half floats (the plan's
+ * kv_format F16): K_p is at k + p * kv_stride halves, V_p at v + p *
+ * kv_stride. Each element is widened to float (exact) and then takes the
+ * same float operations in the same order, so the result is bit-identical
+ * to the runtime's reference attention over that cache. Key: format = F16,
+ * rows and cols as for ft_kabi_attn_fn. Since ABI 3. */
+typedef void (*ft_kabi_attn_f16_fn)(const float *q, const uint16_t *k, const uint16_t *v,
+                                    size_t kv_stride, uint32_t n_keys, float scale, float *scores,
+                                    size_t ld_scores, float *out);
 
 /* Activation preparation the runtime lends the module, so the module's
  * activations are quantized with exactly the runtime's rounding:

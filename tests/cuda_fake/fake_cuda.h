@@ -149,6 +149,7 @@ int ft_fake_run_rope_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_attn_decode(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_attn_decode_pos(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_kv_append(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_kv_append_f16(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_router_topk(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_expert_copy(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rows_gather(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);

@@ -10,7 +10,10 @@
  *   ft_rope_neox_h<HD>_r<RD>               {HD, RD}
  *   ft_rope_norm_h<HD>_r<RD>               {HD, RD}
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>     {HD, NH, NKV}
+ *   ft_attn_decode_f16_h<HD>_q<NH>_kv<NKV> {HD, NH, NKV}    wtype = f16 (KV)
+ *   (and the _pos_ forms of both)
  *   ft_router_topk_e<NE>_k<K>              {NE, K}
+ *   ft_kv_append, ft_kv_append_f16
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
  *   ft_empty (the profiler's launch-latency kernel: does nothing)
  *
@@ -81,6 +84,14 @@ static int ft_fake_parse_attn(const char *rest, ft_fake_kernel_t *k)
     return ft_fake_number(&rest, k->dims[1], &k->dims[2]) && !*rest && k->dims[1] % k->dims[2] == 0;
 }
 
+/* The f16-KV forms: the same shape, the cache's element in wtype. */
+static int ft_fake_parse_attn_f16(const char *rest, ft_fake_kernel_t *k)
+{
+    if (!ft_fake_parse_attn(rest, k)) return 0;
+    k->wtype = FT_DTYPE_F16;
+    return 1;
+}
+
 static int ft_fake_parse_router(const char *rest, ft_fake_kernel_t *k)
 {
     if (!ft_fake_number(&rest, 1024, &k->dims[0]) || strncmp(rest, "_k", 2) != 0) return 0;
@@ -128,8 +139,24 @@ static const ft_fake_kind_t ft_fake_kinds[] = {
      ft_fake_run_attn_decode_pos,
      8,
      {8, 8, 8, 4, 8, 8, 4, 8}},
+    /* the same over an f16 cache */
+    {"ft_attn_decode_f16_h",
+     0,
+     0,
+     ft_fake_parse_attn_f16,
+     ft_fake_run_attn_decode,
+     8,
+     {8, 8, 8, 4, 4, 8, 4, 8}},
+    {"ft_attn_decode_pos_f16_h",
+     0,
+     0,
+     ft_fake_parse_attn_f16,
+     ft_fake_run_attn_decode_pos,
+     8,
+     {8, 8, 8, 4, 8, 8, 4, 8}},
     /* (k, v, k_cache, v_cache, kv_dim, pos, n_tok) */
     {"ft_kv_append", 1, 0, NULL, ft_fake_run_kv_append, 7, {8, 8, 8, 8, 4, 8, 4}},
+    {"ft_kv_append_f16", 1, 0, NULL, ft_fake_run_kv_append_f16, 7, {8, 8, 8, 8, 4, 8, 4}},
     /* (logits, n_tok, ids, weights) */
     {"ft_router_topk_e", 0, 1, ft_fake_parse_router, ft_fake_run_router_topk, 4, {8, 4, 8, 8}},
     /* (src, dst, n_bytes) */

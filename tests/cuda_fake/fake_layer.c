@@ -5,8 +5,12 @@
  * layout) and decode attention (one block
  * per query head; scores by warps through the global scratch row, softmax
  * and the weighted sum of V by threads). Sums follow the templates'
- * order; eps and theta come from the module's ft_spec. */
+ * order; eps and theta come from the module's ft_spec. The KV cache is
+ * float32, or IEEE half for the _f16 kernels (kernel wtype F16): stored
+ * rounded to nearest even (cvt.rn.f16.f32), read widened exactly. */
 #include "fake_cuda.h"
+
+#include "format/convert.h"
 
 #include <math.h>
 #include <string.h>
@@ -77,11 +81,17 @@ int ft_fake_run_rope_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
     return ft_fake_rope(k, l, 0);
 }
 
+/* Element i of a KV cache of the kernel's element type (ft_kv_ld). */
+static float ft_fake_kv_ld(const ft_fake_kernel_t *k, const void *cache, uint64_t i)
+{
+    return k->wtype == FT_DTYPE_F16 ? ft_fp16_to_fp32(((const uint16_t *)cache)[i]) : ((const float *)cache)[i];
+}
+
 /* One query head h of ft_attn_decode_body. */
 static void ft_fake_attn_head(const ft_fake_kernel_t *k, const ft_fake_launch_t *l, uint32_t h)
 {
-    const float *q = FT_FAKE_ARG(l, 0, float *), *kc = FT_FAKE_ARG(l, 1, float *);
-    const float *vc = FT_FAKE_ARG(l, 2, float *);
+    const float *q = FT_FAKE_ARG(l, 0, float *);
+    const void *kc = FT_FAKE_ARG(l, 1, void *), *vc = FT_FAKE_ARG(l, 2, void *);
     const uint64_t stride = (uint64_t)FT_FAKE_ARG(l, 3, int);
     const int n_pos = FT_FAKE_ARG(l, 4, int), max_pos = FT_FAKE_ARG(l, 6, int);
     float *out = FT_FAKE_ARG(l, 7, float *);
@@ -94,10 +104,10 @@ static void ft_fake_attn_head(const ft_fake_kernel_t *k, const ft_fake_launch_t 
     for (uint32_t w = 0; w < n_warps; w++) {
         float mx = -INFINITY;
         for (int t = (int)w; t < n_pos; t += (int)n_warps) {
-            const float *kr = kc + (uint64_t)t * stride + (uint64_t)g * hd;
+            const uint64_t kr = (uint64_t)t * stride + (uint64_t)g * hd;
             float lanes[32] = {0};
             for (uint32_t d = 0; d < hd; d++)
-                lanes[d % 32] += qs[d] * kr[d];
+                lanes[d % 32] += qs[d] * ft_fake_kv_ld(k, kc, kr + d);
             const float s = ft_fake_warp_sum(lanes) * scale;
             sc[t] = s;
             mx = fmaxf(mx, s);
@@ -122,7 +132,7 @@ static void ft_fake_attn_head(const ft_fake_kernel_t *k, const ft_fake_launch_t 
     for (uint32_t d = 0; d < hd; d++) {
         float acc = 0.0f;
         for (int t = 0; t < n_pos; t++)
-            acc += sc[t] * vc[(uint64_t)t * stride + (uint64_t)g * hd + d];
+            acc += sc[t] * ft_fake_kv_ld(k, vc, (uint64_t)t * stride + (uint64_t)g * hd + d);
         out[(uint64_t)h * hd + d] = acc * inv;
     }
 }
@@ -153,21 +163,39 @@ int ft_fake_run_attn_decode_pos(const ft_fake_kernel_t *k, const ft_fake_launch_
     return ft_fake_run_attn_decode(k, &by_value);
 }
 
-/* ft_kv_append: token t's K and V rows into the caches at row pos[t]. */
-int ft_fake_run_kv_append(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+/* ft_kv_append (f16: ft_kv_append_f16): token t's K and V rows into the
+ * caches at row pos[t]. */
+static int ft_fake_kv_append(const ft_fake_launch_t *l, int f16)
 {
-    (void)k;
     const float *kr = FT_FAKE_ARG(l, 0, float *), *vr = FT_FAKE_ARG(l, 1, float *);
-    float *kc = FT_FAKE_ARG(l, 2, float *), *vc = FT_FAKE_ARG(l, 3, float *);
+    void *kc = FT_FAKE_ARG(l, 2, void *), *vc = FT_FAKE_ARG(l, 3, void *);
     const int kv_dim = FT_FAKE_ARG(l, 4, int), n_tok = FT_FAKE_ARG(l, 6, int);
     const int *pos = FT_FAKE_ARG(l, 5, int *);
     if (kv_dim < 0 || n_tok < 0) return FT_FAKE_ERROR_INVALID_VALUE;
     for (int t = 0; t < n_tok; t++) {
         if (pos[t] < 0) return FT_FAKE_ERROR_ILLEGAL_ADDRESS;
-        memcpy(kc + (uint64_t)pos[t] * kv_dim, kr + (uint64_t)t * kv_dim,
-               sizeof(float) * (size_t)kv_dim);
-        memcpy(vc + (uint64_t)pos[t] * kv_dim, vr + (uint64_t)t * kv_dim,
-               sizeof(float) * (size_t)kv_dim);
+        const uint64_t row = (uint64_t)pos[t] * kv_dim, src = (uint64_t)t * kv_dim;
+        if (!f16) {
+            memcpy((float *)kc + row, kr + src, sizeof(float) * (size_t)kv_dim);
+            memcpy((float *)vc + row, vr + src, sizeof(float) * (size_t)kv_dim);
+            continue;
+        }
+        for (int c = 0; c < kv_dim; c++) {
+            ((uint16_t *)kc)[row + c] = ft_fp32_to_fp16(kr[src + c]);
+            ((uint16_t *)vc)[row + c] = ft_fp32_to_fp16(vr[src + c]);
+        }
     }
     return FT_FAKE_SUCCESS;
+}
+
+int ft_fake_run_kv_append(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+{
+    (void)k;
+    return ft_fake_kv_append(l, 0);
+}
+
+int ft_fake_run_kv_append_f16(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+{
+    (void)k;
+    return ft_fake_kv_append(l, 1);
 }

@@ -4,7 +4,8 @@
 # reports predicted figures with the cache's behaviour, a budget change in
 # the middle of a bench and a /vram command in `ft chat` work, bad budgets
 # are refused, and a bundle compiled for a budget runs with the partition
-# its plan stores (ftc inspect and ft bench report the same slots).
+# its plan stores (ftc inspect and ft bench report the same slots), for
+# an f16 and an f32 KV cache.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,6 +72,27 @@ slots=$(jq '.n_slots + .n_pinned' "$tmp/bhw_inspect.json")
 [ "$(jq .plan "$tmp/bhw_other64.json")" = '"solved"' ] || fail "bench --vram 2400K (64 tokens) took the stored plan"
 [ "$(jq .n_slots "$tmp/bhw_other64.json")" = "$(jq '.n_slots + .n_pinned' "$tmp/bhw2400_inspect.json")" ] ||
   fail "the runtime's solve for 2400K ($(jq .n_slots "$tmp/bhw_other64.json") slots) differs from ftc's ($(jq .n_slots "$tmp/bhw2400_inspect.json"))"
+
+# The KV cache's element type (ftc compile --kv, f16 by default): inspect
+# shows it, the planner and the sim size KV alike for either (the n_slots
+# checks above ran on an f16 bundle), and a session of an f32 bundle holds
+# twice the KV bytes of the same session of an f16 one.
+[ "$(jq -r '.kv_format + " " + (.kv_elem_bytes | tostring)' "$tmp/bhw_inspect.json")" = "f16 2" ] ||
+  fail "default kv_format: $(jq -c '[.kv_format, .kv_elem_bytes]' "$tmp/bhw_inspect.json")"
+"$ftc" inspect "$tmp/bhw" | grep -q '^kv cache   f16, 2 bytes an element' || fail "ftc inspect does not show the KV format"
+"$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/bhw32" --quiet --hw "$hw" --vram 2250K --ctx 64 --kv f32
+"$ftc" inspect "$tmp/bhw32" --json > "$tmp/bhw32_inspect.json"
+[ "$(jq -r '.kv_format + " " + (.kv_elem_bytes | tostring)' "$tmp/bhw32_inspect.json")" = "f32 4" ] ||
+  fail "--kv f32: $(jq -c '[.kv_format, .kv_elem_bytes]' "$tmp/bhw32_inspect.json")"
+"$ft" bench "$tmp/bhw32" --backend sim --prompt 16 --gen 8 --reps 1 --json > "$tmp/bhw32_bench.json"
+[ "$(jq .n_slots "$tmp/bhw32_bench.json")" = "$(jq '.n_slots + .n_pinned' "$tmp/bhw32_inspect.json")" ] ||
+  fail "f32 KV: bench n_slots $(jq .n_slots "$tmp/bhw32_bench.json") != inspect's"
+kv16=$(jq .kv_bytes "$tmp/bhw_bench.json"); kv32=$(jq .kv_bytes "$tmp/bhw32_bench.json")
+[ "$kv16" -gt 0 ] && [ $((2 * kv16)) = "$kv32" ] || fail "KV bytes: f16 $kv16, f32 $kv32 (expected half)"
+"$ft" bench "$tmp/b" --prompt 16 --gen 8 --reps 1 --json > "$tmp/cpu_bench.json"
+[ "$(jq .kv_bytes "$tmp/cpu_bench.json")" = "$kv16" ] || fail "cpu bench KV bytes $(jq .kv_bytes "$tmp/cpu_bench.json") != sim's $kv16"
+rc=0; "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/x" --kv bf16 2> /dev/null || rc=$?
+[ $rc = 2 ] || fail "--kv bf16: exit $rc, expected 2"
 
 printf 'hello there\n/vram 64M\n/stats\nand again\n/quit\n' | "$ft" chat "$tmp/b" --backend sim --hw "$hw" --vram 2250K --ctx 64 -n 8 > "$tmp/chat.out" 2> "$tmp/chat.err" || fail "chat: $(cat "$tmp/chat.err")"
 grep -q "slots" "$tmp/chat.out" || fail "chat /stats printed nothing"

@@ -5,11 +5,13 @@
  * attention against a float64 softmax-attention (1e-5), the router against
  * ft_op_softmax + ft_op_topk (same experts, weights to 1e-5), the decode
  * graph's KV append (bit-exact) and position-from-memory attention (as
- * the plain one), and the data movers (expert copy, gather, scatter-add)
- * bit-exact. */
+ * the plain one), the same three over an f16 KV cache (the append rounds
+ * to nearest even bit-exactly as ft_fp32_to_fp16), and the data movers
+ * (expert copy, gather, scatter-add) bit-exact. */
 #include "gpu_harness.h"
 
 #include "exec/ops.h"
+#include "format/convert.h"
 #include "ft_cuda_kernels.h"
 
 #include <string.h>
@@ -294,6 +296,92 @@ static void gk_check_decode_pos(gk_t *g)
     free(k), free(v), free(rows), free(back), free(q), free(y0), free(y1), free(ref);
 }
 
+/* The f16 KV cache (the plan's kv_format F16): ft_kv_append_f16 stores
+ * each float as the nearest half, ties to even, bit-exact against
+ * ft_fp32_to_fp16 (the CPU's append) on random rows and on a row of ties,
+ * subnormals and overflow; ft_attn_decode_f16 over halves against a
+ * float64 attention over the same halves widened (1e-5, as the f32
+ * kernel: widening is exact and the float arithmetic is the f32
+ * kernel's); ft_attn_decode_pos_f16 as ft_attn_decode_f16 given the
+ * length (1e-6). */
+static void gk_check_kv_f16(gk_t *g)
+{
+    enum { POS = 300, STRIDE = GK_KV * GK_HD, TOK = 3, LEN = 200 };
+    static const float edges[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f, -65520.0f,
+                                  0x1p-24f, 0x1p-25f, 3 * 0x1p-25f, -0.0f, 1e-10f, 0.1f};
+    const size_t nkv = (size_t)POS * STRIDE, nq = (size_t)GK_HEADS * GK_HD;
+    uint16_t *kh = gk_xmalloc(2 * nkv), *vh = gk_xmalloc(2 * nkv), *back = gk_xmalloc(2 * nkv);
+    float *rows = gk_xmalloc(sizeof(float) * 2 * TOK * STRIDE), *q = gk_xmalloc(sizeof(float) * nq);
+    float *y0 = gk_xmalloc(sizeof(float) * nq), *y1 = gk_xmalloc(sizeof(float) * nq);
+    double *ref = gk_xmalloc(sizeof(double) * nq), *s = gk_xmalloc(sizeof(double) * POS);
+    for (size_t i = 0; i < nkv; i++)
+        kh[i] = ft_fp32_to_fp16(gk_randn(g)), vh[i] = ft_fp32_to_fp16(gk_randn(g));
+    for (size_t i = 0; i < 2 * TOK * STRIDE; i++)
+        rows[i] = gk_randn(g);
+    /* token 2 (K and V) goes to position POS - 1, past the attended LEN */
+    for (size_t c = 0; c < STRIDE; c++)
+        rows[2 * STRIDE + c] = rows[(TOK + 2) * STRIDE + c] = edges[c % (sizeof(edges) / sizeof(edges[0]))];
+    for (size_t i = 0; i < nq; i++)
+        q[i] = gk_randn(g);
+    const int pos[TOK] = {LEN - 1, 7, POS - 1}, len_pos[1] = {LEN - 1};
+    ft_cu_deviceptr dk = gk_upload(g, kh, 2 * nkv), dv = gk_upload(g, vh, 2 * nkv);
+    ft_cu_deviceptr dr = gk_upload(g, rows, sizeof(float) * 2 * TOK * STRIDE);
+    ft_cu_deviceptr dpos = gk_upload(g, pos, sizeof(pos)), dlen = gk_upload(g, len_pos, sizeof(len_pos));
+    ft_cu_deviceptr drv = dr + sizeof(float) * TOK * STRIDE, dq = gk_upload(g, q, sizeof(float) * nq);
+    ft_cu_deviceptr dout = gk_upload(g, y0, sizeof(float) * nq), dscr;
+    GK_OK(ft_cuda_alloc(g->dev, sizeof(float) * GK_HEADS * POS, &dscr));
+    int kv_dim = STRIDE, n_tok = TOK;
+    void *pa[] = {&dr, &drv, &dk, &dv, &kv_dim, &dpos, &n_tok};
+    gk_launch(g, "ft_kv_append_f16", TOK, 1, 256, pa);
+    for (int t = 0; t < TOK; t++)
+        for (int c = 0; c < STRIDE; c++) {
+            kh[(size_t)pos[t] * STRIDE + c] = ft_fp32_to_fp16(rows[(size_t)t * STRIDE + c]);
+            vh[(size_t)pos[t] * STRIDE + c] = ft_fp32_to_fp16(rows[(size_t)(TOK + t) * STRIDE + c]);
+        }
+    gk_download(g, back, dk, 2 * nkv);
+    int same = memcmp(back, kh, 2 * nkv) == 0;
+    gk_download(g, back, dv, 2 * nkv);
+    same &= memcmp(back, vh, 2 * nkv) == 0;
+    gk_report(g, "ft_kv_append_f16 (1 = differ)", !same, 0.0);
+    for (int h = 0; h < GK_HEADS; h++) {
+        const int kv = h / (GK_HEADS / GK_KV);
+        double mx = -INFINITY, sum = 0.0;
+        for (int t = 0; t < LEN; t++) {
+            double d = 0.0;
+            for (int i = 0; i < GK_HD; i++)
+                d += (double)q[h * GK_HD + i] * ft_fp16_to_fp32(kh[(size_t)t * STRIDE + kv * GK_HD + i]);
+            s[t] = d / sqrt((double)GK_HD);
+            mx = s[t] > mx ? s[t] : mx;
+        }
+        for (int t = 0; t < LEN; t++)
+            sum += (s[t] = exp(s[t] - mx));
+        for (int i = 0; i < GK_HD; i++) {
+            double acc = 0.0;
+            for (int t = 0; t < LEN; t++)
+                acc += s[t] * ft_fp16_to_fp32(vh[(size_t)t * STRIDE + kv * GK_HD + i]);
+            ref[h * GK_HD + i] = acc / sum;
+        }
+    }
+    int stride = STRIDE, n_pos = LEN, max_pos = POS;
+    char name[80];
+    void *p0[] = {&dq, &dk, &dv, &stride, &n_pos, &dscr, &max_pos, &dout};
+    snprintf(name, sizeof(name), "ft_attn_decode_f16_h%d_q%d_kv%d", GK_HD, GK_HEADS, GK_KV);
+    gk_launch(g, name, GK_HEADS, 1, 128, p0);
+    gk_download(g, y0, dout, sizeof(float) * nq);
+    gk_report(g, name, gk_nerr(y0, ref, nq), 1e-5);
+    void *p1[] = {&dq, &dk, &dv, &stride, &dlen, &dscr, &max_pos, &dout};
+    snprintf(name, sizeof(name), "ft_attn_decode_pos_f16_h%d_q%d_kv%d", GK_HD, GK_HEADS, GK_KV);
+    gk_launch(g, name, GK_HEADS, 1, 128, p1);
+    gk_download(g, y1, dout, sizeof(float) * nq);
+    for (size_t i = 0; i < nq; i++)
+        ref[i] = y0[i];
+    gk_report(g, name, gk_nerr(y1, ref, nq), 1e-6);
+    ft_cuda_free(g->dev, dk), ft_cuda_free(g->dev, dv), ft_cuda_free(g->dev, dr);
+    ft_cuda_free(g->dev, dpos), ft_cuda_free(g->dev, dlen), ft_cuda_free(g->dev, dq);
+    ft_cuda_free(g->dev, dout), ft_cuda_free(g->dev, dscr);
+    free(kh), free(vh), free(back), free(rows), free(q), free(y0), free(y1), free(ref), free(s);
+}
+
 void gk_check_layer_ops(gk_t *g)
 {
     gk_check_rmsnorm(g, GK_D);
@@ -302,6 +390,7 @@ void gk_check_layer_ops(gk_t *g)
     gk_check_rope(g, 0);
     gk_check_attention(g);
     gk_check_decode_pos(g);
+    gk_check_kv_f16(g);
     gk_check_router(g);
     gk_check_movers(g);
 }

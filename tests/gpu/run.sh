@@ -102,6 +102,11 @@ if [ $status -eq 0 ]; then
     export ROOT
     step cuda-e2e "$OUT/cuda_e2e.txt" bash -c 'cuda_e2e "$@"' cuda_e2e "$CARRY/bin/ft" "$BUNDLES/tiny" "$OUT/cuda_e2e"
     grep -E '^(tokens|bench|quarter)' "$OUT/cuda_e2e.txt" | tee -a "$summary"
+    # The same with the f16 KV cache (ftc's default): the kernels
+    # ft_kv_append_f16 and ft_attn_decode[_pos]_f16 in the decode graph.
+    step cuda-e2e-kvf16 "$OUT/cuda_e2e_kvf16.txt" bash -c 'cuda_e2e "$@"' cuda_e2e "$CARRY/bin/ft" \
+        "$BUNDLES/tiny-kvf16" "$OUT/cuda_e2e_kvf16"
+    grep -E '^(tokens|bench|quarter)' "$OUT/cuda_e2e_kvf16.txt" | sed 's/^/kvf16 /' | tee -a "$summary"
     # The same for Mixtral (no q/k norm, RoPE over adjacent pairs): the one
     # executor, no Mixtral code in the runtime.
     step cuda-mixtral "$OUT/cuda_mixtral.txt" bash -c 'cuda_e2e "$@"' cuda_e2e "$CARRY/bin/ft" "$BUNDLES/mixtral" \

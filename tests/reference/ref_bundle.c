@@ -9,6 +9,12 @@
 ft_status_t ft_ref_build_bundle(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
                                 const char *work_dir, char *out_bundle, size_t cap)
 {
+    return ft_ref_build_bundle_kv(o, from, format, FT_DTYPE_F32, work_dir, out_bundle, cap);
+}
+
+ft_status_t ft_ref_build_bundle_kv(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
+                                   ft_dtype_t kv_format, const char *work_dir, char *out_bundle, size_t cap)
+{
     char src[4096];
     ft_status_t st;
     mkdir(work_dir, 0755);
@@ -20,14 +26,15 @@ ft_status_t ft_ref_build_bundle(const ft_fixture_opts_t *o, ft_ref_source_t from
         st = ft_fixture_write_gguf(o, src);
     }
     if (st) return st;
-    snprintf(out_bundle, cap, "%s/bundle-%s-%s", work_dir,
+    snprintf(out_bundle, cap, "%s/bundle-%s-%s%s", work_dir,
              format == FT_DTYPE_INVALID ? "source" : ft_dtype_name(format),
-             from == FT_REF_FROM_HF ? "hf" : "gguf");
+             from == FT_REF_FROM_HF ? "hf" : "gguf", kv_format == FT_DTYPE_F16 ? "-kvf16" : "");
     ft_ir_model_t *m = NULL;
     if ((st = ft_import_model(src, &m))) return st;
     ft_compile_options_t copts;
     ft_compile_options_init(&copts);
     copts.format = format;
+    copts.kv_format = kv_format;
     st = ft_compile_bundle(m, &copts, out_bundle);
     ft_ir_model_destroy(m);
     return st;

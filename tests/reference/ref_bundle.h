@@ -16,9 +16,16 @@ typedef enum ft_ref_source { FT_REF_FROM_GGUF = 0, FT_REF_FROM_HF = 1 } ft_ref_s
  * imports it and compiles it with weight format `format` (FT_DTYPE_INVALID
  * keeps the source's) into the bundle directory
  * "<work_dir>/bundle-<format>-<gguf|hf>", whose path goes to out_bundle
- * (cap bytes). */
+ * (cap bytes). The KV cache is f32 (ftc compile --kv f32): the tests that
+ * use this compare with the float64 reference or assert bit-identity,
+ * which an f16 cache's rounding would not keep. */
 ft_status_t ft_ref_build_bundle(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
                                 const char *work_dir, char *out_bundle, size_t cap);
+
+/* ft_ref_build_bundle with the KV cache in kv_format (FT_DTYPE_F16, ftc's
+ * default, or FT_DTYPE_F32); an f16 bundle's directory ends in "-kvf16". */
+ft_status_t ft_ref_build_bundle_kv(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
+                                   ft_dtype_t kv_format, const char *work_dir, char *out_bundle, size_t cap);
 
 /* The "wide" fixture: the tiny preset's layout with every row length a
  * multiple of 256 (d_model 256, 4 heads of 64 / 2 kv heads, 4 experts of

@@ -13,7 +13,11 @@
  *  - attention: within 1e-5 (relative to the largest |V| entry) of a
  *    float64 softmax attention, over group sizes, head sizes and key
  *    counts. Its bit-identity with the runtime's own loop is checked in
- *    the forward pass (test_forward_fused.c). */
+ *    the forward pass (test_forward_fused.c, test_kv_f16.c);
+ *  - attention over an f16 KV cache (ABI 3): scores and output bit-identical
+ *    to the f32 kernel over the same halves widened to float (widening is
+ *    exact and the float operations are the same), including halves that
+ *    are subnormal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,9 +199,51 @@ static void check_attn(const ft_cpu_module_t *mod, const char *isa)
         }
 }
 
+/* Random halves, a few of them subnormal; wide[] gets them as floats. */
+static void fill_halves(uint16_t *h, float *wide, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h[i] = ft_fp32_to_fp16(i % 97 == 3 ? frand() * 0x1p-16f : frand());
+        wide[i] = ft_fp16_to_fp32(h[i]);
+    }
+}
+
+static void check_attn_f16(const ft_cpu_module_t *mod, const char *isa)
+{
+    static const uint32_t keys[] = {1, 7, 130};
+    for (size_t s = 0; s < sizeof(k_attn) / sizeof(k_attn[0]); s++)
+        for (size_t ki = 0; ki < 3; ki++) {
+            const uint32_t G = k_attn[s][0], hd = k_attn[s][1], nk = keys[ki];
+            const size_t stride = (size_t)hd * 3 + 8, ld = nk + 5;
+            ft_kabi_attn_fn f32 = ft_cpu_module_find_attn(mod, G, hd);
+            ft_kabi_attn_f16_fn f16 = ft_cpu_module_find_attn_f16(mod, G, hd);
+            assert_non_null(f32);
+            assert_non_null(f16);
+            float *q = malloc((size_t)G * hd * 4), *kw = malloc(stride * nk * 4), *vw = malloc(stride * nk * 4);
+            uint16_t *kh = malloc(stride * nk * 2), *vh = malloc(stride * nk * 2);
+            float *sc_a = malloc((size_t)G * ld * 4), *sc_b = malloc((size_t)G * ld * 4);
+            float *out_a = malloc((size_t)G * hd * 4), *out_b = malloc((size_t)G * hd * 4);
+            for (size_t i = 0; i < (size_t)G * hd; i++)
+                q[i] = frand() * 2;
+            fill_halves(kh, kw, stride * nk);
+            fill_halves(vh, vw, stride * nk);
+            memset(sc_a, 0, (size_t)G * ld * 4), memset(sc_b, 0, (size_t)G * ld * 4);
+            const float scale = 1.0f / sqrtf((float)hd);
+            f32(q, kw + hd, vw + hd, stride, nk, scale, sc_a, ld, out_a);
+            f16(q, kh + hd, vh + hd, stride, nk, scale, sc_b, ld, out_b);
+            for (uint32_t g = 0; g < G; g++)
+                if (memcmp(sc_a + (size_t)g * ld, sc_b + (size_t)g * ld, nk * 4) != 0)
+                    fail_msg("%s: f16 attention %u x %u, %u keys: head %u's weights differ", isa, G, hd, nk, g);
+            if (memcmp(out_a, out_b, (size_t)G * hd * 4) != 0)
+                fail_msg("%s: f16 attention %u x %u, %u keys: output differs from the f32 kernel", isa, G, hd,
+                         nk);
+            free(q), free(kw), free(vw), free(kh), free(vh), free(sc_a), free(sc_b), free(out_a), free(out_b);
+        }
+}
+
 static void run_isa(const char *isa)
 {
-    ft_cg_kreq_t reqs[32];
+    ft_cg_kreq_t reqs[40];
     uint32_t n = 0;
     for (size_t f = 0; f < sizeof(k_norm_fmts) / sizeof(k_norm_fmts[0]); f++)
         for (size_t c = 0; c < sizeof(k_norm_cols) / sizeof(k_norm_cols[0]); c++)
@@ -206,12 +252,15 @@ static void run_isa(const char *isa)
         reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_ROUTER, FT_DTYPE_Q8_0, 0, k_router[s][0], k_router[s][1]};
         reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_MATMUL, FT_DTYPE_Q8_0, 0, k_router[s][0], k_router[s][1]};
     }
-    for (size_t s = 0; s < sizeof(k_attn) / sizeof(k_attn[0]); s++)
+    for (size_t s = 0; s < sizeof(k_attn) / sizeof(k_attn[0]); s++) {
         reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_ATTN, FT_DTYPE_F32, 0, k_attn[s][0], k_attn[s][1]};
+        reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_ATTN, FT_DTYPE_F16, 0, k_attn[s][0], k_attn[s][1]};
+    }
     ft_cpu_module_t *mod = build(isa, reqs, n);
     check_norm(mod, isa);
     check_router(mod, isa);
     check_attn(mod, isa);
+    check_attn_f16(mod, isa);
     ft_cpu_module_free(mod);
 }
 

@@ -67,6 +67,7 @@ static ft_status_t build(const char *dir, int with_cuda, char *out, size_t cap)
     if (st) return st;
     ft_compile_options_t co;
     ft_compile_options_init(&co);
+    co.kv_format = FT_DTYPE_F32; /* the budgets above are sized with an f32 cache */
     co.cuda_archs[0] = 90; /* the fake device is sm_90 */
     co.n_cuda_archs = with_cuda ? 1 : 0;
     st = ft_compile_bundle(m, &co, out);

@@ -52,6 +52,12 @@ static void test_parse_names(void **state)
     expect_kernel("ft_rope_neox_h128_r64", "ft_rope_neox_h", FT_DTYPE_INVALID, 128, 64, 0);
     expect_kernel("ft_rope_norm_h128_r128", "ft_rope_norm_h", FT_DTYPE_INVALID, 128, 128, 0);
     expect_kernel("ft_attn_decode_h128_q32_kv4", "ft_attn_decode_h", FT_DTYPE_INVALID, 128, 32, 4);
+    /* the f16-KV forms carry the cache's element type in wtype */
+    expect_kernel("ft_attn_decode_f16_h128_q32_kv4", "ft_attn_decode_f16_h", FT_DTYPE_F16, 128, 32, 4);
+    expect_kernel("ft_attn_decode_pos_f16_h64_q8_kv2", "ft_attn_decode_pos_f16_h", FT_DTYPE_F16, 64, 8, 2);
+    expect_kernel("ft_attn_decode_pos_h64_q8_kv2", "ft_attn_decode_pos_h", FT_DTYPE_INVALID, 64, 8, 2);
+    expect_kernel("ft_kv_append", "ft_kv_append", FT_DTYPE_INVALID, 0, 0, 0);
+    expect_kernel("ft_kv_append_f16", "ft_kv_append_f16", FT_DTYPE_INVALID, 0, 0, 0);
     expect_kernel("ft_router_topk_e128_k8", "ft_router_topk_e", FT_DTYPE_INVALID, 128, 8, 0);
     expect_kernel("ft_expert_copy", "ft_expert_copy", FT_DTYPE_INVALID, 0, 0, 0);
     expect_kernel("ft_rows_scatter_add", "ft_rows_scatter_add", FT_DTYPE_INVALID, 0, 0, 0);
@@ -74,6 +80,9 @@ static void test_parse_names(void **state)
         "ft_rope_norm_h128", /* no rotary part */
         "ft_rope_adjacent_h128_r128",
         "ft_attn_decode_h128_q32_kv5",
+        "ft_attn_decode_f16_h128_q32_kv5",
+        "ft_attn_decode_f32_h128_q32_kv4", /* the f32 forms have no suffix */
+        "ft_kv_append_f32",
         "ft_router_topk_e128_k33", /* more than 32 experts per token */
         "ft_router_topk_e4_k8",    /* more picked than exist */
         "ft_swiglu2",

@@ -81,6 +81,7 @@ static void build(ft_dtype_t format, int wide, char *bundle, size_t cap)
     ft_compile_options_t co;
     ft_compile_options_init(&co);
     co.format = format;
+    co.kv_format = FT_DTYPE_F32; /* the float64 reference at 1e-4: an exact cache */
     co.cpu_isa = NULL;
     co.cuda_archs[0] = 90;
     co.n_cuda_archs = 1;

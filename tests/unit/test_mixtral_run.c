@@ -156,6 +156,7 @@ static void test_mixtral_cuda(void **state)
         ft_compile_options_t co;
         ft_compile_options_init(&co);
         co.format = FT_DTYPE_F32;
+        co.kv_format = FT_DTYPE_F32; /* the float64 reference at 1e-4: an exact cache */
         co.cuda_archs[0] = 90;
         co.n_cuda_archs = 1;
         ft_status_t st = ft_compile_bundle(m, &co, g_cuda_bundle[f]);

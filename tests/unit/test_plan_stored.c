@@ -203,28 +203,36 @@ static void test_replan_solves(void **state)
     ft_engine_close(e);
 }
 
-/* One description: KV is sized in the plan's element type (f32, which the
- * runtime stores), experts by their FTW blobs; the stored KV region is
- * ctx tokens of it. */
+/* One description: KV is sized in the plan's element type (f16, ftc's
+ * default, which the runtime stores), experts by their FTW blobs; the
+ * stored KV region is ctx tokens of it, and a session of ctx tokens holds
+ * exactly that many KV bytes. */
 static void test_one_description(void **state)
 {
     (void)state;
     ft_engine_t *e = open_sim(g_hw_bundle, NULL, 0, 0);
     const Ftplan__Plan *plan = e->bundle->plan;
-    assert_int_equal(plan->kv_format, FTPLAN__WEIGHT_FORMAT__WF_F32);
-    assert_int_equal(ft_plan_kv_dtype(plan), FT_DTYPE_F32);
+    assert_int_equal(plan->kv_format, FTPLAN__WEIGHT_FORMAT__WF_F16);
+    assert_int_equal(ft_plan_kv_dtype(plan), FT_DTYPE_F16);
     ft_plan_model_t *pm = NULL;
     assert_null(ft_plan_model_from_plan(plan, "test", NULL, &pm));
     uint64_t kv = 0;
     for (uint32_t l = 0; l < pm->n_layers; l++) {
         const Ftplan__Attention *a = plan->blocks[l]->attn;
-        assert_int_equal(pm->layers[l].kv_bytes_per_token, 2ull * a->n_kv_heads * a->head_dim * 4);
+        assert_int_equal(pm->layers[l].kv_bytes_per_token, 2ull * a->n_kv_heads * a->head_dim * 2);
         assert_int_equal(pm->layers[l].expert_bytes, e->offload->L[l].blob_stride);
         assert_int_equal(pm->layers[l].expert_bytes % 4096, 0);
         kv += pm->layers[l].kv_bytes_per_token;
     }
     assert_int_equal(plan->partition->vram_kv, kv * COMPILED_CTX);
     assert_int_equal(plan->partition->slot_bytes, e->offload->slot_bytes);
+    ft_session_options_t so;
+    ft_session_options_init(&so);
+    so.n_ctx = COMPILED_CTX;
+    ft_session_t *s = NULL;
+    assert_null(ft_session_create(e, &so, &s));
+    assert_int_equal(ft_session_kv_bytes(s), kv * COMPILED_CTX);
+    ft_session_destroy(s);
     ft_plan_model_free(pm, NULL);
     ft_engine_close(e);
 }

@@ -205,22 +205,8 @@ FTT_INLINE void ftt_router_tail(uint32_t rows, float *probs, uint32_t n_tok, uin
 
 /* ---- attention over the KV cache -------------------------------------- */
 
-/* ft_dot8: eight partial sums, combined as the runtime does. */
-FTT_INLINE float ftt_dot8(const float *restrict a, const float *restrict b, uint32_t n)
-{
-    float acc[8] = {0};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += a[i + j] * b[i + j];
-    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++)
-        sum += a[i] * b[i];
-    return sum;
-}
-
 #if defined(__AVX2__)
-/* ftt_dot8's combination of its eight lanes: ((0+4) + (1+5)) + ((2+6) + (3+7)). */
+/* ftt_dot8_kv's combination of its eight lanes: ((0+4) + (1+5)) + ((2+6) + (3+7)). */
 FTT_INLINE float ftt_dot8_lanes(__m256 acc)
 {
     const __m128 u = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
@@ -229,28 +215,63 @@ FTT_INLINE float ftt_dot8_lanes(__m256 acc)
 }
 #endif
 
+/* Element i of a KV row: float, or an IEEE half widened exactly. */
+FTT_INLINE float ftt_kv_at(const int KV16, const void *row, uint32_t i)
+{
+    return KV16 ? ftt_f16((const uint8_t *)row + 2 * (size_t)i) : ((const float *)row)[i];
+}
+
+#if defined(__AVX2__)
+/* Eight consecutive KV elements from element i as floats (F16C: exact). */
+FTT_INLINE __m256 ftt_kv_load8(const int KV16, const void *row, uint32_t i)
+{
+    return KV16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)))
+                : _mm256_loadu_ps((const float *)row + i);
+}
+#endif
+
+/* The runtime's ft_dot8: eight partial sums, combined as it does; the
+ * second operand a KV row (float or half). */
+FTT_INLINE float ftt_dot8_kv(const int KV16, const float *restrict a, const void *restrict b, uint32_t n)
+{
+    float acc[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * ftt_kv_at(KV16, b, i + j);
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        sum += a[i] * ftt_kv_at(KV16, b, i);
+    return sum;
+}
+
 /* G query heads of HD floats against one KV head: the runtime's per-item
- * loop with the sizes as constants. With AVX2 and HD a multiple of 8 the
- * same operations are arranged for the vector units: a dot is ftt_dot8's
- * eight lanes (separate multiply and add) combined in its order, the G
- * dots of a key run side by side, and the value pass keeps G x 32 output
- * floats in registers across all keys, each still summed over the keys in
- * order from zero. Otherwise the output rows stay in a local array. */
+ * loop with the sizes as constants. KV16 (a constant): the cache holds
+ * IEEE halves, each widened to float as it is read (exact), so the float
+ * operations are those over an f32 cache of the same values. kv_stride
+ * counts elements. With AVX2 and HD a multiple of 8 the same operations
+ * are arranged for the vector units: a dot is ftt_dot8_kv's eight lanes
+ * (separate multiply and add) combined in its order, the G dots of a key
+ * run side by side, and the value pass keeps G x 32 output floats in
+ * registers across all keys, each still summed over the keys in order
+ * from zero. Otherwise the output rows stay in a local array. */
 enum { FTT_ATTN_MAX = 8192 }; /* floats: 32 KiB of stack; the emitter checks */
 
-FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const float *q, const float *k,
-                         const float *v, size_t kv_stride, uint32_t n_keys, float scale, float *scores,
+FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const int KV16, const float *q, const void *k,
+                         const void *v, size_t kv_stride, uint32_t n_keys, float scale, float *scores,
                          size_t ld, float *out)
 {
+    const size_t eb = KV16 ? 2 : 4; /* bytes of a KV element */
+    const uint8_t *kb = (const uint8_t *)k, *vb = (const uint8_t *)v;
 #if defined(__AVX2__)
     if (HD % 8 == 0 && G <= 16) {
         for (uint32_t p = 0; p < n_keys; p++) {
-            const float *kp = k + (size_t)p * kv_stride;
+            const void *kp = kb + (size_t)p * kv_stride * eb;
             for (uint32_t g = 0; g < G; g++) {
                 __m256 acc = _mm256_setzero_ps();
                 for (uint32_t i = 0; i < HD; i += 8)
                     acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i),
-                                                           _mm256_loadu_ps(kp + i)));
+                                                           ftt_kv_load8(KV16, kp, i)));
                 scores[(size_t)g * ld + p] = ftt_dot8_lanes(acc) * scale;
             }
         }
@@ -265,11 +286,14 @@ FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const float *q, co
                 for (uint32_t c = 0; c < nc; c++)
                     o[g][c] = _mm256_setzero_ps();
             for (uint32_t p = 0; p < n_keys; p++) {
-                const float *vp = v + (size_t)p * kv_stride + i0;
+                const void *vp = vb + (size_t)p * kv_stride * eb;
+                __m256 vv[C];
+                for (uint32_t c = 0; c < nc; c++)
+                    vv[c] = ftt_kv_load8(KV16, vp, i0 + 8 * c);
                 for (uint32_t g = 0; g < G; g++) {
                     const __m256 wg = _mm256_broadcast_ss(scores + (size_t)g * ld + p);
                     for (uint32_t c = 0; c < nc; c++)
-                        o[g][c] = _mm256_add_ps(o[g][c], _mm256_mul_ps(wg, _mm256_loadu_ps(vp + 8 * c)));
+                        o[g][c] = _mm256_add_ps(o[g][c], _mm256_mul_ps(wg, vv[c]));
                 }
             }
             for (uint32_t g = 0; g < G; g++)
@@ -280,20 +304,20 @@ FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const float *q, co
     }
 #endif
     for (uint32_t p = 0; p < n_keys; p++) {
-        const float *kp = k + (size_t)p * kv_stride;
+        const void *kp = kb + (size_t)p * kv_stride * eb;
         for (uint32_t g = 0; g < G; g++)
-            scores[(size_t)g * ld + p] = ftt_dot8(q + (size_t)g * HD, kp, HD) * scale;
+            scores[(size_t)g * ld + p] = ftt_dot8_kv(KV16, q + (size_t)g * HD, kp, HD) * scale;
     }
     for (uint32_t g = 0; g < G; g++)
         ftt_softmax(scores + (size_t)g * ld, n_keys);
     float o[FTT_ATTN_MAX];
     memset(o, 0, (size_t)G * HD * sizeof(float));
     for (uint32_t p = 0; p < n_keys; p++) {
-        const float *vp = v + (size_t)p * kv_stride;
+        const void *vp = vb + (size_t)p * kv_stride * eb;
         for (uint32_t g = 0; g < G; g++) {
             const float wgt = scores[(size_t)g * ld + p];
             for (uint32_t i = 0; i < HD; i++)
-                o[g * HD + i] += wgt * vp[i];
+                o[g * HD + i] += wgt * ftt_kv_at(KV16, vp, i);
         }
     }
     memcpy(out, o, (size_t)G * HD * sizeof(float));

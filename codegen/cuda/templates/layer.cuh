@@ -5,8 +5,11 @@
  * attention of one new token over the KV cache (one block per query head,
  * grouped-query heads share KV head h / (NH / NKV)).
  *
- * KV cache: float32 rows of kv_stride floats per position, KV head g at
- * [g * HD, (g + 1) * HD). Scores go through a global scratch row per head
+ * KV cache: rows of kv_stride elements per position, KV head g at
+ * [g * HD, (g + 1) * HD); an element is a float32 or an IEEE half (the
+ * plan's kv_format: the _f16 kernels), rounded to nearest even when
+ * appended and widened exactly when read, so attention's float arithmetic
+ * is the same for both. Scores go through a global scratch row per head
  * (scratch: NH * max_pos floats) so the context length is not bounded by
  * shared memory. */
 template <int D>
@@ -80,8 +83,34 @@ __device__ __forceinline__ void ft_rope_norm_body(float *x, int n_heads, const i
     head[2 * i + 1] = a * s + b * c;
 }
 
-template <int HD, int NH, int NKV>
-__device__ __forceinline__ void ft_attn_decode_body(const float *q, const float *k, const float *v, int kv_stride,
+/* KV cache elements: float32 as is; IEEE half bits through the PTX cvt
+ * (round to nearest even on the store, exact on the load). */
+__device__ __forceinline__ float ft_kv_ld(const float *p)
+{
+    return *p;
+}
+
+__device__ __forceinline__ float ft_kv_ld(const ft_u16 *p)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+    return f;
+}
+
+__device__ __forceinline__ void ft_kv_st(float *p, float v)
+{
+    *p = v;
+}
+
+__device__ __forceinline__ void ft_kv_st(ft_u16 *p, float v)
+{
+    ft_u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    *p = h;
+}
+
+template <int HD, int NH, int NKV, typename KV>
+__device__ __forceinline__ void ft_attn_decode_body(const float *q, const KV *k, const KV *v, int kv_stride,
                                                     int n_pos, float *scratch, int max_pos, float *out)
 {
     static_assert(NH % NKV == 0, "query heads must group evenly over KV heads");
@@ -96,10 +125,10 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const float 
     const float scale = 1.0f / sqrtf((float)HD);
     float mx = __int_as_float(0xff800000); /* -inf */
     for (int t = warp; t < n_pos; t += n_warps) {
-        const float *kr = k + (size_t)t * kv_stride + (size_t)g * HD;
+        const KV *kr = k + (size_t)t * kv_stride + (size_t)g * HD;
         float s = 0.0f;
         for (int d = lane; d < HD; d += 32)
-            s += qs[d] * kr[d];
+            s += qs[d] * ft_kv_ld(kr + d);
         s = ft_warp_sum(s) * scale;
         if (lane == 0)
             sc[t] = s;
@@ -129,7 +158,7 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const float 
     for (int d = threadIdx.x; d < HD; d += blockDim.x) {
         float acc = 0.0f;
         for (int t = 0; t < n_pos; t++)
-            acc += sc[t] * v[(size_t)t * kv_stride + (size_t)g * HD + d];
+            acc += sc[t] * ft_kv_ld(v + (size_t)t * kv_stride + (size_t)g * HD + d);
         out[(size_t)h * HD + d] = acc * inv;
     }
 }
@@ -138,15 +167,29 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const float 
  * device memory (pos[0], written before the step) instead of a launch
  * argument, so the captured launches stay valid from token to token.
  * ft_kv_append: token t's K and V rows (kv_dim floats) into the cache at
- * row pos[t]; ft_attn_decode_pos: ft_attn_decode over pos[0] + 1 keys. */
-extern "C" __global__ void ft_kv_append(const float *k, const float *v, float *kc, float *vc, int kv_dim,
-                                        const int *pos, int n_tok)
+ * row pos[t] (ft_kv_append_f16: as halves); ft_attn_decode_pos:
+ * ft_attn_decode over pos[0] + 1 keys. */
+template <typename KV>
+__device__ __forceinline__ void ft_kv_append_body(const float *k, const float *v, KV *kc, KV *vc, int kv_dim,
+                                                  const int *pos, int n_tok)
 {
     for (int t = blockIdx.x; t < n_tok; t += gridDim.x) {
         const size_t row = (size_t)pos[t] * kv_dim;
         for (int c = threadIdx.x; c < kv_dim; c += blockDim.x) {
-            kc[row + c] = k[(size_t)t * kv_dim + c];
-            vc[row + c] = v[(size_t)t * kv_dim + c];
+            ft_kv_st(kc + row + c, k[(size_t)t * kv_dim + c]);
+            ft_kv_st(vc + row + c, v[(size_t)t * kv_dim + c]);
         }
     }
+}
+
+extern "C" __global__ void ft_kv_append(const float *k, const float *v, float *kc, float *vc, int kv_dim,
+                                        const int *pos, int n_tok)
+{
+    ft_kv_append_body<float>(k, v, kc, vc, kv_dim, pos, n_tok);
+}
+
+extern "C" __global__ void ft_kv_append_f16(const float *k, const float *v, ft_u16 *kc, ft_u16 *vc, int kv_dim,
+                                            const int *pos, int n_tok)
+{
+    ft_kv_append_body<ft_u16>(k, v, kc, vc, kv_dim, pos, n_tok);
 }

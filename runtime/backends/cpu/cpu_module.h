@@ -43,6 +43,8 @@ ft_kabi_norm_prepare_fn ft_cpu_module_find_norm_prepare(const ft_cpu_module_t *m
 ft_kabi_router_fn ft_cpu_module_find_router(const ft_cpu_module_t *mod, ft_dtype_t wtype,
                                             uint32_t n_experts, uint32_t d_model);
 ft_kabi_attn_fn ft_cpu_module_find_attn(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim);
+/* The ABI 3 attention over an f16 KV cache, for the same key, or NULL. */
+ft_kabi_attn_f16_fn ft_cpu_module_find_attn_f16(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim);
 
 /* ft_cpu_matmul through the module: the generated kernel for (wtype,
  * rows, cols) when the module has one, else the reference kernel. Same
