@@ -27,6 +27,12 @@ ft_status_t ft_ref_build_bundle(const ft_fixture_opts_t *o, ft_ref_source_t from
 ft_status_t ft_ref_build_bundle_kv(const ft_fixture_opts_t *o, ft_ref_source_t from, ft_dtype_t format,
                                    ft_dtype_t kv_format, const char *work_dir, char *out_bundle, size_t cap);
 
+/* Imports the source model src (a GGUF file or an HF directory) and
+ * compiles it to f32 weights with an f32 KV cache and cubins for sm_90
+ * (the fake CUDA driver's device), no other CUDA target, into out_bundle:
+ * the cuda backend's tests against the float64 reference. */
+ft_status_t ft_ref_build_cuda_bundle(const char *src, const char *out_bundle);
+
 /* The "wide" fixture: the tiny preset's layout with every row length a
  * multiple of 256 (d_model 256, 4 heads of 64 / 2 kv heads, 4 experts of
  * ffn 256, 2 used), so that the K-quant formats (Q4_K, Q6_K) apply. */

@@ -20,7 +20,6 @@
 #include <cmocka.h>
 
 #include "cuda_test_skip.h"
-#include "compile.h"
 #include "cuda_codegen.h"
 #include "ref_bundle.h"
 #include "ref_forward.h"
@@ -152,17 +151,7 @@ static void test_cuda(void **state)
     char src[4200];
     snprintf(src, sizeof(src), "%s/hf", g_dir);
     snprintf(g_cuda_bundle, sizeof(g_cuda_bundle), "%s/bundle-cuda", g_dir);
-    ft_ir_model_t *m = NULL;
-    FT_REF_OK(ft_import_model(src, &m));
-    ft_compile_options_t co;
-    ft_compile_options_init(&co);
-    co.format = FT_DTYPE_F32;
-    co.kv_format = FT_DTYPE_F32; /* the float64 reference at 1e-4: an exact cache */
-    co.cuda_archs[0] = 90;
-    co.n_cuda_archs = 1;
-    ft_status_t st = ft_compile_bundle(m, &co, g_cuda_bundle);
-    ft_ir_model_destroy(m);
-    FT_REF_OK(st);
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, g_cuda_bundle));
     free(check(g_cuda_bundle, FT_BACKEND_CUDA, FT_KERNELS_REFERENCE, "dense ffn cuda (fake driver)"));
 }
 
