@@ -109,7 +109,8 @@ static int ft_q3_layer_is_moe(const ft_src_model_t *src, int mixtral, uint32_t l
 /* Mixtral's sliding window (HF sliding_window; null for 8x7B v0.1, and
  * llama GGUF files carry none) is recorded per block; 0 means full
  * attention. A window shorter than the context changes the logits once a
- * sequence outgrows it, so the runtime must honour it or refuse. */
+ * sequence outgrows it; the ATTENTION op carries it and every backend
+ * honours it. */
 FT_WARN_UNUSED static ft_status_t ft_mx_sliding_window(const ft_src_model_t *src, const ft_ir_hparams_t *hp,
                                         ft_ir_attention_t *a)
 {

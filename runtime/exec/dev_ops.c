@@ -75,15 +75,20 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
     int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;
-    if (n == 1 && o->fn_pos) {
+    if (n == 1 && o->fn_pos && !x->sliding_window) {
         void *p[] = {&q, &kc, &vc, &kv_stride, &s->pos, &s->scores, &max_pos, &att};
         return ft_dev_run(ce, o->fn_pos, x->n_heads, 1, 128, p);
     }
     ft_status_t st = FT_OK;
     for (uint32_t t = 0; t < n && !st; t++) {
-        ft_dptr_t qt = q + (uint64_t)t * qd * 4, out = att + (uint64_t)t * qd * 4;
-        int n_pos = (int)(s->n_past + row0 + t + 1);
-        void *p[] = {&qt, &kc, &vc, &kv_stride, &n_pos, &s->scores, &max_pos, &out};
+        /* A sliding window: the last sliding_window positions, from row
+         * `first` of the cache. */
+        const uint32_t pos = s->n_past + row0 + t;
+        const uint32_t first = x->sliding_window && pos >= x->sliding_window ? pos + 1 - x->sliding_window : 0;
+        const uint64_t skip = (uint64_t)first * kvd * ce->m->kv_elem_bytes;
+        ft_dptr_t qt = q + (uint64_t)t * qd * 4, out = att + (uint64_t)t * qd * 4, kt = kc + skip, vt = vc + skip;
+        int n_pos = (int)(pos + 1 - first);
+        void *p[] = {&qt, &kt, &vt, &kv_stride, &n_pos, &s->scores, &max_pos, &out};
         st = ft_dev_run(ce, o->fn, x->n_heads, 1, 128, p);
     }
     return st;

@@ -124,13 +124,15 @@ FT_WARN_UNUSED static ft_status_t ft_dev_session_constants(ft_dev_session_t *s)
 }
 
 /* Decode graphs need every attention to read its position from device
- * memory (the launches are then the same at every step). */
+ * memory (the launches are then the same at every step), which a sliding
+ * window's moving start does not. */
 static int ft_dev_attn_pos_all(const ft_dev_engine_t *ce)
 {
     const ft_program_t *p = ce->prog;
     for (uint32_t l = 0; l < p->n_blocks; l++)
         for (uint32_t i = 0; i < p->blocks[l].n; i++)
-            if (p->blocks[l].ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION && !ce->ops[p->blocks[l].ops[i].id].fn_pos)
+            if (p->blocks[l].ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION &&
+                (!ce->ops[p->blocks[l].ops[i].id].fn_pos || p->blocks[l].ops[i].sliding_window))
                 return 0;
     return 1;
 }

@@ -254,10 +254,15 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
     ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
     for (uint64_t item = b; item < e; item++) {
         const uint32_t t = (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
-        const uint32_t n_keys = r->st->pos0 + t + 1; /* causal: up to and including t */
+        /* Causal: up to and including t; a sliding window keeps the last
+         * sliding_window of those, from row `first` of the cache. */
+        const uint32_t pos = r->st->pos0 + t;
+        const uint32_t first = x->sliding_window && pos >= x->sliding_window ? pos + 1 - x->sliding_window : 0;
+        const uint32_t n_keys = pos + 1 - first;
         const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
         float *out = r->st->buf[x->out[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
-        const uint8_t *kh = kc + (size_t)kvh * hd * eb, *vh = vc + (size_t)kvh * hd * eb;
+        const uint8_t *kh = kc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
+        const uint8_t *vh = vc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
         /* the plan's kernel: the same operations, sizes as constants */
         if (r->kernel)
             r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, s->n_ctx, out);

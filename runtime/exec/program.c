@@ -96,8 +96,7 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
                 : q_w != w_in || q_w != w_out)
             return FT_BIND_ERR("%u/%u heads of %u do not fit the buffers", op->n_heads, op->n_kv_heads,
                                op->head_dim);
-        if (op->sliding_window)
-            return FT_BIND_ERR("sliding-window attention (%u) has no kernel yet", op->sliding_window);
+        x->sliding_window = op->sliding_window;
         return FT_OK;
     case FTPLAN__OP_KIND__OP_ADD:
         x->width = w_in;

@@ -29,6 +29,7 @@ typedef struct ft_xop {
     uint32_t rope_dim;
     const float *inv_freq;   /* ROPE: [rope_dim / 2] */
     uint32_t n_heads, n_kv_heads, head_dim;
+    uint32_t sliding_window; /* ATTENTION: a query sees its last this many positions; 0: all */
     const ft_layer_t *L; /* ROUTER, MOE: the block's expert view (stacks, blob, kernels) */
     /* ROUTER: softmax (0) or sigmoid (1) scores, group-limited choice
      * (n_groups 0: none), the weights' scale (1: as they are). */

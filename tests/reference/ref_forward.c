@@ -187,24 +187,26 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
             ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
         rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
     }
+    /* A sliding window: the last sliding_window positions, pos included. */
+    const uint32_t first = L->sliding_window && pos >= L->sliding_window ? pos + 1 - L->sliding_window : 0;
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
         const uint32_t hk = hq / group;
         const double *qh = q + (size_t)hq * hd;
-        for (uint32_t t = 0; t <= pos; t++) {
+        for (uint32_t t = first; t <= pos; t++) {
             const double *kt = s->k_cache[l] + ((size_t)t * L->n_kv_heads + hk) * hd;
             double dot = 0.0;
             for (uint32_t i = 0; i < hd; i++)
                 dot += qh[i] * kt[i];
-            scores[t] = dot / sqrt((double)hd);
+            scores[t - first] = dot / sqrt((double)hd);
         }
-        ft_ref_softmax(scores, pos + 1);
+        ft_ref_softmax(scores, pos + 1 - first);
         double *out = att + (size_t)hq * vd;
         for (uint32_t i = 0; i < vd; i++)
             out[i] = 0.0;
-        for (uint32_t t = 0; t <= pos; t++) {
+        for (uint32_t t = first; t <= pos; t++) {
             const double *vt = s->v_cache[l] + ((size_t)t * L->n_kv_heads + hk) * vd;
             for (uint32_t i = 0; i < vd; i++)
-                out[i] += scores[t] * vt[i];
+                out[i] += scores[t - first] * vt[i];
         }
     }
     ref_mv(s, L->wo, L->fmt_wo, d, L->n_heads * vd, att, o);

@@ -18,6 +18,7 @@
  *       llama layout (Mixtral from GGUF)
  *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
+ *       (with a sliding window W: pos - W + 1 .. pos)
  *     x += Wo attn
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
@@ -44,6 +45,7 @@ typedef struct ft_ref_layer {
     uint32_t n_groups, n_groups_used; /* group-limited choice (sum of each group's two best); 0: none */
     double routed_scaling;   /* the chosen weights times this (1 after loading) */
     int qk_norm;             /* q_norm / k_norm present and applied */
+    uint32_t sliding_window; /* a query sees its last this many positions; 0: all */
     double *attn_norm;       /* [d_model] */
     double *wq;              /* [n_heads * head_dim, d_model] */
     double *wk;              /* [n_kv_heads * head_dim, d_model] */

@@ -92,10 +92,10 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if (a->kind != FT_ATTN_GQA || a->sliding_window || a->has_sinks || a->has_bias ||
+    if (a->kind != FT_ATTN_GQA || a->has_sinks || a->has_bias ||
         !a->n_kv_heads || a->n_heads % a->n_kv_heads)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only GQA with no bias, sinks or sliding window", l);
+                              "layer %u: only GQA with no bias or sinks", l);
     if (!b->is_moe) {
         if (!b->dense_ffn || b->act != FT_ACT_SILU)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
@@ -130,6 +130,7 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
     L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
+    L->sliding_window = b->attn.sliding_window;
     if (L->head_dim < m->rope_dim || m->rope_dim % 2)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,
                               m->rope_dim, L->head_dim);

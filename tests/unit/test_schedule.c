@@ -151,8 +151,9 @@ static uint32_t g_saved_u32;
 static void m_no_schedule(Ftplan__Plan *p) { g_saved_schedule = p->schedule; p->schedule = NULL; }
 static void u_no_schedule(Ftplan__Plan *p) { p->schedule = g_saved_schedule; }
 static Ftplan__Op *att_of(Ftplan__Plan *p) { return p->schedule->blocks[0]->ops[6]; }
-static void m_window(Ftplan__Plan *p) { att_of(p)->sliding_window = 16; }
-static void u_window(Ftplan__Plan *p) { att_of(p)->sliding_window = 0; }
+/* twice the query heads the buffers hold (sliding windows run now: test_sliding_window) */
+static void m_att_heads(Ftplan__Plan *p) { att_of(p)->n_heads *= 2; }
+static void u_att_heads(Ftplan__Plan *p) { att_of(p)->n_heads /= 2; }
 /* wo reading q's weight: a [q_dim, d] matrix where [d, q_dim] belongs */
 static Ftplan__Op *wo_of(Ftplan__Plan *p) { return p->schedule->blocks[0]->ops[7]; }
 static void m_shape(Ftplan__Plan *p) { g_saved_u32 = wo_of(p)->weights[0]; wo_of(p)->weights[0] = p->schedule->blocks[0]->ops[1]->weights[1]; }
@@ -178,7 +179,7 @@ static void u_gelu(Ftplan__Plan *p) { *add_of(p) = g_saved_op; }
 static void test_executor_refusals(void **state)
 {
     expect_unbindable("no-schedule", m_no_schedule, u_no_schedule, "no op schedule", "recompile");
-    expect_unbindable("window", m_window, u_window, "block 0 op 6 (OP_ATTENTION)", "sliding-window");
+    expect_unbindable("heads", m_att_heads, u_att_heads, "block 0 op 6 (OP_ATTENTION)", "do not fit");
     expect_unbindable("shape", m_shape, u_shape, "block 0 op 7 (OP_LINEAR)", "between buffers");
     assert_int_equal(add_of(g_b->plan)->kind, FTPLAN__OP_KIND__OP_ADD);
     expect_unbindable("gelu", m_gelu, u_gelu, "block 0 op 8 (OP_GLU)", "only SwiGLU");
