@@ -93,7 +93,7 @@ static uint32_t ft_dev_upload_put(ft_dev_upload_t *u, const void *src, uint64_t 
 
 /* Every weight of the ops in list, with the entry each op reads (written
  * to the ops' addresses once the allocation exists: ft_dev_upload_bind). */
-static void ft_dev_upload_list(ft_dev_engine_t *ce, ft_dev_upload_t *u, const ft_xops_t *l, uint32_t *idx)
+static void ft_dev_upload_list(ft_dev_upload_t *u, const ft_xops_t *l, uint32_t *idx)
 {
     for (uint32_t i = 0; i < l->n; i++) {
         const ft_xop_t *x = &l->ops[i];
@@ -110,7 +110,6 @@ static void ft_dev_upload_list(ft_dev_engine_t *ce, ft_dev_upload_t *u, const ft
         else if (x->kind == FTPLAN__OP_KIND__OP_HEAD_NORM)
             k[FT_XOP_MAX_ARGS] = ft_dev_upload_put(u, x->vec, (uint64_t)x->head_dim * 4);
     }
-    (void)ce;
 }
 
 static void ft_dev_upload_bind(ft_dev_engine_t *ce, const ft_dev_upload_t *u, const uint32_t *idx)
@@ -137,10 +136,10 @@ FT_WARN_UNUSED static ft_status_t ft_dev_upload_dense(ft_dev_engine_t *ce)
     ft_status_t st = FT_OK;
     if (!u.src || !u.len || !u.at || !idx) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
     if (!st) {
-        ft_dev_upload_list(ce, &u, &p->prologue, idx);
+        ft_dev_upload_list(&u, &p->prologue, idx);
         for (uint32_t l = 0; l < p->n_blocks; l++)
-            ft_dev_upload_list(ce, &u, &p->blocks[l], idx);
-        ft_dev_upload_list(ce, &u, &p->epilogue, idx);
+            ft_dev_upload_list(&u, &p->blocks[l], idx);
+        ft_dev_upload_list(&u, &p->epilogue, idx);
         ce->dense_bytes = u.bytes;
         st = ft_dev_alloc(ce->dev, u.bytes ? u.bytes : FT_CUDA_ALIGN, &ce->dense);
     }

@@ -359,7 +359,8 @@ static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cp
         return;
     const ft_dtype_t wt = ops[i + 1].w[0]->dtype, at = ft_cpu_act_type(wt);
     const uint32_t slice = x->n_heads / x->n_kv_heads * x->head_dim;
-    const uint32_t blk = at == FT_DTYPE_Q8_K ? 256 : at == FT_DTYPE_Q8_0 ? 32 : 1;
+    const ft_dtype_info_t *ai = ft_dtype_info(at);
+    const uint32_t blk = ai ? ai->block_elems : 1; /* the activation format's block */
     for (uint32_t j = i + 2; j < n && !ft_writes(&ops[j], x->out[0]); j++)
         if (ft_reads(&ops[j], x->out[0]))
             return;
