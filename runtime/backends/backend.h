@@ -8,11 +8,16 @@
  *
  * The interface knows kernels, buffers and streams, not ops or models:
  * the executor (exec/) maps the plan's ops to launches through it, and the
- * MoE dispatch issues its expert copies through it. Implementations:
- * backends/cuda (the Driver API, through dlopen). The cpu backend needs
- * none of this (host memory is device memory, its kernels are called
- * directly), and the sim models a device's time on a virtual clock while
- * the numerics stay on the CPU (backends/sim).
+ * MoE dispatch issues its expert copies through it (moe/offload_device.c,
+ * the same code for every device). Implementations:
+ *  - backends/cuda: the Driver API, through dlopen;
+ *  - backends/sim: a modelled GPU on a virtual clock, whose memory is host
+ *    memory; it has no kernels of its own (function and launch are NULL):
+ *    the numerics run on the CPU's kernels and their cost goes on its
+ *    streams through sim_device.h.
+ * The cpu backend uses none of this: host memory is its device memory and
+ * its kernels (the plan's CPU module, or the reference kernels) are called
+ * directly by the executor.
  *
  * Handles are opaque to callers. Every function is called on one device
  * from one thread at a time. */
@@ -75,7 +80,8 @@ typedef struct ft_device_vtable {
     ft_status_t (*copy_d2h)(ft_device_t *d, void *dst, ft_dptr_t src, size_t n, ft_dstream_t s);
     ft_status_t (*copy_d2d)(ft_device_t *d, ft_dptr_t dst, ft_dptr_t src, size_t n, ft_dstream_t s);
     ft_status_t (*memset)(ft_device_t *d, ft_dptr_t dst, uint8_t value, size_t n, ft_dstream_t s);
-    /* A kernel of the plan's module by name; an error names it. */
+    /* A kernel of the plan's module by name; an error names it. NULL
+     * with launch for a device that runs no kernels (the sim). */
     ft_status_t (*function)(ft_device_t *d, const char *name, ft_dfn_t *out);
     /* params: a pointer to each argument, in order. */
     ft_status_t (*launch)(ft_device_t *d, ft_dfn_t fn, const ft_device_launch_t *g, ft_dstream_t s,
@@ -182,6 +188,8 @@ FT_WARN_UNUSED static inline ft_status_t ft_dev_memset(ft_device_t *d, ft_dptr_t
 }
 FT_WARN_UNUSED static inline ft_status_t ft_dev_function(ft_device_t *d, const char *name, ft_dfn_t *out)
 {
+    if (!d->vt->function)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s device: no kernels of its own (%s)", d->vt->name, name);
     return d->vt->function(d, name, out);
 }
 FT_WARN_UNUSED static inline ft_status_t ft_dev_launch(ft_device_t *d, ft_dfn_t fn, const ft_device_launch_t *g,

@@ -154,49 +154,6 @@ FT_WARN_UNUSED static ft_status_t ft_dev_upload_dense(ft_dev_engine_t *ce)
     return ft_status_annotate(st, "cuda: uploading %.1f MiB of dense weights", ce->dense_bytes / 1048576.0);
 }
 
-/* Offload device hooks: slot memory and two streaming buffers in one
- * allocation; a new one is made before the old is freed, so a failure
- * leaves the old in place. Slot contents are refilled by the offload
- * code (the cache renumbers slots on resize). */
-FT_WARN_UNUSED static ft_status_t ft_dev_reserve(void *user, uint32_t n_slots, uint64_t slot_bytes,
-                                   uint64_t stream_bytes)
-{
-    ft_dev_engine_t *ce = user;
-    uint64_t slots, total;
-    if (!ft_mul_u64(n_slots, ft_dev_round(slot_bytes), &slots) ||
-        !ft_add_u64(slots, 2 * ft_dev_round(stream_bytes), &total) || total > SIZE_MAX)
-        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "cuda: %u expert slots overflow", n_slots);
-    ft_dptr_t p = 0;
-    ft_status_t st = total ? ft_dev_alloc(ce->dev, (size_t)total, &p) : FT_OK;
-    if (st)
-        return ft_status_annotate(st, "cuda: %u expert slots and %s streaming buffers", n_slots,
-                                  stream_bytes ? "two" : "no");
-    /* Kernels or copies in flight may still read the old slots. */
-    if ((st = ft_dev_stream_sync(ce->dev, ce->cs)) ||
-        (st = ft_dev_stream_sync(ce->dev, ce->xs))) {
-        ft_dev_free(ce->dev, p);
-        return st;
-    }
-    ft_dev_free(ce->dev, ce->slots);
-    ce->slots = p;
-    ce->slots_alloc_bytes = total;
-    ce->slot_bytes = ft_dev_round(slot_bytes);
-    ce->n_slots = n_slots;
-    ce->stream[0] = stream_bytes ? p + slots : 0;
-    ce->stream[1] = stream_bytes ? p + slots + ft_dev_round(stream_bytes) : 0;
-    return FT_OK;
-}
-
-FT_WARN_UNUSED static ft_status_t ft_dev_fill(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes)
-{
-    ft_dev_engine_t *ce = user;
-    if (slot < 0 || (uint32_t)slot >= ce->n_slots || n_bytes > ce->slot_bytes)
-        return ft_status_make(FT_STATUS_INTERNAL, "cuda: fill of slot %d of %u", slot, ce->n_slots);
-    ft_status_t st = ft_dev_copy_h2d(ce->dev, ce->slots + (uint64_t)slot * ce->slot_bytes, blob,
-                                      n_bytes, ce->xs);
-    return st ? st : ft_dev_stream_sync(ce->dev, ce->xs);
-}
-
 /* The cuda backend runs every layer on the GPU: a plan that keeps layers
  * or the output head on the CPU is refused with what the budget lacks. */
 FT_WARN_UNUSED static ft_status_t ft_dev_check_plan(const ft_dev_engine_t *ce, uint64_t vram)
@@ -236,11 +193,8 @@ static void ft_dev_policy(ft_dev_engine_t *ce)
 FT_WARN_UNUSED static ft_status_t ft_dev_engine_setup(ft_dev_engine_t *ce, const ft_dev_engine_options_t *o)
 {
     ft_status_t st = ft_dev_engine_kernels(ce);
-    if (!st && !(st = ft_dev_stream_create(ce->dev, &ce->cs)) &&
-        !(st = ft_dev_stream_create(ce->dev, &ce->xs)) &&
-        !(st = ft_dev_event_create(ce->dev, &ce->copied)) &&
-        !(st = ft_dev_event_create(ce->dev, &ce->streamed[0])))
-        st = ft_dev_event_create(ce->dev, &ce->streamed[1]);
+    if (!st && !(st = ft_dev_stream_create(ce->dev, &ce->cs)))
+        st = ft_dev_stream_create(ce->dev, &ce->xs);
     if (!st) st = ft_dev_pin_weights(ce);
     if (!st) st = ft_dev_upload_dense(ce);
     uint64_t free_b = 0, total_b = 0;
@@ -258,9 +212,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_engine_setup(ft_dev_engine_t *ce, const
         hw = *o->hw;
     else
         ft_dev_generic_hw(ft_dev_info(ce->dev), free_b, &hw);
-    const ft_offload_device_t hooks = {ce, ft_dev_reserve, ft_dev_fill};
-    st = ft_offload_create_device(ce->bundle, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, &hooks, ce->a,
-                                  &ce->off);
+    const ft_offload_device_t dv = {ce->dev, ce->cs, ce->xs};
+    st = ft_offload_create(ce->bundle, &hw, vram, o->plan_ctx ? o->plan_ctx : 4096, &dv, ce->a, &ce->off);
     if (!st) st = ft_dev_check_plan(ce, vram);
     if (!st) ft_dev_policy(ce);
     ce->poll_vram = o->poll_vram;
@@ -300,13 +253,9 @@ void ft_dev_engine_destroy(ft_dev_engine_t *ce)
     if (!ce) return;
     ft_offload_destroy(ce->off);
     if (ce->dev) {
-        ft_dev_free(ce->dev, ce->slots);
         ft_dev_free(ce->dev, ce->dense);
         for (uint32_t i = 0; ce->pinned_ok && i < ce->bundle->n_weight_files; i++)
             if (ce->pinned_ok[i]) ft_dev_unpin(ce->dev, ft_ftw_base(ce->bundle->weight_files[i]));
-        ft_dev_event_destroy(ce->dev, ce->copied);
-        ft_dev_event_destroy(ce->dev, ce->streamed[0]);
-        ft_dev_event_destroy(ce->dev, ce->streamed[1]);
         ft_dev_stream_destroy(ce->dev, ce->cs);
         ft_dev_stream_destroy(ce->dev, ce->xs);
         ft_dev_destroy(ce->dev);
@@ -345,7 +294,7 @@ void ft_dev_engine_poll(ft_dev_engine_t *ce)
     }
     ft_offload_stats_t s;
     ft_offload_stats(ce->off, &s);
-    const uint64_t ours = ce->dense_bytes + ce->slots_alloc_bytes + ce->session_bytes;
+    const uint64_t ours = ce->dense_bytes + ft_offload_device_bytes(ce->off) + ce->session_bytes;
     const uint64_t target = ft_vram_policy_decide(&ce->policy, s.vram_bytes, ours, free_b);
     if (target) ft_status_free(ft_offload_replan(ce->off, target));
 }

@@ -46,10 +46,7 @@ struct ft_dev_engine {
     const ft_bundle_t *bundle;
     ft_threadpool_t *pool;
     ft_device_t *dev;        /* owned */
-    ft_dstream_t cs, xs;     /* compute stream, copy stream */
-    ft_devent_t copied;      /* this layer's expert copies are in */
-    ft_devent_t streamed[2]; /* a streaming buffer's layer is in */
-    int32_t stream_layer[2]; /* the layer copied into each buffer this chunk, or -1 */
+    ft_dstream_t cs, xs;     /* compute stream, copy stream (the offload's copies run there) */
     /* Kernels every op shares. kv_append: NULL in plans compiled before it
      * (then: copies, and no graphs). */
     ft_dfn_t gather, scatter_add, swiglu, kv_append;
@@ -57,12 +54,8 @@ struct ft_dev_engine {
     uint32_t n_moe;          /* MOE ops: a decode step has n_moe + 1 graph segments */
     ft_dptr_t dense;         /* every resident weight, one allocation */
     uint64_t dense_bytes;
-    /* Expert slots and the two streaming buffers, one allocation. */
-    ft_dptr_t slots, stream[2];
-    uint64_t slots_alloc_bytes, slot_bytes;
-    uint32_t n_slots;
     uint8_t *pinned_ok;      /* [n_weight_files] 1: registered */
-    ft_offload_t *off;
+    ft_offload_t *off;       /* the expert cache, q* dispatch, and the slots in device memory */
     uint64_t session_bytes;  /* device memory held by live sessions */
     /* Free-VRAM polling (vram_policy.h). */
     int poll_vram;

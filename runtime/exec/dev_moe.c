@@ -1,8 +1,9 @@
 /* The MOE op on the device (the ROUTER op before it left the choices on
  * the device, dev_ops.c): the chosen experts and weights to the host; the shared
- * dispatch (ft_offload_dispatch) decides per expert; copies of missed
- * experts into slots (or of the whole layer into a streaming buffer) run
- * on the copy stream and the compute stream waits on their events; the
+ * dispatch (ft_offload_dispatch) decides per expert; the shared copies
+ * (ft_offload_copies: missed experts into slots, or the whole layer into a
+ * streaming buffer, the sim's too) run on the copy stream and the compute
+ * stream waits on their events; the
  * GPU's experts are the grouped GEMV (one token) or GEMMs over the
  * gathered tokens (prefill); the CPU's experts read the normalized
  * activations on the host and their rows come back; the outputs are
@@ -86,55 +87,6 @@ FT_WARN_UNUSED static ft_status_t ft_dev_group(ft_dev_session_t *s, uint32_t lay
     return FT_OK;
 }
 
-/* Where an active expert's blob is on the device. */
-static ft_dptr_t ft_dev_blob(const ft_dev_engine_t *ce, const ft_layer_t *L,
-                                    const ft_offload_item_t *it, int32_t e)
-{
-    if (it->where == FT_OFFLOAD_STREAM) return ce->stream[it->slot] + (uint64_t)e * L->blob_stride;
-    return ce->slots + (uint64_t)it->slot * ce->slot_bytes;
-}
-
-/* Queues layer's experts into streaming buffer b on the copy stream. */
-FT_WARN_UNUSED static ft_status_t ft_dev_stream_layer(ft_dev_engine_t *ce, uint32_t layer, uint32_t b)
-{
-    const ft_layer_t *L = &ce->m->layers[layer];
-    ft_status_t st = ft_dev_copy_h2d(ce->dev, ce->stream[b], L->blob0,
-                                      (size_t)L->n_experts * L->blob_stride, ce->xs);
-    if (!st) st = ft_dev_event_record(ce->dev, ce->streamed[b], ce->xs);
-    ce->stream_layer[b] = st ? -1 : (int32_t)layer;
-    return st;
-}
-
-/* The copies the dispatch asked for, on the copy stream: the layer into
- * its streaming buffer (unless the previous layer already queued it), and
- * the next layer into the other buffer, double-buffered: that buffer's
- * last reader, the layer before this one, has finished (its results were
- * read back before this layer's routing); or each copied miss into its
- * slot. */
-FT_WARN_UNUSED static ft_status_t ft_dev_copies(ft_dev_session_t *s, uint32_t layer,
-                                  const ft_offload_decision_t *d)
-{
-    ft_dev_engine_t *ce = s->ce;
-    const ft_layer_t *L = &ce->m->layers[layer];
-    ft_status_t st = FT_OK;
-    if (d->streamed) {
-        if (ce->stream_layer[d->buffer] != (int32_t)layer)
-            st = ft_dev_stream_layer(ce, layer, d->buffer);
-        if (!st && layer + 1 < ce->m->n_layers && ce->m->layers[layer + 1].n_experts)
-            st = ft_dev_stream_layer(ce, layer + 1, (layer + 1) % 2);
-        return st;
-    }
-    if (!d->n_copies) return FT_OK;
-    for (uint32_t k = 0; k < d->n_items && !st; k++) {
-        const ft_offload_item_t *it = &d->items[k];
-        if (it->where == FT_OFFLOAD_COPY)
-            st = ft_dev_copy_h2d(ce->dev, ft_dev_blob(ce, L, it, 0),
-                                  L->blob0 + (uint64_t)s->e_active[it->index] * L->blob_stride,
-                                  L->blob_stride, ce->xs);
-    }
-    return st ? st : ft_dev_event_record(ce->dev, ce->copied, ce->xs);
-}
-
 /* Decode: the experts of a group (hits, or copied misses) in one grouped
  * GEMV each for gate, up and down. base: the group's first table entry. */
 FT_WARN_UNUSED static ft_status_t ft_dev_group_gemv(ft_dev_session_t *s, uint32_t layer, uint32_t base,
@@ -204,7 +156,7 @@ static void ft_dev_tables(ft_dev_session_t *s, uint32_t layer, uint32_t n,
                 mt->cidx[c_row++] = (int32_t)((list[j] % K) * n + list[j] / K);
             continue;
         }
-        mt->tab[n_gpu++] = ft_dev_blob(ce, L, it, (int32_t)e);
+        mt->tab[n_gpu++] = ft_offload_blob(ce->off, layer, it, (int32_t)e);
         for (uint32_t j = 0; j < n_e; j++, g_row++) {
             mt->gidx[g_row] = (int32_t)(list[j] / K);
             mt->sidx[g_row] = (int32_t)((list[j] % K) * n + list[j] / K);
@@ -224,7 +176,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_gpu_experts(ft_dev_session_t *s, uint32
 {
     ft_dev_engine_t *ce = s->ce;
     ft_status_t st = FT_OK;
-    if (d->streamed) st = ft_dev_stream_wait(ce->dev, ce->cs, ce->streamed[d->buffer]);
+    if (d->streamed) st = ft_dev_stream_wait(ce->dev, ce->cs, ft_offload_streamed(ce->off, d->buffer));
     if (n == 1) {
         /* One token: runs of experts that are ready together (hits, or
          * copied misses) in one grouped GEMV each; the table holds the
@@ -245,7 +197,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_gpu_experts(ft_dev_session_t *s, uint32
             }
             if (copy && !waited) {
                 waited = 1;
-                if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+                if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ft_offload_copied(ce->off)))) break;
             }
             st = ft_dev_group_gemv(s, layer, g, run, s->meta + mt->off_sidx + 4ull * g);
             g += run;
@@ -259,7 +211,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_gpu_experts(ft_dev_session_t *s, uint32
         if (it->where == FT_OFFLOAD_CPU) continue;
         if (it->where == FT_OFFLOAD_COPY && !waited) {
             waited = 1;
-            if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ce->copied))) break;
+            if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ft_offload_copied(ce->off)))) break;
         }
         const uint32_t n_e = s->e_active_count[it->index];
         st = ft_dev_expert_gemm(s, layer, mt->tab[g++], s->meta + mt->off_gidx + 4ull * row,
@@ -346,7 +298,7 @@ ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint
     ft_dev_tables(s, layer, n, &dec, &mt, &n_cpu_rows, &n_cpu);
     /* The copies start first so they overlap everything below. The CPU's
      * inputs come back while the compute stream is idle (after routing). */
-    if ((st = ft_dev_copies(s, layer, &dec))) return st;
+    if ((st = ft_offload_copies(ce->off, layer, &dec, s->e_active))) return st;
     if (n_cpu && (st = ft_dev_copy_d2h(ce->dev, s->h_host, s->moe_in, (size_t)n * d * 4, ce->cs)))
         return st;
     if ((st = ft_dev_copy_h2d(ce->dev, s->meta, s->meta_host, mt.bytes, ce->cs)) ||

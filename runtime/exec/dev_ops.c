@@ -230,7 +230,7 @@ ft_status_t ft_dev_step_begin(ft_dev_session_t *s, uint32_t n, uint32_t n_past, 
     if (!n || n > s->n_batch || n_past + n > s->n_ctx || first >= n)
         return ft_status_make(FT_STATUS_INTERNAL, "cuda: a chunk of %u tokens at %u (batch %u, context %u)", n,
                               n_past, s->n_batch, s->n_ctx);
-    ce->stream_layer[0] = ce->stream_layer[1] = -1; /* streaming copies are per chunk */
+    ft_offload_chunk_begin(ce->off); /* streaming copies are per chunk */
     s->n = n;
     s->n_past = n_past;
     s->first = first;

@@ -3,6 +3,7 @@
 #include "engine_internal.h"
 
 #include "../backends/cuda/cuda_backend.h"
+#include "../backends/sim/sim_device.h"
 #include "dev_engine.h"
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
@@ -142,7 +143,13 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
                     : from_plan && plan->budget->vram_bytes ? plan->budget->vram_bytes
                                                             : hw.gpu.vram_free_bytes;
     uint32_t ctx = opts->plan_ctx ? opts->plan_ctx : from_plan && plan->budget->ctx ? plan->budget->ctx : 4096;
-    return ft_offload_create(e->bundle, &hw, vram, ctx, e->a, &e->offload);
+    /* The modelled GPU, its compute and copy streams, and the offload
+     * machinery on them: the same as cuda's, with a virtual clock. */
+    if ((st = ft_sim_device_create(&hw, vram, e->a, &e->sim.dev)) ||
+        (st = ft_dev_stream_create(e->sim.dev, &e->sim.compute)) ||
+        (st = ft_dev_stream_create(e->sim.dev, &e->sim.copy)))
+        return st;
+    return ft_offload_create(e->bundle, &hw, vram, ctx, &e->sim, e->a, &e->offload);
 }
 
 ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
@@ -191,6 +198,11 @@ void ft_engine_close(ft_engine_t *e)
         e->offload = NULL;
     }
     ft_offload_destroy(e->offload);
+    if (e->sim.dev) {
+        ft_dev_stream_destroy(e->sim.dev, e->sim.compute);
+        ft_dev_stream_destroy(e->sim.dev, e->sim.copy);
+        ft_dev_destroy(e->sim.dev);
+    }
     ft_mem_free(a, e->routing);
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);

@@ -23,6 +23,7 @@ struct ft_engine {
     uint32_t n_sessions;
     ft_offload_t *offload; /* sim and cuda backends: expert cache, q* dispatch, streaming; else NULL */
     struct ft_dev_engine *dev; /* a device backend (cuda; owns offload then), else NULL */
+    ft_offload_device_t sim;   /* sim backend: the simulated device and its streams, else zero */
     uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
     uint64_t routing_tokens;
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */

@@ -103,7 +103,7 @@ static void ft_run_add(ft_step_t *st, const ft_xop_t *x)
         out[i] += in[i];
 }
 
-static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
+FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
 {
     ft_session_t *s = st->s;
     switch (x->kind) {
@@ -113,7 +113,7 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
     case FTPLAN__OP_KIND__OP_RMSNORM:
         ft_prep_clear(s);
         ft_run_rmsnorm(st, x);
-        return;
+        return FT_OK;
     case FTPLAN__OP_KIND__OP_LINEAR:
         ft_run_linear(st, x);
         break;
@@ -133,7 +133,7 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
             s->xp_buf = (int32_t)x->out[0];
             s->xp_type = x->next_type;
         }
-        return;
+        return FT_OK;
     case FTPLAN__OP_KIND__OP_ADD:
         ft_run_add(st, x);
         break;
@@ -145,14 +145,15 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
         ft_xop_router(st, x, prepared);
         if (!prepared)
             ft_prep_clear(s); /* the router product prepared its rows into xp */
-        return;
+        return FT_OK;
     }
     case FTPLAN__OP_KIND__OP_MOE: {
         const int where = ft_prep_find(s, x, x->L->gate.dtype);
         const uint8_t *rows = where == 1   ? (const uint8_t *)s->xp
                               : where == 2 ? (const uint8_t *)st->buf[x->in[0]]
                                            : NULL;
-        ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL, st->off);
+        ft_status_t r = ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL, st->off);
+        if (r) return r;
         break;
     }
     default:
@@ -165,6 +166,7 @@ static void ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
         if (s->alt_buf == (int32_t)x->out[j])
             s->alt_buf = -1;
     }
+    return FT_OK;
 }
 
 /* A backend as the executor sees it: a step begins, takes each op in
@@ -189,8 +191,7 @@ FT_WARN_UNUSED static ft_status_t ft_cpu_begin(ft_step_t *st, uint32_t first)
 
 FT_WARN_UNUSED static ft_status_t ft_cpu_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
 {
-    ft_run_op(st, x, tokens);
-    return FT_OK;
+    return ft_run_op(st, x, tokens);
 }
 
 FT_WARN_UNUSED static ft_status_t ft_cpu_end(ft_step_t *st, float *logits)
@@ -215,8 +216,7 @@ FT_WARN_UNUSED static ft_status_t ft_sim_op(ft_step_t *st, const ft_xop_t *x, co
 {
     if (x->kind == FTPLAN__OP_KIND__OP_ROUTER) /* the device's attention and router of the block */
         ft_offload_attention(st->off, (uint32_t)x->layer, st->n);
-    ft_run_op(st, x, tokens);
-    return FT_OK;
+    return ft_run_op(st, x, tokens);
 }
 
 FT_WARN_UNUSED static ft_status_t ft_sim_end(ft_step_t *st, float *logits)

@@ -53,6 +53,6 @@ void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared);
  * experts' format, or NULL: prepare its float rows per expert. off: the
  * sim's offload state, whose dispatch says where each expert's weights
  * are (its slots and streaming buffers), or NULL: the mapped weights. */
-void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off);
+FT_WARN_UNUSED ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off);
 
 #endif

@@ -271,7 +271,7 @@ void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared)
     ft_route(st->s, x, st->n, prepared, st->buf[x->in[0]]);
 }
 
-void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off)
+ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_offload_t *off)
 {
     ft_session_t *s = st->s;
     const ft_model_t *m = s->m;
@@ -294,8 +294,10 @@ void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_off
     if (s->engine->routing) /* calibration: how often each expert is chosen */
         for (uint32_t e = 0; e < E; e++)
             s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
-    if (off)
-        ft_offload_moe(off, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
+    if (off) {
+        ft_status_t st_off = ft_offload_moe(off, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
+        if (st_off) return st_off;
+    }
     if (n == 1 && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
         ft_moe_decode(s, L, r.n_active, r.xp_rows, r.hin);
     } else {
@@ -313,4 +315,5 @@ void ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows, ft_off
                 y[i] += w * eo[i];
         }
     }
+    return FT_OK;
 }

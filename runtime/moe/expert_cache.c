@@ -14,10 +14,8 @@ typedef struct ft_slot {
 struct ft_expert_cache {
     const ft_allocator_t *alloc;
     uint32_t n_ids, n_slots;
-    uint64_t slot_bytes;
     ft_slot_t *slots;
     int32_t *where; /* [n_ids] slot of each id, or -1 */
-    uint8_t *data;  /* n_slots * slot_bytes */
     int32_t head, tail;
     int32_t locked[1024]; /* slots locked this step (bounded by experts per step) */
     uint32_t n_locked;
@@ -50,8 +48,7 @@ static void ft_lru_push_front(ft_expert_cache_t *c, int32_t s)
         c->tail = s;
 }
 
-ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, uint64_t slot_bytes,
-                                   const ft_allocator_t *alloc, ft_expert_cache_t **out_cache)
+ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, const ft_allocator_t *alloc, ft_expert_cache_t **out_cache)
 {
     *out_cache = NULL;
     ft_expert_cache_t *c = ft_mem_calloc(alloc, 1, sizeof(*c));
@@ -59,7 +56,6 @@ ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, uint64_t sl
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "expert cache: out of memory");
     c->alloc = alloc;
     c->n_ids = n_ids;
-    c->slot_bytes = slot_bytes;
     c->where = ft_mem_calloc(alloc, n_ids ? n_ids : 1, sizeof(int32_t));
     if (!c->where) {
         ft_expert_cache_destroy(c);
@@ -81,7 +77,6 @@ void ft_expert_cache_destroy(ft_expert_cache_t *c)
     if (!c)
         return;
     ft_mem_free(c->alloc, c->slots);
-    ft_mem_free(c->alloc, c->data);
     ft_mem_free(c->alloc, c->where);
     ft_mem_free(c->alloc, c);
 }
@@ -182,11 +177,6 @@ int32_t ft_expert_cache_fill_free(ft_expert_cache_t *c, uint32_t id)
     return s;
 }
 
-uint8_t *ft_expert_cache_slot_data(ft_expert_cache_t *c, int32_t slot)
-{
-    return c->data + (uint64_t)slot * c->slot_bytes;
-}
-
 void ft_expert_cache_stats(const ft_expert_cache_t *c, ft_expert_cache_stats_t *out)
 {
     *out = c->stats;
@@ -207,18 +197,12 @@ ft_status_t ft_expert_cache_resize(ft_expert_cache_t *c, uint32_t n_slots)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE,
                               "expert cache: %u pinned experts do not fit in %u slots", c->stats.n_pinned,
                               n_slots);
-    uint64_t bytes;
-    if (__builtin_mul_overflow((uint64_t)n_slots, c->slot_bytes, &bytes))
-        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "expert cache: %u slots overflow", n_slots);
     ft_slot_t *slots = ft_mem_calloc(c->alloc, n_slots ? n_slots : 1, sizeof(ft_slot_t));
-    uint8_t *data = ft_mem_alloc(c->alloc, bytes ? bytes : 1);
     int32_t *kept = ft_mem_calloc(c->alloc, n_slots ? n_slots : 1, sizeof(int32_t));
-    if (!slots || !data || !kept) {
+    if (!slots || !kept) {
         ft_mem_free(c->alloc, slots);
-        ft_mem_free(c->alloc, data);
         ft_mem_free(c->alloc, kept);
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "expert cache: cannot allocate %u slots of %llu bytes",
-                              n_slots, (unsigned long long)c->slot_bytes);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "expert cache: cannot allocate %u slots", n_slots);
     }
     /* Old slots to keep, most wanted first: pinned ones, then the rest from
      * most to least recent. */
@@ -236,14 +220,10 @@ ft_status_t ft_expert_cache_resize(ft_expert_cache_t *c, uint32_t n_slots)
         slots[i].id = o->id;
         slots[i].pinned = o->pinned;
         c->where[o->id] = (int32_t)i;
-        memcpy(data + (uint64_t)i * c->slot_bytes, c->data + (uint64_t)kept[i] * c->slot_bytes,
-               c->slot_bytes);
     }
     ft_mem_free(c->alloc, c->slots);
-    ft_mem_free(c->alloc, c->data);
     ft_mem_free(c->alloc, kept);
     c->slots = slots;
-    c->data = data;
     c->n_slots = n_slots;
     c->n_locked = 0;
     /* Recency list: free slots at the tail (taken first), then the kept
@@ -264,11 +244,11 @@ ft_status_t ft_expert_cache_resized(const ft_expert_cache_t *c, uint32_t n_slots
                               "expert cache: %u pinned experts do not fit in %u slots", c->stats.n_pinned,
                               n_slots);
     ft_expert_cache_t *d;
-    ft_status_t st = ft_expert_cache_create(c->n_ids, n_slots, c->slot_bytes, c->alloc, &d);
+    ft_status_t st = ft_expert_cache_create(c->n_ids, n_slots, c->alloc, &d);
     if (st)
         return st;
     /* The same choice as ft_expert_cache_resize: pinned ones, then the rest
-     * from most to least recent, copied straight into d's slots in order. */
+     * from most to least recent, into d's slots in order. */
     uint32_t n_kept = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int32_t s = c->head; s >= 0 && n_kept < n_slots; s = c->slots[s].next) {
@@ -278,8 +258,6 @@ ft_status_t ft_expert_cache_resized(const ft_expert_cache_t *c, uint32_t n_slots
             d->slots[n_kept].id = o->id;
             d->slots[n_kept].pinned = o->pinned;
             d->where[o->id] = (int32_t)n_kept;
-            memcpy(d->data + (uint64_t)n_kept * c->slot_bytes, c->data + (uint64_t)s * c->slot_bytes,
-                   c->slot_bytes);
             n_kept++;
         }
     d->head = d->tail = -1;

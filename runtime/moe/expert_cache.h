@@ -19,10 +19,11 @@ typedef struct ft_expert_cache_stats {
     uint32_t n_slots, n_used_slots, n_pinned;
 } ft_expert_cache_stats_t;
 
-/* n_ids: experts in the model (n_layers * n_experts); slot_bytes: one
- * slot's size; slot memory comes from alloc (the device's memory). */
-FT_WARN_UNUSED ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, uint64_t slot_bytes,
-                                   const ft_allocator_t *alloc, ft_expert_cache_t **out_cache);
+/* n_ids: experts in the model (n_layers * n_experts). The cache maps ids
+ * to slot numbers; the slots themselves are the device's memory, which the
+ * offload code allocates and fills (offload_device.c). */
+FT_WARN_UNUSED ft_status_t ft_expert_cache_create(uint32_t n_ids, uint32_t n_slots, const ft_allocator_t *alloc,
+                                                  ft_expert_cache_t **out_cache);
 void ft_expert_cache_destroy(ft_expert_cache_t *c);
 
 /* The slot holding id, or -1; a hit refreshes its recency and counts. */
@@ -44,7 +45,6 @@ int32_t ft_expert_cache_find(const ft_expert_cache_t *c, uint32_t id);
  * for warming the cache at load or after it grew. */
 int32_t ft_expert_cache_fill_free(ft_expert_cache_t *c, uint32_t id);
 
-uint8_t *ft_expert_cache_slot_data(ft_expert_cache_t *c, int32_t slot);
 void ft_expert_cache_stats(const ft_expert_cache_t *c, ft_expert_cache_stats_t *out);
 void ft_expert_cache_reset_stats(ft_expert_cache_t *c);
 

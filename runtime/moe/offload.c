@@ -3,6 +3,7 @@
 #include "offload_internal.h"
 
 #include "../base/alloc.h"
+#include "../backends/sim/sim_device.h"
 #include "../base/checked.h"
 #include "../plan/from_plan.h"
 #include "../plan/hw_profile.h"
@@ -59,19 +60,6 @@ FT_WARN_UNUSED static ft_status_t ft_offload_solve(const ft_offload_t *o, uint64
     return st;
 }
 
-/* Puts expert e of layer l into slot s of cache c: a host copy into the
- * sim's slot memory, or the driven device's fill. */
-FT_WARN_UNUSED static ft_status_t ft_offload_fill(ft_offload_t *o, ft_expert_cache_t *c, int32_t s, uint32_t l,
-                                                  uint32_t e)
-{
-    const ft_offload_layer_t *L = &o->L[l];
-    const uint8_t *blob = L->blob0 + (uint64_t)e * L->blob_stride;
-    if (o->has_ext)
-        return o->ext.fill(o->ext.user, s, blob, L->blob_stride);
-    memcpy(ft_expert_cache_slot_data(c, s), blob, L->blob_stride);
-    return FT_OK;
-}
-
 /* Fills the cache at load (or after it grew), when the copy engine is idle:
  * first the plan's pinned experts, then free slots with experts taken
  * round-robin over the layers (no calibration: any expert is as likely as
@@ -88,7 +76,7 @@ FT_WARN_UNUSED static ft_status_t ft_offload_warm(ft_offload_t *o, ft_expert_cac
             continue;
         int32_t s = ft_expert_cache_pin(c, id);
         if (s >= 0)
-            st = ft_offload_fill(o, c, s, l, e);
+            st = ft_offload_fill(o, s, l, e);
     }
     for (uint32_t e = 0; e < stride && !st; e++)
         for (uint32_t l = 0; l < o->n_layers && !st; l++) {
@@ -97,13 +85,13 @@ FT_WARN_UNUSED static ft_status_t ft_offload_warm(ft_offload_t *o, ft_expert_cac
             int32_t s = ft_expert_cache_fill_free(c, l * stride + e);
             if (s < 0)
                 return FT_OK; /* full */
-            st = ft_offload_fill(o, c, s, l, e);
+            st = ft_offload_fill(o, s, l, e);
         }
     return st;
 }
 
-/* A driven device after a re-plan renumbered the slots (into cache c):
- * every occupied slot of c is filled again from the mapped weights. */
+/* After a re-plan renumbered the slots (into cache c): every occupied
+ * slot of c is filled again from the mapped weights. */
 FT_WARN_UNUSED static ft_status_t ft_offload_refill(ft_offload_t *o, ft_expert_cache_t *c)
 {
     const uint32_t stride = o->max_experts;
@@ -112,32 +100,19 @@ FT_WARN_UNUSED static ft_status_t ft_offload_refill(ft_offload_t *o, ft_expert_c
         for (uint32_t e = 0; e < o->L[l].n_experts && !st; e++) {
             const int32_t s = ft_expert_cache_find(c, l * stride + e);
             if (s >= 0)
-                st = ft_offload_fill(o, c, s, l, e);
+                st = ft_offload_fill(o, s, l, e);
         }
     return st;
 }
 
-/* The sim's device: host slot memory, streaming buffers, virtual clock. */
-FT_WARN_UNUSED static ft_status_t ft_offload_sim_init(ft_offload_t *o)
+/* The cache (it maps ids to slot numbers; the slots are device memory)
+ * and the device's events, slots and streaming buffers. */
+FT_WARN_UNUSED static ft_status_t ft_offload_device_setup(ft_offload_t *o)
 {
     const uint32_t n = ft_offload_cache_slots(&o->plan);
-    ft_status_t st = ft_offload_sim_streams(o, &o->plan);
-    if (!st)
-        st = ft_expert_cache_create(o->n_layers * o->max_experts, n, o->slot_bytes, o->a, &o->cache);
-    if (!st)
-        st = ft_sim_device_create(&o->hw, n + 2, &o->dev);
-    return st;
-}
-
-/* A driven device: the cache maps ids to slot numbers only (no host slot
- * memory); the device reserves the slots and buffers. */
-FT_WARN_UNUSED static ft_status_t ft_offload_ext_init(ft_offload_t *o)
-{
-    const uint32_t n = ft_offload_cache_slots(&o->plan);
-    ft_status_t st = ft_expert_cache_create(o->n_layers * o->max_experts, n, 0, o->a, &o->cache);
-    o->streaming = o->plan.vram_stream > 0;
-    if (!st)
-        st = o->ext.reserve(o->ext.user, n, o->slot_bytes, o->streaming ? o->stream_bytes : 0);
+    ft_status_t st = ft_expert_cache_create(o->n_layers * o->max_experts, n, o->a, &o->cache);
+    if (!st) st = ft_offload_device_init(o);
+    if (!st) st = ft_offload_reserve(o, n, o->plan.vram_stream > 0);
     return st;
 }
 
@@ -218,6 +193,8 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_bundle_t *b, const ft
                                                   const ft_allocator_t *alloc, ft_offload_t **out)
 {
     *out = NULL;
+    if (!dev || !dev->dev || !dev->compute || !dev->copy)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "offload: a device and its two streams are needed");
     ft_offload_t *o = ft_mem_calloc(alloc, 1, sizeof(*o));
     if (!o)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
@@ -226,10 +203,8 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_bundle_t *b, const ft
     o->a = alloc;
     o->hw = *hw;
     o->ctx = ctx;
-    if (dev) {
-        o->ext = *dev;
-        o->has_ext = 1;
-    }
+    o->dv = *dev;
+    o->sim = ft_sim_device_is(dev->dev);
     ft_status_t st = ft_plan_model_from_plan(b->plan, o->where, alloc, &o->pm);
     if (!st)
         st = ft_offload_experts(o);
@@ -241,7 +216,7 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_bundle_t *b, const ft
             st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "offload: out of memory");
     }
     if (!st && !(st = ft_offload_take_plan(o, vram_bytes)))
-        st = dev ? ft_offload_ext_init(o) : ft_offload_sim_init(o);
+        st = ft_offload_device_setup(o);
     if (!st)
         st = ft_offload_warm(o, o->cache, &o->plan);
     if (st) {
@@ -255,18 +230,8 @@ FT_WARN_UNUSED static ft_status_t ft_offload_init(const ft_bundle_t *b, const ft
 }
 
 ft_status_t ft_offload_create(const ft_bundle_t *b, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
-                              const ft_allocator_t *alloc, ft_offload_t **out)
+                              const ft_offload_device_t *dev, const ft_allocator_t *alloc, ft_offload_t **out)
 {
-    return ft_offload_init(b, hw, vram_bytes, ctx, NULL, alloc, out);
-}
-
-ft_status_t ft_offload_create_device(const ft_bundle_t *b, const ft_hw_t *hw, uint64_t vram_bytes, uint32_t ctx,
-                                     const ft_offload_device_t *dev, const ft_allocator_t *alloc,
-                                     ft_offload_t **out)
-{
-    *out = NULL;
-    if (!dev || !dev->reserve || !dev->fill)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "offload: a device needs reserve and fill");
     return ft_offload_init(b, hw, vram_bytes, ctx, dev, alloc, out);
 }
 
@@ -274,11 +239,9 @@ void ft_offload_destroy(ft_offload_t *o)
 {
     if (!o)
         return;
-    ft_sim_device_destroy(o->dev);
+    ft_offload_device_release(o);
     ft_expert_cache_destroy(o->cache);
     ft_plan_result_release(&o->plan);
-    ft_mem_free(o->a, o->stream[0]);
-    ft_mem_free(o->a, o->stream[1]);
     ft_mem_free(o->a, o->L);
     ft_plan_model_free(o->pm, o->a);
     ft_mem_free(o->a, o->order);
@@ -316,9 +279,9 @@ void ft_offload_record_step(ft_offload_t *o, uint32_t n_tok, double seconds)
 void ft_offload_stats(const ft_offload_t *o, ft_offload_stats_t *out)
 {
     *out = o->st;
-    if (o->dev) {
+    if (o->sim) {
         ft_sim_counters_t c;
-        ft_sim_counters(o->dev, &c);
+        ft_sim_counters(o->dv.dev, &c);
         out->bytes_copied = c.bytes_copied;
         out->modelled_seconds = c.elapsed;
         out->order_violations = c.order_violations;
@@ -330,58 +293,26 @@ void ft_offload_stats(const ft_offload_t *o, ft_offload_stats_t *out)
 void ft_offload_reset_stats(ft_offload_t *o)
 {
     memset(&o->st, 0, sizeof(o->st));
-    if (o->dev)
-        ft_sim_reset_counters(o->dev);
+    if (o->sim)
+        ft_sim_reset_counters(o->dv.dev);
     ft_expert_cache_reset_stats(o->cache);
 }
 
-/* Frees the sim's streaming buffers (a plan without streaming). */
-static void ft_offload_sim_drop_streams(ft_offload_t *o)
-{
-    ft_mem_free(o->a, o->stream[0]);
-    ft_mem_free(o->a, o->stream[1]);
-    o->stream[0] = o->stream[1] = NULL;
-    o->streaming = 0;
-}
-
-/* The sim's side of a re-plan to res with the new cache nc (o->cache is
- * still the old one). The host copies into nc and the allocations come
- * first; on failure nothing is changed. */
-FT_WARN_UNUSED static ft_status_t ft_offload_replan_sim(ft_offload_t *o, const ft_plan_result_t *res,
-                                                        ft_expert_cache_t *nc)
-{
-    const int had = o->stream[0] != NULL, want = res->vram_stream > 0;
-    ft_status_t st = ft_offload_warm(o, nc, res);
-    if (st || (want && (st = ft_offload_sim_streams(o, res))))
-        return st;
-    if ((st = ft_sim_device_resize_slots(o->dev, ft_offload_cache_slots(res) + 2))) {
-        if (want && !had)
-            ft_offload_sim_drop_streams(o); /* allocated just above */
-        return st;
-    }
-    if (!want && had)
-        ft_offload_sim_drop_streams(o);
-    return FT_OK;
-}
-
-/* A driven device's side of a re-plan to res with the new cache nc: reserve
+/* The device's side of a re-plan to res with the new cache nc: reserve
  * the new layout (on failure the device keeps its memory, so nothing has
  * changed), then fill nc's slots. A fill that fails after that puts the old
  * layout and the old cache's experts back; only if that fails as well is
  * the device left changed, and the error says so. */
-FT_WARN_UNUSED static ft_status_t ft_offload_replan_ext(ft_offload_t *o, const ft_plan_result_t *res,
-                                                        ft_expert_cache_t *nc)
+FT_WARN_UNUSED static ft_status_t ft_offload_replan_device(ft_offload_t *o, const ft_plan_result_t *res,
+                                                           ft_expert_cache_t *nc)
 {
-    const uint64_t old_stream = o->streaming ? o->stream_bytes : 0;
-    const uint64_t new_stream = res->vram_stream > 0 ? o->stream_bytes : 0;
-    ft_status_t st = o->ext.reserve(o->ext.user, ft_offload_cache_slots(res), o->slot_bytes, new_stream);
+    const int old_stream = o->streaming;
+    ft_status_t st = ft_offload_reserve(o, ft_offload_cache_slots(res), res->vram_stream > 0);
     if (st)
         return st;
-    if (!(st = ft_offload_refill(o, nc)) && !(st = ft_offload_warm(o, nc, res))) {
-        o->streaming = new_stream != 0;
+    if (!(st = ft_offload_refill(o, nc)) && !(st = ft_offload_warm(o, nc, res)))
         return FT_OK;
-    }
-    ft_status_t back = o->ext.reserve(o->ext.user, ft_offload_cache_slots(&o->plan), o->slot_bytes, old_stream);
+    ft_status_t back = ft_offload_reserve(o, ft_offload_cache_slots(&o->plan), old_stream);
     if (!back)
         back = ft_offload_refill(o, o->cache);
     if (!back)
@@ -425,7 +356,7 @@ ft_status_t ft_offload_replan(ft_offload_t *o, uint64_t vram_bytes)
         ft_plan_result_release(&res);
         return st;
     }
-    st = o->has_ext ? ft_offload_replan_ext(o, &res, nc) : ft_offload_replan_sim(o, &res, nc);
+    st = ft_offload_replan_device(o, &res, nc);
     if (st) {
         ft_expert_cache_destroy(nc);
         ft_plan_result_release(&res);

@@ -4,21 +4,24 @@
  * and copies into cache slots, and prefill that streams whole layers through
  * two buffers. This is the runtime side of DESIGN.md sections 5 and 6.
  *
- * The decisions are device-agnostic (ft_offload_dispatch): per active
- * expert of a layer, a slot that already holds it, a slot to copy it into,
- * a streaming buffer, or the CPU. Two devices turn them into work:
- *  - the simulated device (ft_offload_create, ft_offload_moe): host memory
- *    stands in for slots and buffers, time runs on a virtual clock, and the
- *    numerics stay on the CPU kernels (an expert served from a slot or a
- *    stream buffer is computed from the bytes copied there, so any mistake
- *    in the cache or the streaming shows up as different tokens);
- *  - a real device the caller drives (ft_offload_create_device, the CUDA
- *    backend): the slots live in its memory, the cache only maps experts to
- *    slot numbers, and the caller issues the copies and kernels. */
+ * The decisions are the same for every device (ft_offload_dispatch): per
+ * active expert of a layer, a slot that already holds it, a slot to copy it
+ * into, a streaming buffer, or the CPU. They are carried out through the
+ * device interface (backends/backend.h) by one piece of code for every
+ * device (ft_offload_copies): the slots and buffers live in the device's
+ * memory and the copies run on its copy stream. Two devices use it:
+ *  - the simulated device (backends/sim): its memory is host memory and its
+ *    time virtual; the numerics stay on the CPU kernels, computed from the
+ *    bytes copied into its slots (so any mistake in the cache or the
+ *    streaming shows up as different tokens), and ft_offload_moe and its
+ *    neighbours put each step's work on its clock;
+ *  - cuda: the device executor (exec/dev_moe.c) launches the experts'
+ *    kernels on the slots after waiting for the copies' events. */
 #ifndef FT_MOE_OFFLOAD_H
 #define FT_MOE_OFFLOAD_H
 
 #include "freetoken.h"
+#include "../backends/backend.h"
 #include "../format/bundle.h"
 #include "../plan/hw.h"
 #include "../plan/planner.h"
@@ -37,19 +40,29 @@ typedef struct ft_offload_stats {
     uint64_t vram_bytes;
 } ft_offload_stats_t;
 
+/* The device the offload works on and the caller's two streams: expert
+ * kernels run on compute, copies into slots and buffers on copy. */
+typedef struct ft_offload_device {
+    ft_device_t *dev;
+    ft_dstream_t compute, copy;
+} ft_offload_device_t;
+
 /* Takes the partition for vram_bytes with a KV reservation of ctx tokens
- * and allocates the slots and the streaming buffers. The plan is
- * authoritative (DESIGN.md section 4): its stored partition, slots, q*
- * table and streaming threshold are used when hw holds the figures of the
- * plan's embedded profile, vram_bytes equals the budget it was compiled
- * for and ctx is at most the compiled one; otherwise (or for a plan
- * compiled without --hw) the partition is solved here, with the planner's
- * model description from the plan (runtime/plan/from_plan.h, the one ftc
- * solved with), and ft_offload_plan_note says why in one line. The experts
- * come from the bundle's FTW expert blocks, and the calibration counts in
- * the plan pin hot experts. bundle must outlive the offload. */
+ * and allocates the slots and the streaming buffers in dev's memory, and
+ * fills them (pinned experts first). The plan is authoritative (DESIGN.md
+ * section 4): its stored partition, slots, q* table and streaming
+ * threshold are used when hw holds the figures of the plan's embedded
+ * profile, vram_bytes equals the budget it was compiled for and ctx is at
+ * most the compiled one; otherwise (or for a plan compiled without --hw)
+ * the partition is solved here, with the planner's model description from
+ * the plan (runtime/plan/from_plan.h, the one ftc solved with), and
+ * ft_offload_plan_note says why in one line. The experts come from the
+ * bundle's FTW expert blocks, and the calibration counts in the plan pin
+ * hot experts. bundle, the device and the streams must outlive the
+ * offload; dev is copied. */
 FT_WARN_UNUSED ft_status_t ft_offload_create(const ft_bundle_t *bundle, const ft_hw_t *hw, uint64_t vram_bytes,
-                                             uint32_t ctx, const ft_allocator_t *alloc, ft_offload_t **out);
+                                             uint32_t ctx, const ft_offload_device_t *dev,
+                                             const ft_allocator_t *alloc, ft_offload_t **out);
 
 /* Where one active expert of a layer is computed this step. */
 typedef enum ft_offload_where {
@@ -76,23 +89,6 @@ typedef struct ft_offload_decision {
     const ft_offload_item_t *items;
 } ft_offload_decision_t;
 
-/* A device the caller drives. reserve: make room for n_slots expert slots
- * of slot_bytes and, when stream_bytes != 0, two streaming buffers of
- * stream_bytes each (called at create and on re-plan; on failure the old
- * memory must stay as it was). fill: copy an expert blob (n_bytes from the
- * mapped weights) into a slot outside any step (warming; after a re-plan,
- * which renumbers slots). */
-typedef struct ft_offload_device {
-    void *user;
-    ft_status_t (*reserve)(void *user, uint32_t n_slots, uint64_t slot_bytes, uint64_t stream_bytes);
-    ft_status_t (*fill)(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes);
-} ft_offload_device_t;
-
-/* As ft_offload_create, for a device the caller drives: no simulated
- * device, no host slot memory; dev is copied. */
-FT_WARN_UNUSED ft_status_t ft_offload_create_device(const ft_bundle_t *bundle, const ft_hw_t *hw, uint64_t vram_bytes,
-                                                    uint32_t ctx, const ft_offload_device_t *dev,
-                                                    const ft_allocator_t *alloc, ft_offload_t **out);
 void ft_offload_destroy(ft_offload_t *off);
 
 /* The shared decision for one layer's active experts (counts[i]: tokens
@@ -120,16 +116,39 @@ int ft_offload_plan_stored(const ft_offload_t *off);
  * (compiled for 8.0 GiB)". Valid while off lives. */
 const char *ft_offload_plan_note(const ft_offload_t *off);
 
-/* The simulated device's step (offload_sim.c; no-ops on the clock for a
- * driven device, whose caller calls ft_offload_dispatch itself). */
+/* Carrying out one layer's decision (offload_device.c), for every device:
+ * queues the copies it asks for on the copy stream (a streamed layer into
+ * its buffer and the next layer into the other, double-buffered; or each
+ * copied miss into its slot) and records the events below. active: the
+ * layer's active experts, as given to the dispatch. */
+FT_WARN_UNUSED ft_status_t ft_offload_copies(ft_offload_t *off, uint32_t layer, const ft_offload_decision_t *d,
+                                             const int32_t *active);
+/* Where an item's expert e is in device memory: its slot, or its place in
+ * the streaming buffer. */
+ft_dptr_t ft_offload_blob(const ft_offload_t *off, uint32_t layer, const ft_offload_item_t *it, int32_t e);
+/* Recorded after the last ft_offload_copies' slot copies; and when a
+ * streaming buffer's layer is in. */
+ft_devent_t ft_offload_copied(const ft_offload_t *off);
+ft_devent_t ft_offload_streamed(const ft_offload_t *off, uint32_t buffer);
+/* A new chunk of tokens: streaming buffers are filled again (their copies
+ * are per chunk). */
+void ft_offload_chunk_begin(ft_offload_t *off);
+/* Device memory the slots and streaming buffers hold. */
+uint64_t ft_offload_device_bytes(const ft_offload_t *off);
+
+/* The simulated device's step (offload_sim.c): its clock, for the work the
+ * executor computes on the CPU. No-ops on another device. */
 void ft_offload_step_begin(ft_offload_t *off);
-/* Attention and router of a layer on the device (resident weights). */
+/* Attention and router of a layer on the device (resident weights); the
+ * router's choices go to the host. */
 void ft_offload_attention(ft_offload_t *off, uint32_t layer, uint32_t n_tok);
-/* ft_offload_dispatch, then the sim's copies into its host slots or a
- * stream buffer (real copies) and their times. blobs[i] receives the expert blob to compute
- * active[i] from, or NULL for the mapped weights (CPU path). */
-void ft_offload_moe(ft_offload_t *off, uint32_t layer, uint32_t n_tok, const int32_t *active,
-                    const uint32_t *counts, uint32_t n_active, const uint8_t **blobs);
+/* ft_offload_dispatch, then ft_offload_copies and the experts' work on the
+ * sim's clock. blobs[i] receives the expert blob to compute active[i] from
+ * (in the sim's memory: the bytes copied there), or NULL for the mapped
+ * weights (CPU path). */
+FT_WARN_UNUSED ft_status_t ft_offload_moe(ft_offload_t *off, uint32_t layer, uint32_t n_tok,
+                                          const int32_t *active, const uint32_t *counts, uint32_t n_active,
+                                          const uint8_t **blobs);
 /* The output head, and the end of the step. */
 void ft_offload_step_end(ft_offload_t *off, uint32_t n_tok);
 

@@ -1,12 +1,12 @@
-/* Internal to runtime/moe: the offload object, shared by the device-
- * agnostic decisions (offload.c, offload_dispatch.c) and the simulated
- * device's side (offload_sim.c). */
+/* Internal to runtime/moe: the offload object, shared by the decisions
+ * (offload.c, offload_dispatch.c), carrying them out on the device
+ * (offload_device.c) and the simulated device's clock (offload_sim.c). */
 #ifndef FT_MOE_OFFLOAD_INTERNAL_H
 #define FT_MOE_OFFLOAD_INTERNAL_H
 
 #include "offload.h"
 
-#include "../backends/sim/sim_device.h"
+#include "../backends/backend.h"
 #include "expert_cache.h"
 
 /* One layer's experts in the mapped FTW file: expert e (gate, up and down
@@ -39,15 +39,17 @@ struct ft_offload {
     uint32_t *order;          /* [max_experts] scratch: misses by tokens */
     ft_offload_item_t *items; /* [max_experts] the last dispatch */
     ft_offload_stats_t st;
-    /* A device the caller drives (ft_offload_create_device), or NULL. */
-    ft_offload_device_t ext;
-    int has_ext;
-    /* The simulated device (ft_offload_create): host memory stands in for
-     * the device's slots and buffers, time is virtual. */
-    ft_sim_device_t *dev;
-    uint8_t *stream[2]; /* whole-layer prefill buffers, or NULL */
-    ft_sim_event_t stream_free[2];
-    ft_sim_event_t ready, router_ready;
+    /* The device (the sim or cuda) and the caller's streams. */
+    ft_offload_device_t dv;
+    /* Expert slots and the two streaming buffers in its memory, one
+     * allocation (offload_device.c). */
+    ft_dptr_t slots, stream[2];
+    uint64_t slots_alloc_bytes, slot_stride;
+    uint32_t n_dev_slots;
+    ft_devent_t copied;      /* this layer's expert copies are in */
+    ft_devent_t streamed[2]; /* a streaming buffer's layer is in */
+    int32_t stream_layer[2]; /* the layer copied into each buffer this chunk, or -1 */
+    int sim;                 /* dv.dev is the simulated device: offload_sim.c keeps its time */
 };
 
 /* Slots the cache needs for a plan: LRU slots plus the pinned experts
@@ -57,8 +59,15 @@ static inline uint32_t ft_offload_cache_slots(const ft_plan_result_t *plan)
     return plan->n_slots + plan->n_pinned;
 }
 
-/* offload_sim.c: the sim's streaming buffers for a plan (allocated or
- * freed to match it). */
-FT_WARN_UNUSED ft_status_t ft_offload_sim_streams(ft_offload_t *o, const ft_plan_result_t *res);
+/* offload_device.c: events, slot memory and fills. */
+FT_WARN_UNUSED ft_status_t ft_offload_device_init(ft_offload_t *o);
+void ft_offload_device_release(ft_offload_t *o);
+/* Makes room for n_slots slots and, when streaming, two streaming
+ * buffers; on failure the old memory stays as it was. */
+FT_WARN_UNUSED ft_status_t ft_offload_reserve(ft_offload_t *o, uint32_t n_slots, int streaming);
+/* Slot slot's device address. */
+ft_dptr_t ft_offload_slot(const ft_offload_t *o, int32_t slot);
+/* Copies expert e of layer into slot, outside any step. */
+FT_WARN_UNUSED ft_status_t ft_offload_fill(ft_offload_t *o, int32_t slot, uint32_t layer, uint32_t e);
 
 #endif

@@ -1,9 +1,9 @@
-/* A re-plan on a driven device (ft_offload_create_device, as the cuda
- * backend uses it) whose reserve or fill fails part way: for every k, the
- * k-th device call of the re-plan fails, and then the cache's slot map, the
- * device's slot contents (each resident expert's bytes in its slot), the
- * reserved layout and the counters are as before. With no failure the
- * re-plan takes effect and the device matches the new map. */
+/* A re-plan on a device (the sim's, through the device interface, as
+ * cuda's goes) whose allocations or copies fail part way: for every k, the
+ * k-th such device call of the re-plan fails, and then the cache's slot
+ * map, the device's slot contents (each resident expert's bytes in its
+ * slot), the reserved layout and the counters are as before. With no
+ * failure the re-plan takes effect and the device matches the new map. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,45 +23,131 @@ static char g_bundle[4096];
 static const char *g_slowcpu = FT_SOURCE_DIR "/tests/data/slow_cpu_fast_pcie.textproto";
 static const uint64_t g_few = 2200ull << 10, g_more = 2250ull << 10, g_all = 64ull << 20;
 
-/* The driven device: host memory for its slots; fails its fail_at-th call. */
-typedef struct fake_dev {
-    uint8_t *mem;
-    uint32_t n_slots;
-    uint64_t slot_bytes, stream_bytes;
+/* A device that forwards to the sim's and fails its fail_at-th
+ * allocation or host-to-device copy (the calls a re-plan makes). */
+typedef struct fail_dev {
+    ft_device_t base;
+    ft_device_t *in;
     uint64_t n_calls, fail_at;
-} fake_dev_t;
+} fail_dev_t;
 
-static int fake_fails(fake_dev_t *d)
+static ft_device_t *inner(ft_device_t *d)
 {
+    return ((fail_dev_t *)d)->in;
+}
+
+static int fails(ft_device_t *dev)
+{
+    fail_dev_t *d = (fail_dev_t *)dev;
     return d->fail_at && ++d->n_calls == d->fail_at;
 }
 
-static ft_status_t fake_reserve(void *user, uint32_t n_slots, uint64_t slot_bytes, uint64_t stream_bytes)
+static void f_destroy(ft_device_t *d)
 {
-    fake_dev_t *d = user;
-    if (fake_fails(d))
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "fake device: reserve fails (injected)");
-    uint8_t *m = calloc(n_slots ? n_slots : 1, slot_bytes);
-    if (!m)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "fake device: out of memory");
-    /* As a real device: the new layout's contents are undefined until filled. */
-    free(d->mem);
-    d->mem = m;
-    d->n_slots = n_slots;
-    d->slot_bytes = slot_bytes;
-    d->stream_bytes = stream_bytes;
-    return FT_OK;
+    (void)d;
+}
+static const ft_device_info_t *f_info(const ft_device_t *d)
+{
+    return ft_dev_info(((const fail_dev_t *)d)->in);
+}
+static ft_status_t f_memory_info(ft_device_t *d, uint64_t *f, uint64_t *t)
+{
+    return ft_dev_memory_info(inner(d), f, t);
+}
+static ft_status_t f_alloc(ft_device_t *d, uint64_t n, ft_dptr_t *out)
+{
+    if (fails(d)) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "failing device: alloc fails (injected)");
+    return ft_dev_alloc(inner(d), n, out);
+}
+static void f_free(ft_device_t *d, ft_dptr_t p)
+{
+    ft_dev_free(inner(d), p);
+}
+static ft_status_t f_host_alloc(ft_device_t *d, size_t n, void **out)
+{
+    return ft_dev_host_alloc(inner(d), n, out);
+}
+static void f_host_free(ft_device_t *d, void *p)
+{
+    ft_dev_host_free(inner(d), p);
+}
+static ft_status_t f_pin(ft_device_t *d, const void *p, size_t n, const char *what)
+{
+    return ft_dev_pin(inner(d), p, n, what);
+}
+static void f_unpin(ft_device_t *d, const void *p)
+{
+    ft_dev_unpin(inner(d), p);
+}
+static ft_status_t f_stream_create(ft_device_t *d, ft_dstream_t *out)
+{
+    return ft_dev_stream_create(inner(d), out);
+}
+static void f_stream_destroy(ft_device_t *d, ft_dstream_t s)
+{
+    ft_dev_stream_destroy(inner(d), s);
+}
+static ft_status_t f_stream_sync(ft_device_t *d, ft_dstream_t s)
+{
+    return ft_dev_stream_sync(inner(d), s);
+}
+static ft_status_t f_event_create(ft_device_t *d, ft_devent_t *out)
+{
+    return ft_dev_event_create(inner(d), out);
+}
+static void f_event_destroy(ft_device_t *d, ft_devent_t e)
+{
+    ft_dev_event_destroy(inner(d), e);
+}
+static ft_status_t f_event_record(ft_device_t *d, ft_devent_t e, ft_dstream_t s)
+{
+    return ft_dev_event_record(inner(d), e, s);
+}
+static ft_status_t f_stream_wait(ft_device_t *d, ft_dstream_t s, ft_devent_t e)
+{
+    return ft_dev_stream_wait(inner(d), s, e);
+}
+static ft_status_t f_copy_h2d(ft_device_t *d, ft_dptr_t dst, const void *src, size_t n, ft_dstream_t s)
+{
+    if (fails(d)) return ft_status_make(FT_STATUS_INTERNAL, "failing device: copy fails (injected)");
+    return ft_dev_copy_h2d(inner(d), dst, src, n, s);
+}
+static ft_status_t f_copy_d2h(ft_device_t *d, void *dst, ft_dptr_t src, size_t n, ft_dstream_t s)
+{
+    return ft_dev_copy_d2h(inner(d), dst, src, n, s);
+}
+static ft_status_t f_copy_d2d(ft_device_t *d, ft_dptr_t dst, ft_dptr_t src, size_t n, ft_dstream_t s)
+{
+    return ft_dev_copy_d2d(inner(d), dst, src, n, s);
+}
+static ft_status_t f_memset(ft_device_t *d, ft_dptr_t dst, uint8_t v, size_t n, ft_dstream_t s)
+{
+    return ft_dev_memset(inner(d), dst, v, n, s);
 }
 
-static ft_status_t fake_fill(void *user, int32_t slot, const uint8_t *blob, uint64_t n_bytes)
-{
-    fake_dev_t *d = user;
-    if (fake_fails(d))
-        return ft_status_make(FT_STATUS_INTERNAL, "fake device: fill fails (injected)");
-    assert_true(slot >= 0 && (uint32_t)slot < d->n_slots && n_bytes <= d->slot_bytes);
-    memcpy(d->mem + (uint64_t)slot * d->slot_bytes, blob, n_bytes);
-    return FT_OK;
-}
+static const ft_device_vtable_t fail_vt = {
+    .name = "failing",
+    .destroy = f_destroy,
+    .info = f_info,
+    .memory_info = f_memory_info,
+    .alloc = f_alloc,
+    .free = f_free,
+    .host_alloc = f_host_alloc,
+    .host_free = f_host_free,
+    .pin = f_pin,
+    .unpin = f_unpin,
+    .stream_create = f_stream_create,
+    .stream_destroy = f_stream_destroy,
+    .stream_sync = f_stream_sync,
+    .event_create = f_event_create,
+    .event_destroy = f_event_destroy,
+    .event_record = f_event_record,
+    .stream_wait = f_stream_wait,
+    .copy_h2d = f_copy_h2d,
+    .copy_d2h = f_copy_d2h,
+    .copy_d2d = f_copy_d2d,
+    .memset = f_memset,
+};
 
 static int setup(void **state)
 {
@@ -81,8 +167,9 @@ static int setup(void **state)
 }
 
 /* The slot of every expert id (-1: not resident), and a check that each
- * resident expert's slot on the device holds its blob. */
-static void snapshot(const ft_offload_t *o, const fake_dev_t *d, int32_t *where)
+ * resident expert's slot in device memory (the sim's: host memory) holds
+ * its blob. */
+static void snapshot(const ft_offload_t *o, int32_t *where)
 {
     for (uint32_t l = 0; l < o->n_layers; l++)
         for (uint32_t e = 0; e < o->max_experts; e++) {
@@ -91,8 +178,8 @@ static void snapshot(const ft_offload_t *o, const fake_dev_t *d, int32_t *where)
             if (where[id] < 0)
                 continue;
             const ft_offload_layer_t *L = &o->L[l];
-            assert_true((uint32_t)where[id] < d->n_slots);
-            assert_memory_equal(d->mem + (uint64_t)where[id] * d->slot_bytes,
+            assert_true((uint32_t)where[id] < o->n_dev_slots);
+            assert_memory_equal((const void *)(uintptr_t)ft_offload_slot(o, where[id]),
                                 L->blob0 + (uint64_t)e * L->blob_stride, L->blob_stride);
         }
 }
@@ -103,12 +190,13 @@ static void replan_failing(ft_engine_t *eng, uint64_t budget)
     const size_t n_ids = (size_t)m->n_layers * m->max_experts;
     int32_t *before = calloc(n_ids, sizeof(int32_t)), *after = calloc(n_ids, sizeof(int32_t));
     assert_true(before && after);
+    fail_dev_t fd = {.base = {&fail_vt}, .in = eng->sim.dev};
+    const ft_offload_device_t dev = {&fd.base, eng->sim.compute, eng->sim.copy};
     uint64_t k = 1;
     for (; k < 10000; k++) {
-        fake_dev_t d = {0};
-        const ft_offload_device_t dev = {&d, fake_reserve, fake_fill};
+        fd.fail_at = 0;
         ft_offload_t *o = NULL;
-        ft_status_t st = ft_offload_create_device(eng->bundle, &eng->offload->hw, g_more, 64, &dev, NULL, &o);
+        ft_status_t st = ft_offload_create(eng->bundle, &eng->offload->hw, g_more, 64, &dev, NULL, &o);
         if (st)
             fail_msg("create: %s", ft_status_message(st));
         /* Some decode traffic, so recency and counters are not the load's. */
@@ -118,40 +206,34 @@ static void replan_failing(ft_engine_t *eng, uint64_t budget)
             const uint32_t counts[2] = {1, 1};
             ft_offload_decision_t dd;
             ft_offload_dispatch(o, l, 1, active, counts, 2, &dd);
-            for (uint32_t i = 0; i < dd.n_items; i++)
-                if (dd.items[i].where == FT_OFFLOAD_COPY) {
-                    const int32_t e = active[dd.items[i].index];
-                    const ft_layer_t *L = &m->layers[l];
-                    assert_null(fake_fill(&d, dd.items[i].slot, L->blob0 + (uint64_t)e * L->blob_stride,
-                                          L->blob_stride));
-                }
+            assert_null(ft_offload_copies(o, l, &dd, active));
         }
+        assert_null(ft_dev_stream_sync(dev.dev, dev.copy));
         ft_offload_stats_t s0, s1;
         ft_offload_stats(o, &s0);
-        snapshot(o, &d, before);
-        const uint32_t slots0 = d.n_slots;
-        d.n_calls = 0;
-        d.fail_at = k;
+        snapshot(o, before);
+        const uint32_t slots0 = o->n_dev_slots;
+        fd.n_calls = 0;
+        fd.fail_at = k;
         st = ft_offload_replan(o, budget);
-        const int failed = d.n_calls >= k;
-        d.fail_at = 0;
+        const int failed = fd.n_calls >= k;
+        fd.fail_at = 0;
         ft_offload_stats(o, &s1);
-        snapshot(o, &d, after);
+        snapshot(o, after);
         if (st) {
             assert_true(failed);
             ft_status_free(st);
             assert_memory_equal(before, after, n_ids * sizeof(int32_t));
-            assert_int_equal(d.n_slots, slots0);
+            assert_int_equal(o->n_dev_slots, slots0);
             assert_int_equal(s1.hits, s0.hits);
             assert_int_equal(s1.misses, s0.misses);
             assert_int_equal(s1.n_slots, s0.n_slots);
             assert_int_equal(s1.vram_bytes, s0.vram_bytes);
         } else {
             assert_int_equal(s1.vram_bytes, budget);
-            assert_int_equal(d.n_slots, s1.n_slots);
+            assert_int_equal(o->n_dev_slots, s1.n_slots);
         }
         ft_offload_destroy(o);
-        free(d.mem);
         if (!st && !failed)
             break;
     }
@@ -162,7 +244,7 @@ static void replan_failing(ft_engine_t *eng, uint64_t budget)
     free(after);
 }
 
-static void test_driven_replan_rolls_back(void **state)
+static void test_device_replan_rolls_back(void **state)
 {
     (void)state;
     ft_engine_options_t eo;
@@ -183,7 +265,7 @@ static void test_driven_replan_rolls_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_driven_replan_rolls_back),
+        cmocka_unit_test(test_device_replan_rolls_back),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,23 +1,61 @@
 #include "sim_device.h"
 
-#include <stdlib.h>
+#include "../../base/alloc.h"
+
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-struct ft_sim_device {
+#define FT_SIM_ALIGN 256u   /* as the CUDA backend aligns its allocations */
+#define FT_SIM_RANGES 1024u /* copies and kernel reads still in flight, checked for order */
+
+/* Device memory in flight: a copy writing [lo, hi) until `end`, or a kernel
+ * reading it until then. */
+typedef struct ft_sim_range {
+    uintptr_t lo, hi;
+    double end;
+} ft_sim_range_t;
+
+typedef struct ft_sim_stream {
+    double tail; /* when its last queued work completes */
+} ft_sim_stream_t;
+
+typedef struct ft_sim_event {
+    double at;
+} ft_sim_event_t;
+
+typedef struct ft_sim_device {
+    ft_device_t base;
+    ft_device_info_t info;
+    const ft_allocator_t *a;
     ft_hw_t hw;
-    double free_cpu, free_copy, free_gpu; /* when each queue is next free */
+    uint64_t cap, used; /* device memory */
+    double host;        /* the host's virtual time: work it queues starts no earlier */
+    double free_h2d, free_d2h, free_gpu; /* when each engine is next free */
     double step_start;
-    double *slot_ready; /* [n_slots] when the last copy into the slot completes */
-    uint32_t n_slots;
+    ft_sim_range_t writes[FT_SIM_RANGES], reads[FT_SIM_RANGES];
+    uint32_t n_writes, n_reads;
     ft_sim_counters_t c;
-};
+} ft_sim_device_t;
+
+/* A block's header, just below the address handed out. */
+typedef struct ft_sim_block {
+    void *raw;
+    uint64_t n_bytes;
+} ft_sim_block_t;
 
 static double ft_max2(double a, double b)
 {
     return a > b ? a : b;
 }
 
-/* Rates with fallbacks, so a sparse profile still gives a model. */
+static ft_sim_device_t *ft_sim(ft_device_t *d)
+{
+    return (ft_sim_device_t *)d;
+}
+
+/* ---- the model's rates, with fallbacks so a sparse profile still works -- */
+
 static double ft_gpu_gemv_gbs(const ft_hw_t *hw, ft_dtype_t f)
 {
     double r = (int)f > 0 && f < FT_DTYPE_COUNT ? hw->gpu.gemv_gbs[f] : 0.0;
@@ -37,120 +75,336 @@ static double ft_cpu_gflops(const ft_hw_t *hw, ft_dtype_t f)
     return r > 0 ? r : 50.0 * hw->n_cores; /* a modest per-core estimate */
 }
 
-ft_status_t ft_sim_device_create(const ft_hw_t *hw, uint32_t n_slots, ft_sim_device_t **out_dev)
+static double ft_launch_s(const ft_sim_device_t *d)
 {
-    *out_dev = NULL;
+    return d->hw.gpu.launch_us * 1e-6;
+}
+
+/* ---- order checks ----------------------------------------------------- */
+
+/* Drops ranges that can no longer overlap anything queued later: work on
+ * an engine starts no earlier than the engine is free. */
+static void ft_sim_prune(ft_sim_range_t *r, uint32_t *n, double before)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < *n; i++)
+        if (r[i].end > before) r[k++] = r[i];
+    *n = k;
+}
+
+/* Counts a violation when [lo, hi) overlaps a range still in flight at t. */
+static void ft_sim_check(ft_sim_device_t *d, const ft_sim_range_t *r, uint32_t n, uintptr_t lo, uintptr_t hi,
+                         double t)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (lo < r[i].hi && r[i].lo < hi && t < r[i].end) {
+            d->c.order_violations++;
+            return;
+        }
+}
+
+/* Records a range; when the table is full even after pruning, the oldest
+ * is forgotten (a check lost, never a false violation). */
+static void ft_sim_record(ft_sim_range_t *r, uint32_t *n, uintptr_t lo, uintptr_t hi, double end, double before)
+{
+    if (*n == FT_SIM_RANGES) ft_sim_prune(r, n, before);
+    if (*n == FT_SIM_RANGES) {
+        memmove(r, r + 1, (FT_SIM_RANGES - 1) * sizeof(*r));
+        (*n)--;
+    }
+    r[(*n)++] = (ft_sim_range_t){lo, hi, end};
+}
+
+/* ---- the device interface ----------------------------------------------- */
+
+static void ft_sim_destroy(ft_device_t *dev)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    ft_mem_free(d->a, d);
+}
+
+static const ft_device_info_t *ft_sim_info(const ft_device_t *dev)
+{
+    return &((const ft_sim_device_t *)dev)->info;
+}
+
+static ft_status_t ft_sim_memory_info(ft_device_t *dev, uint64_t *free_b, uint64_t *total_b)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    *free_b = d->cap - d->used;
+    *total_b = d->cap;
+    return FT_OK;
+}
+
+static ft_status_t ft_sim_alloc(ft_device_t *dev, uint64_t n, ft_dptr_t *out)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    *out = 0;
+    const uint64_t pad = FT_SIM_ALIGN + sizeof(ft_sim_block_t);
+    if (n > d->cap - d->used || n > SIZE_MAX - pad)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY,
+                              "sim: %llu bytes of device memory asked, %llu of %llu free",
+                              (unsigned long long)n, (unsigned long long)(d->cap - d->used),
+                              (unsigned long long)d->cap);
+    uint8_t *raw = ft_mem_alloc(d->a, (size_t)(n + pad));
+    if (!raw)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: %llu bytes of device memory (host memory)",
+                              (unsigned long long)n);
+    uintptr_t p = ((uintptr_t)raw + sizeof(ft_sim_block_t) + FT_SIM_ALIGN - 1) & ~(uintptr_t)(FT_SIM_ALIGN - 1);
+    ft_sim_block_t *h = (ft_sim_block_t *)p - 1;
+    h->raw = raw;
+    h->n_bytes = n;
+    d->used += n;
+    *out = (ft_dptr_t)p;
+    return FT_OK;
+}
+
+static void ft_sim_free(ft_device_t *dev, ft_dptr_t p)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    const ft_sim_block_t *h = (const ft_sim_block_t *)(uintptr_t)p - 1;
+    d->used -= h->n_bytes;
+    ft_mem_free(d->a, h->raw);
+}
+
+static ft_status_t ft_sim_host_alloc(ft_device_t *dev, size_t n, void **out)
+{
+    *out = ft_mem_alloc(ft_sim(dev)->a, n ? n : 1);
+    return *out ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: %zu bytes of host memory", n);
+}
+
+static void ft_sim_host_free(ft_device_t *dev, void *p)
+{
+    ft_mem_free(ft_sim(dev)->a, p);
+}
+
+/* Host memory is what the device reads: pinning is a no-op that works. */
+static ft_status_t ft_sim_pin(ft_device_t *dev, const void *p, size_t n, const char *what)
+{
+    (void)dev, (void)p, (void)n, (void)what;
+    return FT_OK;
+}
+
+static void ft_sim_unpin(ft_device_t *dev, const void *p)
+{
+    (void)dev, (void)p;
+}
+
+static ft_status_t ft_sim_stream_create(ft_device_t *dev, ft_dstream_t *out)
+{
+    ft_sim_stream_t *s = ft_mem_calloc(ft_sim(dev)->a, 1, sizeof(*s));
+    *out = s;
+    if (!s) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: a stream");
+    s->tail = ft_sim(dev)->host;
+    return FT_OK;
+}
+
+static void ft_sim_stream_destroy(ft_device_t *dev, ft_dstream_t s)
+{
+    ft_mem_free(ft_sim(dev)->a, s);
+}
+
+/* A host that has to wait wakes up a launch latency after the stream's
+ * end (a blocking synchronize). */
+static ft_status_t ft_sim_stream_sync(ft_device_t *dev, ft_dstream_t s)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    const double tail = ((ft_sim_stream_t *)s)->tail;
+    if (tail > d->host) d->host = tail + ft_launch_s(d);
+    return FT_OK;
+}
+
+static ft_status_t ft_sim_event_create(ft_device_t *dev, ft_devent_t *out)
+{
+    ft_sim_event_t *e = ft_mem_calloc(ft_sim(dev)->a, 1, sizeof(*e));
+    *out = e;
+    return e ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: an event");
+}
+
+static void ft_sim_event_destroy(ft_device_t *dev, ft_devent_t e)
+{
+    ft_mem_free(ft_sim(dev)->a, e);
+}
+
+static ft_status_t ft_sim_event_record(ft_device_t *dev, ft_devent_t e, ft_dstream_t s)
+{
+    const ft_sim_device_t *d = ft_sim(dev);
+    ((ft_sim_event_t *)e)->at = ft_max2(((ft_sim_stream_t *)s)->tail, d->host);
+    return FT_OK;
+}
+
+static ft_status_t ft_sim_stream_wait(ft_device_t *dev, ft_dstream_t s, ft_devent_t e)
+{
+    (void)dev;
+    ft_sim_stream_t *q = s;
+    q->tail = ft_max2(q->tail, ((ft_sim_event_t *)e)->at);
+    return FT_OK;
+}
+
+/* Queues work of duration dur on stream s and an engine free at *engine;
+ * returns its start. */
+static double ft_sim_queue(ft_sim_device_t *d, ft_sim_stream_t *s, double *engine, double dur)
+{
+    const double start = ft_max2(ft_max2(s->tail, *engine), d->host);
+    s->tail = *engine = start + dur;
+    return start;
+}
+
+static ft_status_t ft_sim_copy_h2d(ft_device_t *dev, ft_dptr_t dst, const void *src, size_t n, ft_dstream_t s)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    memcpy((void *)(uintptr_t)dst, src, n);
+    const double bw = d->hw.gpu.h2d_overlap_gbs > 0 ? d->hw.gpu.h2d_overlap_gbs : d->hw.gpu.h2d_gbs;
+    const double dur = (double)n / (bw * 1e9);
+    const double start = ft_sim_queue(d, s, &d->free_h2d, dur);
+    /* Overwriting what a kernel queued earlier still reads is a race. */
+    ft_sim_check(d, d->reads, d->n_reads, (uintptr_t)dst, (uintptr_t)dst + n, start);
+    ft_sim_record(d->writes, &d->n_writes, (uintptr_t)dst, (uintptr_t)dst + n, start + dur, d->free_gpu);
+    d->c.busy_copy += dur;
+    d->c.bytes_copied += n;
+    d->c.n_copies++;
+    return FT_OK;
+}
+
+/* Small transfers back to the host (the router's choices): latency plus
+ * bytes at the profile's device-to-host rate. */
+static ft_status_t ft_sim_copy_d2h(ft_device_t *dev, void *dst, ft_dptr_t src, size_t n, ft_dstream_t s)
+{
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    ft_sim_transfer(dev, s, n, 0);
+    return FT_OK;
+}
+
+static ft_status_t ft_sim_copy_d2d(ft_device_t *dev, ft_dptr_t dst, ft_dptr_t src, size_t n, ft_dstream_t s)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    (void)ft_sim_queue(d, s, &d->free_gpu, ft_launch_s(d) + 2.0 * (double)n / (d->hw.gpu.hbm_gbs * 1e9));
+    return FT_OK;
+}
+
+static ft_status_t ft_sim_memset(ft_device_t *dev, ft_dptr_t dst, uint8_t v, size_t n, ft_dstream_t s)
+{
+    ft_sim_device_t *d = ft_sim(dev);
+    memset((void *)(uintptr_t)dst, v, n);
+    (void)ft_sim_queue(d, s, &d->free_gpu, ft_launch_s(d) + (double)n / (d->hw.gpu.hbm_gbs * 1e9));
+    return FT_OK;
+}
+
+static const ft_device_vtable_t ft_sim_vt = {
+    .name = "sim",
+    .destroy = ft_sim_destroy,
+    .info = ft_sim_info,
+    .memory_info = ft_sim_memory_info,
+    .alloc = ft_sim_alloc,
+    .free = ft_sim_free,
+    .host_alloc = ft_sim_host_alloc,
+    .host_free = ft_sim_host_free,
+    .pin = ft_sim_pin,
+    .unpin = ft_sim_unpin,
+    .stream_create = ft_sim_stream_create,
+    .stream_destroy = ft_sim_stream_destroy,
+    .stream_sync = ft_sim_stream_sync,
+    .event_create = ft_sim_event_create,
+    .event_destroy = ft_sim_event_destroy,
+    .event_record = ft_sim_event_record,
+    .stream_wait = ft_sim_stream_wait,
+    .copy_h2d = ft_sim_copy_h2d,
+    .copy_d2h = ft_sim_copy_d2h,
+    .copy_d2d = ft_sim_copy_d2d,
+    .memset = ft_sim_memset,
+    /* No kernels of its own: the CPU computes, ft_sim_kernel keeps time. */
+    .function = NULL,
+    .launch = NULL,
+    .graphs_supported = NULL,
+};
+
+ft_status_t ft_sim_device_create(const ft_hw_t *hw, uint64_t vram_bytes, const ft_allocator_t *alloc,
+                                 ft_device_t **out)
+{
+    *out = NULL;
     if (hw->n_gpus == 0 || hw->gpu.h2d_gbs <= 0 || hw->gpu.hbm_gbs <= 0 || hw->dram_gbs <= 0)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "sim device: the hardware profile needs a GPU with H2D and memory "
                               "bandwidths, and a DRAM bandwidth");
-    ft_sim_device_t *d = calloc(1, sizeof(*d));
-    if (!d)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim device: out of memory");
+    ft_sim_device_t *d = ft_mem_calloc(alloc, 1, sizeof(*d));
+    if (!d) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim device: out of memory");
+    d->base.vt = &ft_sim_vt;
+    d->a = alloc;
     d->hw = *hw;
-    ft_status_t st = ft_sim_device_resize_slots(d, n_slots);
-    if (st) {
-        free(d);
-        return st;
-    }
-    *out_dev = d;
+    d->cap = hw->gpu.vram_bytes > vram_bytes ? hw->gpu.vram_bytes : vram_bytes;
+    snprintf(d->info.name, sizeof(d->info.name), "%s (simulated)", hw->gpu.name[0] ? hw->gpu.name : "GPU");
+    d->info.total_bytes = d->cap;
+    *out = &d->base;
     return FT_OK;
 }
 
-void ft_sim_device_destroy(ft_sim_device_t *d)
+int ft_sim_device_is(const ft_device_t *d)
 {
-    if (!d)
-        return;
-    free(d->slot_ready);
-    free(d);
+    return d && d->vt == &ft_sim_vt;
 }
 
-ft_status_t ft_sim_device_resize_slots(ft_sim_device_t *d, uint32_t n_slots)
+void ft_sim_step_begin(ft_device_t *dev)
 {
-    double *r = calloc(n_slots ? n_slots : 1, sizeof(double));
-    if (!r)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim device: out of memory");
-    /* Slots are renumbered by a resize and refilled by copies that come
-     * after it: start them all as filled "now". */
-    double now = ft_max2(ft_max2(d->free_cpu, d->free_copy), d->free_gpu);
-    for (uint32_t i = 0; i < n_slots; i++)
-        r[i] = now;
-    free(d->slot_ready);
-    d->slot_ready = r;
-    d->n_slots = n_slots;
-    return FT_OK;
+    ft_sim_device_t *d = ft_sim(dev);
+    d->host = ft_max2(ft_max2(d->host, d->free_gpu), ft_max2(d->free_h2d, d->free_d2h));
+    d->step_start = d->host;
 }
 
-ft_sim_event_t ft_sim_step_begin(ft_sim_device_t *d)
+double ft_sim_step_end(ft_device_t *dev)
 {
-    d->step_start = ft_max2(ft_max2(d->free_cpu, d->free_copy), d->free_gpu);
-    return d->step_start;
-}
-
-double ft_sim_step_end(ft_sim_device_t *d, ft_sim_event_t done)
-{
-    double end = ft_max2(done, ft_max2(ft_max2(d->free_cpu, d->free_copy), d->free_gpu));
-    d->free_cpu = d->free_copy = d->free_gpu = end;
-    double dt = end - d->step_start;
+    ft_sim_device_t *d = ft_sim(dev);
+    const double end = ft_max2(ft_max2(d->host, d->free_gpu), ft_max2(d->free_h2d, d->free_d2h));
+    d->host = end;
+    const double dt = end - d->step_start;
     d->c.elapsed += dt;
     return dt;
 }
 
-ft_sim_event_t ft_sim_copy(ft_sim_device_t *d, int32_t slot, uint64_t n_bytes, ft_sim_event_t after)
+void ft_sim_kernel(ft_device_t *dev, ft_dstream_t s, ft_dptr_t reads, uint64_t n_bytes, uint64_t params,
+                   uint32_t n_tok, ft_dtype_t format)
 {
-    const double bw = d->hw.gpu.h2d_overlap_gbs > 0 ? d->hw.gpu.h2d_overlap_gbs : d->hw.gpu.h2d_gbs;
-    const double start = ft_max2(d->free_copy, after);
-    const double dur = (double)n_bytes / (bw * 1e9);
-    d->free_copy = start + dur;
-    d->c.busy_copy += dur;
-    d->c.bytes_copied += n_bytes;
-    d->c.n_copies++;
-    if (slot >= 0 && (uint32_t)slot < d->n_slots)
-        d->slot_ready[slot] = d->free_copy;
-    return d->free_copy;
-}
-
-ft_sim_event_t ft_sim_kernel(ft_sim_device_t *d, int32_t slot, uint64_t n_bytes, uint64_t params,
-                             uint32_t n_tok, ft_dtype_t format, ft_sim_event_t after)
-{
-    const double start = ft_max2(d->free_gpu, after);
-    if (slot >= 0 && (uint32_t)slot < d->n_slots && start < d->slot_ready[slot])
-        d->c.order_violations++; /* read before the copy filling it completed */
+    ft_sim_device_t *d = ft_sim(dev);
     const double mem = (double)n_bytes / (ft_gpu_gemv_gbs(&d->hw, format) * 1e9);
     const double tflops = d->hw.gpu.gemm_tflops > 0 ? d->hw.gpu.gemm_tflops : 50.0;
     const double flops = 2.0 * (double)params * n_tok / (tflops * 1e12);
-    const double dur = ft_max2(mem, flops) + d->hw.gpu.launch_us * 1e-6;
-    d->free_gpu = start + dur;
+    const double dur = ft_max2(mem, flops) + ft_launch_s(d);
+    const double start = ft_sim_queue(d, s, &d->free_gpu, dur);
+    if (reads) {
+        const uintptr_t lo = (uintptr_t)reads, hi = lo + n_bytes;
+        ft_sim_check(d, d->writes, d->n_writes, lo, hi, start); /* read before its copy completed */
+        ft_sim_record(d->reads, &d->n_reads, lo, hi, start + dur, d->free_h2d);
+    }
     d->c.busy_gpu += dur;
     d->c.n_kernels++;
-    return d->free_gpu;
 }
 
-ft_sim_event_t ft_sim_cpu(ft_sim_device_t *d, uint64_t n_bytes, uint64_t params, uint32_t n_tok,
-                          ft_dtype_t format, ft_sim_event_t after)
+void ft_sim_cpu(ft_device_t *dev, uint64_t n_bytes, uint64_t params, uint32_t n_tok, ft_dtype_t format)
 {
-    const double start = ft_max2(d->free_cpu, after);
+    ft_sim_device_t *d = ft_sim(dev);
     const double mem = (double)n_bytes / (ft_cpu_gemv_gbs(&d->hw, format) * 1e9);
     const double flops = 2.0 * (double)params * n_tok / (ft_cpu_gflops(&d->hw, format) * 1e9);
     const double dur = ft_max2(mem, flops);
-    d->free_cpu = start + dur;
+    d->host += dur;
     d->c.busy_cpu += dur;
     d->c.n_cpu_ops++;
-    return d->free_cpu;
 }
 
-ft_sim_event_t ft_sim_sync(ft_sim_device_t *d, ft_sim_event_t after)
+void ft_sim_transfer(ft_device_t *dev, ft_dstream_t s, uint64_t n_bytes, int to_device)
 {
-    /* A few KiB of activations: the launch/transfer latency dominates. */
-    return after + 2.0 * d->hw.gpu.launch_us * 1e-6;
+    ft_sim_device_t *d = ft_sim(dev);
+    double bw = d->hw.gpu.h2d_overlap_gbs > 0 ? d->hw.gpu.h2d_overlap_gbs : d->hw.gpu.h2d_gbs;
+    if (!to_device && d->hw.gpu.d2h_gbs > 0) bw = d->hw.gpu.d2h_gbs;
+    (void)ft_sim_queue(d, s, to_device ? &d->free_h2d : &d->free_d2h,
+                       ft_launch_s(d) + (double)n_bytes / (bw * 1e9));
 }
 
-void ft_sim_counters(const ft_sim_device_t *d, ft_sim_counters_t *out)
+void ft_sim_counters(const ft_device_t *d, ft_sim_counters_t *out)
 {
-    *out = d->c;
+    *out = ((const ft_sim_device_t *)d)->c;
 }
 
-void ft_sim_reset_counters(ft_sim_device_t *d)
+void ft_sim_reset_counters(ft_device_t *d)
 {
-    memset(&d->c, 0, sizeof(d->c));
+    memset(&ft_sim(d)->c, 0, sizeof(ft_sim_counters_t));
 }
