@@ -80,8 +80,10 @@ ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_optio
     if (!st && mkdir(out_dir, 0755) != 0 && errno != EEXIST)
         st = ft_status_make(FT_STATUS_IO, "%s: cannot create the bundle directory: %s", out_dir,
                             strerror(errno));
-    if (!st && !(st = ft_weights_pack(model, opts, wpath, &pw)))
+    if (!st && !(st = ft_weights_pack(model, opts, wpath, &pw))) {
         ft_plan_set_weights(plan, &pw);
+        st = ft_plan_hash_blobs(plan, wpath, arena);
+    }
     /* Kernels before calibration, so calibration runs the generated ones. */
     if (!st)
         st = ft_compile_kernels(model, &pw, opts, arena, plan);

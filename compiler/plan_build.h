@@ -20,6 +20,10 @@ FT_WARN_UNUSED ft_status_t ft_plan_build(const ft_ir_model_t *model, const ft_pa
  * the plan ft_plan_build made from pw's layout. */
 void ft_plan_set_weights(Ftplan__Plan *plan, const ft_packed_weights_t *pw);
 
+/* Records the XXH3-64 of every ordinary tensor and every expert blob of
+ * the written weights file in the plan (weights_hashes.c). */
+FT_WARN_UNUSED ft_status_t ft_plan_hash_blobs(Ftplan__Plan *plan, const char *weights_path, ft_arena_t *arena);
+
 /* Lowers the model to its op schedule (models/) and stores it in the plan
  * (plan_schedule.c). */
 FT_WARN_UNUSED ft_status_t ft_plan_add_schedule(const ft_ir_model_t *model, Ftplan__Plan *plan, ft_arena_t *arena);

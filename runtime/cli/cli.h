@@ -24,12 +24,12 @@ FT_WARN_UNUSED ft_status_t ft_cli_parse_size(const char *name, const char *s, ui
 /* "cpu", "sim" or "cuda". */
 FT_WARN_UNUSED ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t *out);
 /* The options of every command that opens an engine: --threads N,
- * --backend cpu|sim|cuda, --hw PROFILE, --vram SIZE, --kernels auto|generated|reference
- * (getopt codes >= 0x100). */
+ * --backend cpu|sim|cuda, --hw PROFILE, --vram SIZE, --kernels auto|generated|reference,
+ * --verify lazy|full|off (getopt codes >= 0x100). */
 #define FT_CLI_ENGINE_LONGOPTS                                                               \
     {"threads", required_argument, 0, 0x100}, {"backend", required_argument, 0, 0x101},       \
         {"hw", required_argument, 0, 0x102}, {"vram", required_argument, 0, 0x103},           \
-        {"kernels", required_argument, 0, 0x104}
+        {"kernels", required_argument, 0, 0x104}, {"verify", required_argument, 0, 0x105}
 
 /* Applies getopt result c to eo when it is one of those: returns 1 (and
  * *st: the parse status), else 0. */

@@ -152,6 +152,8 @@ ft_status_t ft_cli_open_engine(const char *bundle, ft_engine_options_t *eo, ft_e
         ft_engine_stats(*out, &es);
         if (es.plan_note && es.plan_note[0])
             fprintf(stderr, "ft: %s\n", es.plan_note);
+        if (es.verify_note && es.verify_note[0])
+            fprintf(stderr, "ft: %s\n", es.verify_note);
     }
     return st;
 }
@@ -174,6 +176,17 @@ int ft_cli_engine_option(int c, const char *arg, ft_engine_options_t *eo, ft_sta
         else
             *st = ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                                  "--kernels: '%s': expected auto, generated or reference", arg);
+        return 1;
+    case 0x105:
+        *st = FT_OK;
+        if (strcmp(arg, "lazy") == 0)
+            eo->verify = FT_VERIFY_LAZY;
+        else if (strcmp(arg, "full") == 0)
+            eo->verify = FT_VERIFY_FULL;
+        else if (strcmp(arg, "off") == 0)
+            eo->verify = FT_VERIFY_OFF;
+        else
+            *st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--verify: '%s': expected lazy, full or off", arg);
         return 1;
     default: return 0;
     }

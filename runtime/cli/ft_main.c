@@ -26,7 +26,9 @@ static const char ft_usage[] =
     "      this machine's DRAM read bandwidth (measured in the same run)\n"
     "  every command that opens a bundle also takes --kernels auto|generated|reference: the\n"
     "  plan's generated CPU kernels where they are faster (auto, the default: prefill batches),\n"
-    "  for every product (generated), or never (reference)\n"
+    "  for every product (generated), or never (reference); and --verify lazy|full|off: check\n"
+    "  each weight blob against the plan's hash before its first use (lazy, the default), the\n"
+    "  whole weights file at open (full), or only sizes and the header (off)\n"
     "  version\n";
 
 int main(int argc, char **argv)

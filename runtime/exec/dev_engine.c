@@ -218,6 +218,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_engine_setup(ft_dev_engine_t *ce, const
     if (!st) ft_dev_policy(ce);
     ce->poll_vram = o->poll_vram;
     ce->gen_min_tokens = o->gen_min_tokens;
+    ce->verify = o->verify;
     return st;
 }
 

@@ -12,6 +12,7 @@
 #define FT_EXEC_DEV_ENGINE_H
 
 #include "freetoken.h"
+#include "../format/blob_verify.h"
 
 #include "../backends/backend.h"
 #include "../base/threadpool.h"
@@ -38,6 +39,9 @@ typedef struct ft_dev_engine_options {
      * kernels (bound in the model) when they have at least this many
      * tokens, as the cpu backend's do; 0: always the reference kernels. */
     uint32_t gen_min_tokens;
+    /* The engine's weight checks: each expert before its first use (may be
+     * NULL); it must outlive the device engine. */
+    ft_blob_verify_t *verify;
 } ft_dev_engine_options_t;
 
 /* Takes the device dev (owned from here on, also on failure), binds the

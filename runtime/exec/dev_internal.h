@@ -60,6 +60,7 @@ struct ft_dev_engine {
     /* Free-VRAM polling (vram_policy.h). */
     int poll_vram;
     uint32_t gen_min_tokens; /* CPU experts: generated kernels from this many tokens; 0: never */
+    ft_blob_verify_t *verify; /* each expert's blob before its first use, or NULL */
     ft_vram_policy_t policy;
     uint32_t steps_since_poll;
     uint64_t last_poll_ns;

@@ -290,6 +290,10 @@ ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint
     uint32_t n_active = 0, n_cpu_rows = 0, n_cpu = 0;
     ft_status_t st = ft_dev_read_routes(s, layer, n);
     if (!st) st = ft_dev_group(s, layer, n, &n_active);
+    /* Each expert's weights are checked before anything reads them (a copy
+     * to the device, or the CPU). */
+    for (uint32_t i = 0; i < n_active && !st; i++)
+        st = ft_blob_verify_expert(ce->verify, layer, (uint32_t)s->e_active[i]);
     if (st) return st;
     ft_offload_decision_t dec;
     ft_offload_dispatch(ce->off, layer, n, s->e_active, s->e_active_count, n_active, &dec);

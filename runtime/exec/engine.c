@@ -101,6 +101,7 @@ FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine
     co.plan_ctx = opts->plan_ctx ? opts->plan_ctx : plan->budget && plan->budget->ctx ? plan->budget->ctx : 4096;
     co.poll_vram = opts->vram_bytes == 0; /* a budget given is kept */
     co.gen_min_tokens = e->kmod ? e->gen_min_tokens : 0;
+    co.verify = e->verify;
     ft_device_t *dev = NULL;
     st = ft_cuda_backend_create(e->bundle, NULL, 0, e->a, &dev);
     if (!st)
@@ -170,6 +171,7 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     }
     ft_status_t st;
     if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
+        (st = ft_blob_verify_create(e->bundle, opts->verify, e->a, &e->verify)) ||
         (st = ft_model_create(e->bundle, e->a, &e->model)) || (st = ft_engine_kernels(e, opts)) ||
         (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
         (st = ft_threadpool_create(opts->n_threads, &e->pool)) ||
@@ -203,6 +205,7 @@ void ft_engine_close(ft_engine_t *e)
         ft_dev_stream_destroy(e->sim.dev, e->sim.copy);
         ft_dev_destroy(e->sim.dev);
     }
+    ft_blob_verify_destroy(e->verify);
     ft_mem_free(a, e->routing);
     ft_threadpool_destroy(e->pool);
     ft_tokenizer_destroy(e->tok);
@@ -255,6 +258,8 @@ void ft_engine_free(const ft_engine_t *e, void *p)
 void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
 {
     memset(out, 0, sizeof(*out));
+    ft_blob_verify_counts(e->verify, &out->blobs_checked, &out->blobs_damaged);
+    out->verify_note = ft_blob_verify_note(e->verify);
     if (!e->offload)
         return;
     ft_offload_stats_t st;

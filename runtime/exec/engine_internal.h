@@ -5,6 +5,7 @@
 #include "freetoken.h"
 #include "../backends/cpu/cpu_module.h"
 #include "../base/threadpool.h"
+#include "../format/blob_verify.h"
 #include "../format/bundle.h"
 #include "../moe/offload.h"
 #include "../text/tokenizer.h"
@@ -23,6 +24,7 @@ struct ft_engine {
     uint32_t n_sessions;
     ft_offload_t *offload; /* sim and cuda backends: expert cache, q* dispatch, streaming; else NULL */
     struct ft_dev_engine *dev; /* a device backend (cuda; owns offload then), else NULL */
+    ft_blob_verify_t *verify;  /* the weights' checks against the plan's hashes (ft_verify_kind_t) */
     ft_offload_device_t sim;   /* sim backend: the simulated device and its streams, else zero */
     uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
     uint64_t routing_tokens;

@@ -294,6 +294,12 @@ ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows,
     if (s->engine->routing) /* calibration: how often each expert is chosen */
         for (uint32_t e = 0; e < E; e++)
             s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];
+    /* Each expert's weights are checked before anything reads them (the
+     * CPU, or a copy to the sim's device). */
+    for (uint32_t i = 0; i < r.n_active; i++) {
+        ft_status_t bad = ft_blob_verify_expert(s->engine->verify, layer, (uint32_t)s->e_active[i]);
+        if (bad) return bad;
+    }
     if (off) {
         ft_status_t st_off = ft_offload_moe(off, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
         if (st_off) return st_off;

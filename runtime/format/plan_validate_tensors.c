@@ -176,6 +176,8 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_expert_block(const Ftplan__Plan 
     if (!b->is_moe || b->moe->n_experts != eb->n_experts)
         return FT_EXPERT_ERR(FT_STATUS_MISMATCH, "%u experts, but layer %u has %u", eb->n_experts,
                              eb->layer, b->is_moe ? b->moe->n_experts : 0);
+    if (eb->n_hashes && eb->n_hashes != eb->n_experts)
+        return FT_EXPERT_ERR(FT_STATUS_FORMAT, "%zu hashes for %u experts", eb->n_hashes, eb->n_experts);
     if (seen[eb->layer]++)
         return FT_EXPERT_ERR(FT_STATUS_FORMAT, "a second expert block for layer %u", eb->layer);
     if (eb->file >= plan->n_weight_files)

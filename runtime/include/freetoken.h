@@ -138,6 +138,18 @@ typedef enum ft_kernels_kind {
                                  not run, fall back to the reference kernels) */
 } ft_kernels_kind_t;
 
+/* Checking the weights against the plan's per-blob hashes (ftc compile
+ * records one per tensor and per expert). A damaged blob fails the request
+ * that would use it with FT_STATUS_MISMATCH naming the bundle, the tensor or
+ * expert and its byte range; other requests go on. */
+typedef enum ft_verify_kind {
+    FT_VERIFY_LAZY = 0, /* dense tensors at open, each expert the first time a token is routed to it
+                           (at most one extra read of each blob; the default) */
+    FT_VERIFY_FULL = 1, /* the whole weights file re-hashed at open */
+    FT_VERIFY_OFF = 2,  /* only the cheap checks at open: sizes and the header's hash against the
+                           plan (weights from another compile are refused in every mode) */
+} ft_verify_kind_t;
+
 typedef struct ft_engine_options {
     uint32_t n_threads;              /* 0: one per online CPU */
     const ft_allocator_t *allocator; /* NULL: libc */
@@ -148,6 +160,7 @@ typedef struct ft_engine_options {
                                         the profile's free VRAM */
     uint32_t plan_ctx;               /* tokens of KV the VRAM plan reserves; 0: 4096 */
     int kernels;                     /* ft_kernels_kind_t; 0: FT_KERNELS_AUTO */
+    int verify;                      /* ft_verify_kind_t; 0: FT_VERIFY_LAZY */
 } ft_engine_options_t;
 
 void ft_engine_options_init(ft_engine_options_t *opts);
@@ -176,7 +189,8 @@ typedef struct ft_model_info {
 /* Valid while the engine is open. */
 const ft_model_info_t *ft_engine_info(const ft_engine_t *engine);
 
-/* Offloading statistics (sim and cuda backends; zeros on the cpu backend). */
+/* Offloading statistics (sim and cuda backends; zeros on the cpu backend),
+ * and the weight checks. */
 typedef struct ft_engine_stats {
     int predicted;            /* 1: times are modelled (sim backend), not measured */
     uint64_t expert_hits, expert_misses;
@@ -200,6 +214,11 @@ typedef struct ft_engine_stats {
      * the engine is open. */
     int plan_stored;
     const char *plan_note;
+    /* Weight checks (every backend): expert blobs checked so far and found
+     * damaged; verify_note: "" or one line saying the plan has no per-blob
+     * hashes to check. */
+    uint64_t blobs_checked, blobs_damaged;
+    const char *verify_note;
 } ft_engine_stats_t;
 
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);
