@@ -1,8 +1,6 @@
 /* ft run: prompt in, text streamed out. */
 #include "cli.h"
 
-#include "text/sampler.h"
-
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +121,35 @@ FT_WARN_UNUSED static ft_status_t ft_gen_append_text(ft_gen_t *g, const char *b,
     return FT_OK;
 }
 
+/* Appends a piece of text (whole UTF-8 characters, from the detokenizer)
+ * and writes out what can be shown: everything before a stop string, or
+ * all but the bytes that may start one. */
+FT_WARN_UNUSED static ft_status_t ft_gen_text(ft_gen_t *g, ft_stop_matcher_t *stop, const ft_run_opts_t *o,
+                                              const char *piece, size_t n)
+{
+    if (g->stopped) /* nothing after a stop string is output */
+        return FT_OK;
+    ft_status_t st = ft_gen_append_text(g, piece, n);
+    if (st)
+        return st;
+    size_t stop_at = 0, hold = 0;
+    if (ft_stop_matcher_feed(stop, piece, n, &stop_at, &hold)) {
+        g->n_text = stop_at;
+        g->text[stop_at] = 0;
+        g->stopped = 1;
+    }
+    size_t safe = g->stopped ? g->n_text : g->n_text - hold;
+    if (!o->json && safe > g->n_shown) {
+        fwrite(g->text + g->n_shown, 1, safe - g->n_shown, stdout);
+        fflush(stdout);
+        g->n_shown = safe;
+    }
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_run_generate(ft_engine_t *e, ft_session_t *s, ft_sampler_t *smp,
-                                   ft_stop_matcher_t *stop, const ft_run_opts_t *o, ft_gen_t *g)
+                                   ft_detokenizer_t *detok, ft_stop_matcher_t *stop,
+                                   const ft_run_opts_t *o, ft_gen_t *g)
 {
     double t0 = ft_cli_now();
     ft_status_t st = ft_session_eval(s, g->ids, g->n_prompt, NULL);
@@ -132,33 +157,26 @@ FT_WARN_UNUSED static ft_status_t ft_run_generate(ft_engine_t *e, ft_session_t *
     if (st)
         return st;
     t0 = ft_cli_now();
+    const char *piece;
+    size_t n_piece;
     for (uint32_t i = 0; i < o->n_predict; i++) {
-        int32_t tok = ft_sampler_sample(smp, ft_session_logits(s), g->ids, g->n_ids);
+        const int32_t tok = ft_sampler_sample(smp, ft_session_logits(s), g->ids, g->n_ids);
         if (ft_engine_is_eog(e, tok))
             break;
         g->ids[g->n_ids++] = tok;
-        const char *bytes;
-        uint32_t len;
-        size_t stop_at = 0, hold = 0;
-        if ((st = ft_engine_token_bytes(e, tok, &bytes, &len)) || (st = ft_gen_append_text(g, bytes, len)))
+        if ((st = ft_detokenizer_feed(detok, tok, &piece, &n_piece)) ||
+            (st = ft_gen_text(g, stop, o, piece, n_piece)))
             return st;
-        if (ft_stop_matcher_feed(stop, bytes, len, &stop_at, &hold)) {
-            g->n_text = stop_at;
-            g->text[stop_at] = 0;
-            g->stopped = 1;
-        }
-        size_t safe = g->stopped ? g->n_text : g->n_text - hold;
-        if (!o->json && safe > g->n_shown) {
-            fwrite(g->text + g->n_shown, 1, safe - g->n_shown, stdout);
-            fflush(stdout);
-            g->n_shown = safe;
-        }
         if (g->stopped || i + 1 == o->n_predict)
             break;
         if ((st = ft_session_eval(s, &tok, 1, NULL)))
             return st;
     }
     g->t_decode = ft_cli_now() - t0;
+    /* The end of the text: a character left incomplete becomes U+FFFD, and
+     * the bytes held for a stop string that did not come are shown. */
+    if ((st = ft_detokenizer_flush(detok, &piece, &n_piece)) || (st = ft_gen_text(g, stop, o, piece, n_piece)))
+        return st;
     if (!o->json && g->n_text > g->n_shown)
         fwrite(g->text + g->n_shown, 1, g->n_text - g->n_shown, stdout);
     return FT_OK;
@@ -197,6 +215,7 @@ int ft_cli_run(int argc, char **argv)
     ft_session_t *s = NULL;
     ft_sampler_t *smp = NULL;
     ft_stop_matcher_t *stop = NULL;
+    ft_detokenizer_t *detok = NULL;
     ft_gen_t g = {0};
     int32_t *prompt = NULL;
     ft_status_t st = ft_cli_open_engine(o.bundle, &eo, &e);
@@ -215,6 +234,8 @@ int ft_cli_run(int argc, char **argv)
         st = ft_sampler_create(&o.sampling, ft_engine_info(e)->vocab_size, &smp);
     if (!st)
         st = ft_stop_matcher_create(o.stops, o.n_stops, &stop);
+    if (!st)
+        st = ft_detokenizer_create(e, &detok);
     if (!st) {
         /* Generation never runs past the context. */
         uint32_t room = ft_session_n_ctx(s) - g.n_prompt;
@@ -227,7 +248,7 @@ int ft_cli_run(int argc, char **argv)
     if (!st) {
         memcpy(g.ids, prompt, g.n_prompt * sizeof(int32_t));
         g.n_ids = g.n_prompt;
-        st = ft_run_generate(e, s, smp, stop, &o, &g);
+        st = ft_run_generate(e, s, smp, detok, stop, &o, &g);
     }
     if (!st)
         ft_run_report(&o, &g);
@@ -236,6 +257,7 @@ int ft_cli_run(int argc, char **argv)
     free(g.text);
     if (e)
         ft_engine_free(e, prompt);
+    ft_detokenizer_destroy(detok);
     ft_stop_matcher_destroy(stop);
     ft_sampler_destroy(smp);
     ft_session_destroy(s);

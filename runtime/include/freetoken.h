@@ -284,6 +284,78 @@ uint64_t ft_session_kv_bytes(const ft_session_t *session);
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* ------------------------------------------------------------------ */
+/* Streaming text: token ids to UTF-8, and stop strings.               */
+/* ------------------------------------------------------------------ */
+
+/* A detokenizer turns generated token ids into text as they arrive,
+ * emitting only whole UTF-8 characters: a character whose bytes are split
+ * over several tokens (byte-level BPE byte tokens, SentencePiece-style
+ * <0xNN> byte-fallback tokens) is held until the token that completes it.
+ * Bytes that cannot become valid UTF-8 are replaced by U+FFFD as they are
+ * found, one per "maximal subpart" (Unicode Standard ch. 3: Rust's
+ * String::from_utf8_lossy, which HF tokenizers' decode uses); what is
+ * still held at the end becomes one U+FFFD at ft_detokenizer_flush. So the
+ * concatenated output is the lossy UTF-8 decoding of all the tokens'
+ * bytes (ft_engine_token_bytes; special tokens give their own text), and
+ * every piece is valid UTF-8 on its own.
+ *
+ * One detokenizer serves one stream of tokens and is used by one thread
+ * at a time; different detokenizers of one engine may be used from
+ * different threads. It borrows the engine's tokenizer: destroy it
+ * before closing the engine. Feeding and flushing allocate nothing. */
+typedef struct ft_detokenizer ft_detokenizer_t;
+
+/* Errors: a NULL argument (invalid_argument), out of memory. */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_create(const ft_engine_t *engine,
+                                                 ft_detokenizer_t **out_detok);
+void ft_detokenizer_destroy(ft_detokenizer_t *detok);
+
+/* Feeds one token id. *out_text and *out_len: the text that is complete now
+ * (often empty, never NUL-terminated), valid until the next call on this
+ * detokenizer. Errors: an id out of range (invalid_argument; nothing is
+ * fed, the state is unchanged). */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_feed(ft_detokenizer_t *detok, int32_t id,
+                                               const char **out_text, size_t *out_len);
+/* The end of the stream: what is still held comes out as U+FFFD (at most
+ * one, 3 bytes). The detokenizer is empty afterwards and may start a new
+ * stream. */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_flush(ft_detokenizer_t *detok, const char **out_text,
+                                                size_t *out_len);
+/* Drops what is held (a new stream, the old one abandoned). */
+void ft_detokenizer_reset(ft_detokenizer_t *detok);
+
+/* A stop-string matcher watches streamed text and says when it contains
+ * one of the stop strings, and how many trailing bytes must be held back
+ * from the output because they may be the start of one; once the next
+ * bytes rule that out they can be shown. It matches bytes, across any
+ * split of the text into pieces, and buffers nothing (the caller keeps the
+ * text). Stop strings must be valid UTF-8, so when it is fed whole
+ * characters (a detokenizer's output) the held-back bytes and the stop
+ * offset always fall on character boundaries. The first stop string to
+ * complete wins; of two completing at the same byte, the longer one.
+ *
+ * One matcher serves one stream and is used by one thread at a time. */
+typedef struct ft_stop_matcher ft_stop_matcher_t;
+
+/* Copies the n_stops strings. Errors (invalid_argument): stops NULL with
+ * n_stops > 0, a NULL or empty string, one that is not valid UTF-8 (the
+ * message names its index and the byte offset). */
+FT_WARN_UNUSED ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
+                                                  ft_stop_matcher_t **out_matcher);
+void ft_stop_matcher_destroy(ft_stop_matcher_t *matcher);
+
+/* Feeds the next n bytes of text. Returns 1 when the text so far contains
+ * a stop string (*out_stop_at: the offset in the whole text where it
+ * starts; the text before it is the output), else 0 with *out_hold:
+ * trailing bytes of the text so far that must not be shown yet. After a
+ * stop it keeps returning 1 with the same offset. Cannot fail. */
+int ft_stop_matcher_feed(ft_stop_matcher_t *matcher, const char *bytes, size_t n,
+                         size_t *out_stop_at, size_t *out_hold);
+/* The index (in the create array) of the stop string found, or -1 while
+ * none has been. */
+int ft_stop_matcher_which(const ft_stop_matcher_t *matcher);
+
+/* ------------------------------------------------------------------ */
 /* Sampling.                                                           */
 /* ------------------------------------------------------------------ */
 

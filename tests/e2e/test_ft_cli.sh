@@ -31,6 +31,17 @@ done
 # Chat formatting and plain streaming output.
 "$ft" run "$tmp/b" -p "Hello" -n 8 --chat > "$tmp/chat.txt" 2> "$tmp/chat.err" || fail "chat run: $(cat "$tmp/chat.err")"
 grep -q "tok/s" "$tmp/chat.err" || fail "run does not report tok/s"
+# The streamed text (detokenizer, then the stop matcher) is the --json
+# text; with a stop string taken from it, the output ends just before it.
+"$ft" run "$tmp/b" -p "Once upon a time" -n 16 --temp 1.0 --seed 5 > "$tmp/s1.txt" 2>/dev/null
+printf '\n' >> "$tmp/s1.txt" # jq -r ends the text with a newline
+cmp -s "$tmp/s1.txt" <(jq -r .text "$tmp/s1.json") || fail "streamed text differs from the --json text"
+text=$(jq -r .text "$tmp/s1.json")
+stop=$(LC_ALL=C.UTF-8 bash -c 's=$1; printf %s "${s:4:3}"' _ "$text")
+[ -n "$stop" ] || fail "no stop string from '$text'"
+"$ft" run "$tmp/b" -p "Once upon a time" -n 16 --temp 1.0 --seed 5 --stop "$stop" --json > "$tmp/stop.json"
+[ "$(jq .stopped "$tmp/stop.json")" = true ] || fail "--stop '$stop' did not stop"
+[ "$(jq -r .text "$tmp/stop.json")" = "${text%%"$stop"*}" ] || fail "--stop '$stop': text $(jq .text "$tmp/stop.json")"
 
 # Logits of every position: n x vocab float32.
 "$ft" logits "$tmp/b" --tokens 1,2,3,4,5 -o "$tmp/logits.bin" 2>/dev/null
