@@ -50,7 +50,10 @@ FT_WARN_UNUSED static ft_status_t ft_chat_turn(ft_chat_state_t *c, const char *l
     ft_engine_free(c->e, text);
     c->in_turn = 1;
     for (uint32_t i = 0; !st && i < c->n_predict && c->n_hist < c->cap_hist; i++) {
-        int32_t tok = ft_sampler_sample(c->smp, ft_session_logits(c->s), c->hist, c->n_hist);
+        ft_sample_t smpl;
+        if ((st = ft_sampler_next(c->smp, ft_session_logits(c->s), c->hist, c->n_hist, &smpl)))
+            break;
+        const int32_t tok = smpl.token;
         if (ft_engine_is_eog(c->e, tok))
             break;
         const char *b;

@@ -160,7 +160,10 @@ FT_WARN_UNUSED static ft_status_t ft_run_generate(ft_engine_t *e, ft_session_t *
     const char *piece;
     size_t n_piece;
     for (uint32_t i = 0; i < o->n_predict; i++) {
-        const int32_t tok = ft_sampler_sample(smp, ft_session_logits(s), g->ids, g->n_ids);
+        ft_sample_t smpl;
+        if ((st = ft_sampler_next(smp, ft_session_logits(s), g->ids, g->n_ids, &smpl)))
+            return st;
+        const int32_t tok = smpl.token;
         if (ft_engine_is_eog(e, tok))
             break;
         g->ids[g->n_ids++] = tok;
