@@ -3,7 +3,7 @@
  * Standard's maximal-subpart practice (its own examples, tables 3-8 to
  * 3-11, and an independent whole-string decoder over random bytes and
  * random splits); through a tokenizer, a 4-byte emoji across three tokens,
- * bad ids; and stop strings over the detokenized stream, across tokens and
+ * <0xNN> byte-fallback tokens, bad ids; and stop strings over the detokenized stream, across tokens and
  * inside characters. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -227,6 +227,7 @@ static int32_t tiny_add(tiny_tok_t *t, const char *b, size_t n, uint8_t type)
 }
 
 static int32_t id_emoji_a, id_emoji_b, id_emoji_c, id_im_end;
+static int32_t id_fb_e2, id_fb_82, id_fb_ac, id_fb_f0, id_fb_bad; /* byte fallback */
 
 static int tiny_setup(void **state)
 {
@@ -241,6 +242,12 @@ static int tiny_setup(void **state)
     id_emoji_b = 0x98;
     id_emoji_c = tiny_add(t, S("\x98\x80"), 1);
     id_im_end = tiny_add(t, S("<|im_end|>"), 3);
+    /* SentencePiece-style byte fallback (GGUF token type 6, BYTE) */
+    id_fb_e2 = tiny_add(t, S("<0xE2>"), 6);
+    id_fb_82 = tiny_add(t, S("<0x82>"), 6);
+    id_fb_ac = tiny_add(t, S("<0xAC>"), 6);
+    id_fb_f0 = tiny_add(t, S("<0xf0>"), 6);
+    id_fb_bad = tiny_add(t, S("<0xZZ>"), 6); /* not a byte: its own text */
     Ftplan__Tokenizer pt;
     ftplan__tokenizer__init(&pt);
     pt.model = "gpt2";
@@ -344,6 +351,36 @@ static void test_tokens(void **state)
     assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
     ft_status_free(st);
     ft_detokenizer_destroy(NULL);
+}
+
+/* <0xNN> byte-fallback tokens stand for one byte each and join byte-level
+ * tokens into characters. */
+static void test_byte_fallback(void **state)
+{
+    tiny_tok_t *t = *state;
+    const char *b;
+    uint32_t len;
+    assert_null(ft_tokenizer_token_bytes(t->tok, id_fb_e2, &b, &len));
+    assert_int_equal(len, 1);
+    assert_int_equal((unsigned char)b[0], 0xe2);
+    assert_null(ft_tokenizer_token_bytes(t->tok, id_fb_bad, &b, &len));
+    assert_int_equal(len, 6);
+    assert_memory_equal(b, "<0xZZ>", 6);
+    ft_detokenizer_t *d = make_detok(t);
+    /* € = E2 82 AC across three fallback tokens */
+    feed_expect(d, id_fb_e2, S(""));
+    feed_expect(d, id_fb_82, S(""));
+    feed_expect(d, id_fb_ac, S("\xe2\x82\xac"));
+    /* 😀 = F0 9F 98 80: a fallback byte, then byte-level tokens */
+    feed_expect(d, id_fb_f0, S(""));
+    feed_expect(d, 0x9f, S(""));
+    feed_expect(d, id_emoji_c, S("\xf0\x9f\x98\x80"));
+    /* a fallback byte that cannot continue the character */
+    feed_expect(d, id_fb_e2, S(""));
+    feed_expect(d, id_fb_f0, S(FFFD));
+    feed_expect(d, id_fb_bad, S(FFFD "<0xZZ>"));
+    flush_expect(d, S(""));
+    ft_detokenizer_destroy(d);
 }
 
 /* ---- stop strings over the detokenized stream ---- */
@@ -468,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_every_split_valid),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_byte_fallback),
         cmocka_unit_test(test_stops_inside_characters),
         cmocka_unit_test(test_stop_refusals),
     };
