@@ -91,10 +91,10 @@ void ft_status_free(ft_status_t status);
  *   - the planner's results (runtime/plan/: pinned experts, hit rates, the
  *     q* table), made at open and again by every ft_engine_replan;
  *   - the tokenizer, its vocabulary index, BPE merges, pre-tokenizer and
- *     PCRE2's compiled patterns and match data, chat formatting, stop
- *     strings and the sampler (runtime/text/); strings returned to the
- *     caller by ft_engine_tokenize and ft_engine_chat_format are malloc'd
- *     and freed with ft_engine_free;
+ *     PCRE2's compiled patterns and match data, chat formatting, the
+ *     detokenizer, stop strings and the sampler (runtime/text/); strings
+ *     returned to the caller by ft_engine_tokenize and
+ *     ft_engine_chat_format are malloc'd and freed with ft_engine_free;
  *   - the thread pool (runtime/base/threadpool.c, and the threads' stacks);
  *   - the CPU kernel module object (runtime/backends/cpu/cpu_module.c; the
  *     module itself is loaded with dlopen) and the sim device's slot clocks
@@ -410,7 +410,7 @@ typedef struct ft_sampler_options {
     float repeat_penalty;   /* 1: off */
     uint32_t repeat_last_n; /* history tokens the penalty looks at */
     uint64_t seed;          /* the same seed, logits and history give the same tokens */
-    /* Added in 0.1 for the serving APIs (set through _init): */
+    /* The serving APIs' fields (OpenAI/Anthropic requests); _init sets them off: */
     float presence_penalty;            /* 0: off */
     float frequency_penalty;           /* 0: off */
     const ft_logit_bias_t *logit_bias; /* [n_logit_bias], copied by create; NULL: none */
