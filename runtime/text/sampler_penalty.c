@@ -20,24 +20,26 @@ ft_status_t ft_sampler_check_penalties(const ft_sampler_options_t *o, uint32_t n
                               "sampler: frequency_penalty %g, expected -%g..%g (0: off)",
                               o->frequency_penalty, FT_SAMPLER_MAX_PENALTY, FT_SAMPLER_MAX_PENALTY);
     if (o->n_logit_bias > 0 && !o->logit_bias)
-        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: %u logit_bias entries but no array",
-                              o->n_logit_bias);
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "sampler: %u logit_bias entries but no array", o->n_logit_bias);
     for (uint32_t i = 0; i < o->n_logit_bias; i++) {
         const ft_logit_bias_t *b = &o->logit_bias[i];
         if (b->id < 0 || (uint32_t)b->id >= n_vocab)
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                                   "sampler: logit_bias[%u] is for token %d, outside the vocabulary "
-                                  "of %u tokens", i, b->id, n_vocab);
+                                  "of %u tokens",
+                                  i, b->id, n_vocab);
         if (!(fabsf(b->bias) <= FT_SAMPLER_MAX_PENALTY) && b->bias != -INFINITY)
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                                   "sampler: logit_bias[%u] (token %d) is %g, expected -%g..%g or "
-                                  "-inf (a ban)", i, b->id, b->bias, FT_SAMPLER_MAX_PENALTY,
+                                  "-inf (a ban)",
+                                  i, b->id, b->bias, FT_SAMPLER_MAX_PENALTY,
                                   FT_SAMPLER_MAX_PENALTY);
         for (uint32_t j = 0; j < i; j++) /* OpenAI's are JSON object keys: unique */
             if (o->logit_bias[j].id == b->id)
                 return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                                      "sampler: logit_bias[%u] and [%u] are both for token %d", j, i,
-                                      b->id);
+                                      "sampler: logit_bias[%u] and [%u] are both for token %d", j,
+                                      i, b->id);
     }
     return FT_OK;
 }
@@ -73,9 +75,10 @@ ft_status_t ft_sampler_penalize(ft_sampler_t *s, const int32_t *history, uint32_
                               n_history);
     for (uint32_t i = 0; i < n_history; i++)
         if (history[i] < 0 || (uint32_t)history[i] >= s->n_vocab)
-            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                                  "sampler: history[%u] = %d is outside the vocabulary of %u tokens",
-                                  i, history[i], s->n_vocab);
+            return ft_status_make(
+                FT_STATUS_INVALID_ARGUMENT,
+                "sampler: history[%u] = %d is outside the vocabulary of %u tokens", i, history[i],
+                s->n_vocab);
     for (uint32_t i = 0; i < s->opts.n_logit_bias; i++) {
         float *l = &s->cand[s->bias[i].id].logit;
         *l = ft_sampler_clamp(*l + s->bias[i].bias);
