@@ -14,6 +14,7 @@ typedef struct ft_chat_state {
     ft_engine_t *e;
     ft_session_t *s;
     ft_sampler_t *smp;
+    ft_detokenizer_t *detok;
     int32_t *hist;
     uint32_t n_hist, cap_hist, n_predict;
     int in_turn; /* an assistant turn is open and needs closing */
@@ -49,20 +50,33 @@ FT_WARN_UNUSED static ft_status_t ft_chat_turn(ft_chat_state_t *c, const char *l
     ft_engine_free(c->e, text);
     c->in_turn = 1;
     for (uint32_t i = 0; !st && i < c->n_predict && c->n_hist < c->cap_hist; i++) {
-        int32_t tok = ft_sampler_sample(c->smp, ft_session_logits(c->s), c->hist, c->n_hist);
+        ft_sample_t smpl;
+        if ((st = ft_sampler_next(c->smp, ft_session_logits(c->s), c->hist, c->n_hist, &smpl)))
+            break;
+        const int32_t tok = smpl.token;
         if (ft_engine_is_eog(c->e, tok))
             break;
         const char *b;
-        uint32_t len;
-        if (!(st = ft_engine_token_bytes(c->e, tok, &b, &len))) {
+        size_t len;
+        if (!(st = ft_detokenizer_feed(c->detok, tok, &b, &len))) {
             fwrite(b, 1, len, stdout);
             fflush(stdout);
             c->hist[c->n_hist++] = tok;
             st = ft_session_eval(c->s, &tok, 1, NULL);
         }
     }
+    /* a character the turn left incomplete comes out as U+FFFD */
+    const char *b;
+    size_t len;
+    ft_status_t fst = ft_detokenizer_flush(c->detok, &b, &len);
+    if (!fst)
+        fwrite(b, 1, len, stdout);
     fputc('\n', stdout);
-    return st;
+    if (st) {
+        ft_status_free(fst); /* the first error is the one to report */
+        return st;
+    }
+    return fst;
 }
 
 static void ft_chat_stats(const ft_engine_t *e)
@@ -144,7 +158,8 @@ int ft_cli_chat(int argc, char **argv)
     }
     eo.plan_ctx = sesso.n_ctx;
     if (!(st = ft_cli_open_engine(argv[optind], &eo, &c.e)) && !(st = ft_session_create(c.e, &sesso, &c.s)) &&
-        !(st = ft_sampler_create(&so, ft_engine_info(c.e)->vocab_size, &c.smp))) {
+        !(st = ft_sampler_create(&so, ft_engine_info(c.e)->vocab_size, &c.smp)) &&
+        !(st = ft_detokenizer_create(c.e, &c.detok))) {
         c.cap_hist = ft_session_n_ctx(c.s);
         c.hist = malloc(c.cap_hist * sizeof(int32_t));
         if (!c.hist)
@@ -160,6 +175,7 @@ int ft_cli_chat(int argc, char **argv)
             st = ft_chat_turn(&c, line);
     }
     free(c.hist);
+    ft_detokenizer_destroy(c.detok);
     ft_sampler_destroy(c.smp);
     ft_session_destroy(c.s);
     ft_engine_close(c.e);

@@ -15,6 +15,7 @@ static const char ft_usage[] =
     "\n"
     "  run BUNDLE (-p TEXT | --prompt-tokens 1,2,3) [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "      [--min-p P] [--repeat-penalty R] [--seed S] [--stop STR]... [--chat] [--json]\n"
+    "      [--presence-penalty F] [--frequency-penalty F] [--logit-bias ID=BIAS]... [--top-logprobs N]\n"
     "      [--threads N] [--ctx N] [--batch N] [--backend cpu|sim|cuda] [--hw PROFILE] [--vram SIZE]\n"
     "  chat BUNDLE [--temp T] [--seed S] [-n N] [--backend ...] [--hw PROFILE] [--vram SIZE]\n"
     "      multi-turn chat on stdin; /vram SIZE re-plans the VRAM budget live, /stats, /reset, /quit\n"

@@ -8,6 +8,7 @@
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
 #include "../text/chat.h"
+#include "../text/detokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +232,15 @@ ft_status_t ft_engine_token_bytes(const ft_engine_t *e, int32_t id, const char *
                                   uint32_t *out_len)
 {
     return ft_tokenizer_token_bytes(e->tok, id, out_bytes, out_len);
+}
+
+ft_status_t ft_detokenizer_create(const ft_engine_t *e, ft_detokenizer_t **out_detok)
+{
+    if (!e) {
+        if (out_detok) *out_detok = NULL;
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "detokenizer: no engine");
+    }
+    return ft_detokenizer_create_for(e->tok, out_detok);
 }
 
 int ft_engine_is_eog(const ft_engine_t *e, int32_t id)

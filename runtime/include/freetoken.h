@@ -91,10 +91,10 @@ void ft_status_free(ft_status_t status);
  *   - the planner's results (runtime/plan/: pinned experts, hit rates, the
  *     q* table), made at open and again by every ft_engine_replan;
  *   - the tokenizer, its vocabulary index, BPE merges, pre-tokenizer and
- *     PCRE2's compiled patterns and match data, chat formatting, stop
- *     strings and the sampler (runtime/text/); strings returned to the
- *     caller by ft_engine_tokenize and ft_engine_chat_format are malloc'd
- *     and freed with ft_engine_free;
+ *     PCRE2's compiled patterns and match data, chat formatting, the
+ *     detokenizer, stop strings and the sampler (runtime/text/); strings
+ *     returned to the caller by ft_engine_tokenize and
+ *     ft_engine_chat_format are malloc'd and freed with ft_engine_free;
  *   - the thread pool (runtime/base/threadpool.c, and the threads' stacks);
  *   - the CPU kernel module object (runtime/backends/cpu/cpu_module.c; the
  *     module itself is loaded with dlopen) and the sim device's slot clocks
@@ -303,10 +303,123 @@ uint64_t ft_session_kv_bytes(const ft_session_t *session);
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* ------------------------------------------------------------------ */
+/* Streaming text: token ids to UTF-8, and stop strings.               */
+/* ------------------------------------------------------------------ */
+
+/* A detokenizer turns generated token ids into text as they arrive,
+ * emitting only whole UTF-8 characters: a character whose bytes are split
+ * over several tokens (byte-level BPE byte tokens, SentencePiece-style
+ * <0xNN> byte-fallback tokens) is held until the token that completes it.
+ * Bytes that cannot become valid UTF-8 are replaced by U+FFFD as they are
+ * found, one per "maximal subpart" (Unicode Standard ch. 3: Rust's
+ * String::from_utf8_lossy, which HF tokenizers' decode uses); what is
+ * still held at the end becomes one U+FFFD at ft_detokenizer_flush. So the
+ * concatenated output is the lossy UTF-8 decoding of all the tokens'
+ * bytes (ft_engine_token_bytes; special tokens give their own text), and
+ * every piece is valid UTF-8 on its own.
+ *
+ * One detokenizer serves one stream of tokens and is used by one thread
+ * at a time; different detokenizers of one engine may be used from
+ * different threads. It borrows the engine's tokenizer: destroy it
+ * before closing the engine. Feeding and flushing allocate nothing. */
+typedef struct ft_detokenizer ft_detokenizer_t;
+
+/* Errors: a NULL argument (invalid_argument), out of memory. */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_create(const ft_engine_t *engine,
+                                                 ft_detokenizer_t **out_detok);
+void ft_detokenizer_destroy(ft_detokenizer_t *detok);
+
+/* Feeds one token id. *out_text and *out_len: the text that is complete now
+ * (often empty, never NUL-terminated), valid until the next call on this
+ * detokenizer. Errors: an id out of range (invalid_argument; nothing is
+ * fed, the state is unchanged). */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_feed(ft_detokenizer_t *detok, int32_t id,
+                                               const char **out_text, size_t *out_len);
+/* The end of the stream: what is still held comes out as U+FFFD (at most
+ * one, 3 bytes). The detokenizer is empty afterwards and may start a new
+ * stream. */
+FT_WARN_UNUSED ft_status_t ft_detokenizer_flush(ft_detokenizer_t *detok, const char **out_text,
+                                                size_t *out_len);
+/* Drops what is held (a new stream, the old one abandoned). */
+void ft_detokenizer_reset(ft_detokenizer_t *detok);
+
+/* A stop-string matcher watches streamed text and says when it contains
+ * one of the stop strings, and how many trailing bytes must be held back
+ * from the output because they may be the start of one; once the next
+ * bytes rule that out they can be shown. It matches bytes, across any
+ * split of the text into pieces, and buffers nothing (the caller keeps the
+ * text). Stop strings must be valid UTF-8, so when it is fed whole
+ * characters (a detokenizer's output) the held-back bytes and the stop
+ * offset always fall on character boundaries. The first stop string to
+ * complete wins; of two completing at the same byte, the longer one.
+ *
+ * One matcher serves one stream and is used by one thread at a time. */
+typedef struct ft_stop_matcher ft_stop_matcher_t;
+
+/* Copies the n_stops strings. Errors (invalid_argument): stops NULL with
+ * n_stops > 0, a NULL or empty string, one that is not valid UTF-8 (the
+ * message names its index and the byte offset). */
+FT_WARN_UNUSED ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
+                                                  ft_stop_matcher_t **out_matcher);
+void ft_stop_matcher_destroy(ft_stop_matcher_t *matcher);
+
+/* Feeds the next n bytes of text. Returns 1 when the text so far contains
+ * a stop string (*out_stop_at: the offset in the whole text where it
+ * starts; the text before it is the output), else 0 with *out_hold:
+ * trailing bytes of the text so far that must not be shown yet. After a
+ * stop it keeps returning 1 with the same offset. Cannot fail. */
+int ft_stop_matcher_feed(ft_stop_matcher_t *matcher, const char *bytes, size_t n,
+                         size_t *out_stop_at, size_t *out_hold);
+/* The index (in the create array) of the stop string found, or -1 while
+ * none has been. */
+int ft_stop_matcher_which(const ft_stop_matcher_t *matcher);
+
+/* ------------------------------------------------------------------ */
 /* Sampling.                                                           */
 /* ------------------------------------------------------------------ */
 
+/* A sampler picks each next token from the logits, for one request: it
+ * holds that request's options, its random state and the counts of the
+ * tokens it generated, so requests sampled by different samplers never
+ * affect each other (in any interleaving, on any threads). One sampler is
+ * used by one thread at a time. Sampling allocates nothing.
+ *
+ * The chain, in this order (llama.cpp's default order, with OpenAI's
+ * request fields where llama.cpp has them too):
+ *   1. logit_bias: bias[id] is added to the token's logit (OpenAI's
+ *      logit_bias; -INFINITY bans the token outright, even greedy);
+ *   2. repeat_penalty over the last repeat_last_n ids of the history the
+ *      caller passes (prompt and output alike), each distinct id once: a
+ *      positive logit is divided by it, a negative one multiplied;
+ *   3. presence and frequency penalties, OpenAI's definitions,
+ *        logit -= presence_penalty * (count > 0) + frequency_penalty * count,
+ *      where count is how often the token was generated in this request:
+ *      the tokens this sampler returned plus those passed to
+ *      ft_sampler_accept since create or the last reset; the prompt does
+ *      not count;
+ *   4. temperature <= 0: greedy, the highest logit (lowest id on ties);
+ *   5. top_k: keep the k highest;
+ *   6. top_p: keep the smallest highest-first prefix whose probability
+ *      (softmax of the logits left) reaches top_p;
+ *   7. min_p: keep logits >= max + ln(min_p), i.e. probability >= min_p
+ *      times the best one's;
+ *   8. logits / temperature; softmax over what is kept; one draw from
+ *      xoshiro256** seeded from seed (through splitmix64).
+ * Filters 5-7 always keep at least one candidate. NaN logits count as
+ * -inf, +inf ones as the largest float. */
 typedef struct ft_sampler ft_sampler_t;
+
+/* The most tokens top_logprobs may ask for (OpenAI's limit). */
+#define FT_SAMPLER_MAX_TOP_LOGPROBS 20
+
+/* The largest |presence_penalty|, |frequency_penalty| and finite
+ * |logit bias| accepted (OpenAI's ranges are 2 and 100). */
+#define FT_SAMPLER_MAX_PENALTY 1e6f
+
+typedef struct ft_logit_bias {
+    int32_t id;
+    float bias; /* added to the logit: finite, or -INFINITY to ban the token */
+} ft_logit_bias_t;
 
 typedef struct ft_sampler_options {
     float temperature;      /* <= 0: greedy (argmax) */
@@ -315,21 +428,72 @@ typedef struct ft_sampler_options {
     float min_p;            /* 0: off */
     float repeat_penalty;   /* 1: off */
     uint32_t repeat_last_n; /* history tokens the penalty looks at */
-    uint64_t seed;
+    uint64_t seed;          /* the same seed, logits and history give the same tokens */
+    /* The serving APIs' fields (OpenAI/Anthropic requests); _init sets them off: */
+    float presence_penalty;            /* 0: off */
+    float frequency_penalty;           /* 0: off */
+    const ft_logit_bias_t *logit_bias; /* [n_logit_bias], copied by create; NULL: none */
+    uint32_t n_logit_bias;             /* each id at most once */
+    uint32_t top_logprobs;             /* 0..FT_SAMPLER_MAX_TOP_LOGPROBS: most likely tokens
+                                          each sample reports */
 } ft_sampler_options_t;
 
 /* greedy off: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
- * repeat_penalty 1.0, repeat_last_n 64, seed 0. */
+ * repeat_penalty 1.0, repeat_last_n 64, seed 0; no presence or frequency
+ * penalty, no logit bias, top_logprobs 0. */
 void ft_sampler_options_init(ft_sampler_options_t *opts);
 
-/* Allocates everything sampling needs for a vocabulary of n_vocab. */
+/* Allocates everything sampling needs for a vocabulary of n_vocab (NULL
+ * opts: the defaults). Errors (invalid_argument, naming the field): a
+ * temperature, top_p, min_p or penalty out of its range or NaN, a
+ * logit_bias entry with an id outside the vocabulary, given twice, or a
+ * bias that is NaN, +inf or too large, top_logprobs above the limit. */
 FT_WARN_UNUSED ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab,
                               ft_sampler_t **out_sampler);
 void ft_sampler_destroy(ft_sampler_t *sampler);
 
-/* Picks a token from logits (n_vocab floats, not modified), applying the
- * repetition penalty over the last repeat_last_n ids of history. The same
- * seed, logits and history always give the same token. */
+typedef struct ft_token_logprob {
+    int32_t id;
+    float logprob; /* natural log of its probability */
+} ft_token_logprob_t;
+
+/* One sampled token and its log-probabilities: the log-softmax of the
+ * distribution it was drawn from, i.e. after logit bias and penalties,
+ * over the candidates top_k/top_p/min_p kept, at the temperature (logit /
+ * temperature). Greedy (temperature <= 0) has no such distribution; there
+ * it is the log-softmax at temperature 1 over every token after logit
+ * bias and penalties (the distribution whose most likely token was
+ * taken). Computed in double, stored as float. */
+typedef struct ft_sample {
+    int32_t token;
+    float logprob; /* the token's */
+    uint32_t n_top; /* entries of top[]: top_logprobs, or fewer when fewer tokens have
+                       probability > 0 in that distribution */
+    ft_token_logprob_t top[FT_SAMPLER_MAX_TOP_LOGPROBS]; /* most likely first; ties: lower id */
+} ft_sample_t;
+
+/* Picks the next token from logits (n_vocab floats, not modified),
+ * fills *out and counts the token as generated (step 3). Errors
+ * (invalid_argument): a NULL sampler, logits or out; a history id outside
+ * the vocabulary (naming its index); nothing left to sample (every logit
+ * -inf or NaN after logit bias and penalties). On error nothing is
+ * counted and the random state is unchanged. */
+FT_WARN_UNUSED ft_status_t ft_sampler_next(ft_sampler_t *sampler, const float *logits,
+                                           const int32_t *history, uint32_t n_history,
+                                           ft_sample_t *out);
+
+/* Counts a token as generated that the caller put into the output
+ * without sampling it (a forced prefix). Errors: an id outside the
+ * vocabulary. */
+FT_WARN_UNUSED ft_status_t ft_sampler_accept(ft_sampler_t *sampler, int32_t id);
+
+/* A new request with the same options: forgets the generated counts and
+ * reseeds from the options' seed, so it gives the same tokens as a new
+ * sampler would. */
+void ft_sampler_reset(ft_sampler_t *sampler);
+
+/* ft_sampler_next without the log-probabilities: returns the token, or -1
+ * on any error (the status is dropped; prefer ft_sampler_next). */
 int32_t ft_sampler_sample(ft_sampler_t *sampler, const float *logits, const int32_t *history,
                           uint32_t n_history);
 

@@ -1,23 +1,8 @@
-/* Token sampling (the ft_sampler_* API in freetoken.h).
- *
- * The chain follows llama.cpp's default order (common/sampling:
- * penalties, top_k, top_p, min_p, temperature, then a draw):
- *   1. repetition penalty over the last repeat_last_n history ids, each
- *      distinct id once: a positive logit is divided by the penalty, a
- *      negative one multiplied;
- *   2. temperature <= 0: greedy, the highest logit (lowest id on ties);
- *   3. top_k: keep the k highest;
- *   4. top_p: keep the smallest highest-first prefix whose probability
- *      (softmax of the logits left) reaches top_p;
- *   5. min_p: keep logits >= max + ln(min_p), i.e. probability >= min_p
- *      times the best one's;
- *   6. temperature divides the logits; softmax; one draw from
- *      xoshiro256** (seeded through splitmix64).
- * Filters 3-5 always keep at least one candidate. Every buffer is made at
+/* Token sampling (the ft_sampler_* API in freetoken.h, which lists the
+ * chain): the filters, the draw and the log-probabilities here, the logit
+ * adjustments before them in sampler_penalty.c. Every buffer is made at
  * create: sampling allocates nothing. */
-#include "freetoken.h"
-
-#include "sampler_select.h"
+#include "sampler_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,15 +13,6 @@
  * whole vocabulary, which the probability mass is rarely spread over. */
 #define FT_SAMPLER_TOP_P_FIRST 64
 
-struct ft_sampler {
-    ft_sampler_options_t opts;
-    uint32_t n_vocab;
-    ft_sampler_cand_t *cand; /* [n_vocab] working candidates */
-    uint32_t *seen;          /* [n_vocab] stamp of the last penalty pass that saw the id */
-    uint32_t stamp;
-    uint64_t rng[4]; /* xoshiro256** state */
-};
-
 void ft_sampler_options_init(ft_sampler_options_t *opts)
 {
     opts->temperature = 0.8f;
@@ -46,6 +22,11 @@ void ft_sampler_options_init(ft_sampler_options_t *opts)
     opts->repeat_penalty = 1.0f;
     opts->repeat_last_n = 64;
     opts->seed = 0;
+    opts->presence_penalty = 0.0f;
+    opts->frequency_penalty = 0.0f;
+    opts->logit_bias = NULL;
+    opts->n_logit_bias = 0;
+    opts->top_logprobs = 0;
 }
 
 static uint64_t ft_splitmix64(uint64_t *x)
@@ -98,12 +79,23 @@ FT_WARN_UNUSED static ft_status_t ft_sampler_check(const ft_sampler_options_t *o
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "sampler: repeat_penalty %g, expected > 0 (1: off)",
                               o->repeat_penalty);
-    return FT_OK;
+    if (o->top_logprobs > FT_SAMPLER_MAX_TOP_LOGPROBS)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: top_logprobs %u, expected 0..%d",
+                              o->top_logprobs, FT_SAMPLER_MAX_TOP_LOGPROBS);
+    return ft_sampler_check_penalties(o, n_vocab);
+}
+
+static void ft_sampler_seed(ft_sampler_t *s)
+{
+    uint64_t x = s->opts.seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = ft_splitmix64(&x);
 }
 
 ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab,
                               ft_sampler_t **out_sampler)
 {
+    if (!out_sampler) return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: no out_sampler");
     *out_sampler = NULL;
     ft_sampler_options_t o;
     if (opts)
@@ -118,13 +110,16 @@ ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof(*s->cand));
     s->seen = calloc(n_vocab, sizeof(*s->seen));
-    if (!s->cand || !s->seen) {
+    s->count = calloc(n_vocab, sizeof(*s->count));
+    s->generated = malloc((size_t)n_vocab * sizeof(*s->generated));
+    s->bias = malloc((o.n_logit_bias ? o.n_logit_bias : 1) * sizeof(*s->bias));
+    if (!s->cand || !s->seen || !s->count || !s->generated || !s->bias) {
         ft_sampler_destroy(s);
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sampler: vocabulary of %u tokens", n_vocab);
     }
-    uint64_t x = o.seed;
-    for (int i = 0; i < 4; i++)
-        s->rng[i] = ft_splitmix64(&x);
+    if (o.n_logit_bias) memcpy(s->bias, o.logit_bias, o.n_logit_bias * sizeof(*s->bias));
+    s->opts.logit_bias = s->bias;
+    ft_sampler_seed(s);
     *out_sampler = s;
     return FT_OK;
 }
@@ -134,7 +129,30 @@ void ft_sampler_destroy(ft_sampler_t *s)
     if (!s) return;
     free(s->cand);
     free(s->seen);
+    free(s->count);
+    free(s->generated);
+    free(s->bias);
     free(s);
+}
+
+void ft_sampler_reset(ft_sampler_t *s)
+{
+    if (!s) return;
+    for (uint32_t i = 0; i < s->n_generated; i++)
+        s->count[s->generated[i]] = 0;
+    s->n_generated = 0;
+    ft_sampler_seed(s);
+}
+
+ft_status_t ft_sampler_accept(ft_sampler_t *s, int32_t id)
+{
+    if (!s) return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler accept: no sampler");
+    if (id < 0 || (uint32_t)id >= s->n_vocab)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "sampler accept: token %d is outside the vocabulary of %u tokens", id,
+                              s->n_vocab);
+    ft_sampler_count(s, id);
+    return FT_OK;
 }
 
 /* Copies the logits into the candidates (cand[i].id == i), NaN as -inf
@@ -149,24 +167,6 @@ static void ft_sampler_load(ft_sampler_t *s, const float *logits)
             l = FLT_MAX;
         s->cand[i].logit = l;
         s->cand[i].id = (int32_t)i;
-    }
-}
-
-static void ft_sampler_penalize(ft_sampler_t *s, const int32_t *history, uint32_t n_history)
-{
-    const float penalty = s->opts.repeat_penalty;
-    if (penalty == 1.0f || s->opts.repeat_last_n == 0 || !history || n_history == 0) return;
-    if (++s->stamp == 0) { /* wrapped after 2^32 calls: forget old stamps */
-        memset(s->seen, 0, (size_t)s->n_vocab * sizeof(*s->seen));
-        s->stamp = 1;
-    }
-    const uint32_t n = n_history < s->opts.repeat_last_n ? n_history : s->opts.repeat_last_n;
-    for (uint32_t i = n_history - n; i < n_history; i++) {
-        const int32_t id = history[i];
-        if (id < 0 || (uint32_t)id >= s->n_vocab || s->seen[id] == s->stamp) continue;
-        s->seen[id] = s->stamp;
-        float *l = &s->cand[id].logit;
-        *l = *l > 0.0f ? *l / penalty : *l * penalty;
     }
 }
 
@@ -225,39 +225,100 @@ static size_t ft_sampler_min_p(ft_sampler_cand_t *c, size_t n, float min_p)
     return k;
 }
 
-/* Softmax at temperature t over c[0..n) and one draw. */
-static int32_t ft_sampler_draw(ft_sampler_t *s, const ft_sampler_cand_t *c, size_t n, float t)
+/* log sum_i exp((c[i].logit - max) / t) over c[0..n); max is the
+ * highest logit, finite. */
+static double ft_sampler_log_z(const ft_sampler_cand_t *c, size_t n, float max, float t)
 {
-    const float max = c[ft_sampler_argmax(c, n)].logit;
     double total = 0.0;
     for (size_t i = 0; i < n; i++)
         total += exp(((double)c[i].logit - max) / t);
-    if (!(total > 0.0) || isinf(total)) return c[ft_sampler_argmax(c, n)].id;
-    const double u = ft_sampler_uniform(s) * total;
+    return log(total); /* total >= 1: the max term is exp(0) */
+}
+
+/* One draw from the softmax at temperature t over c[0..n); returns the
+ * index drawn. */
+static size_t ft_sampler_draw(ft_sampler_t *s, const ft_sampler_cand_t *c, size_t n, float max,
+                              double log_z, float t)
+{
+    const double u = ft_sampler_uniform(s) * exp(log_z);
     double cum = 0.0;
     for (size_t i = 0; i < n; i++) {
         cum += exp(((double)c[i].logit - max) / t);
-        if (u < cum) return c[i].id;
+        if (u < cum) return i;
     }
-    return c[n - 1].id; /* u fell into the rounding gap at the top */
+    return n - 1; /* u fell into the rounding gap at the top */
+}
+
+static float ft_sampler_logprob(float logit, float max, double log_z, float t)
+{
+    return (float)(((double)logit - max) / t - log_z);
+}
+
+/* The top_logprobs most likely of c[0..n) into out (reorders c). */
+static void ft_sampler_top(ft_sampler_t *s, ft_sampler_cand_t *c, size_t n, float max,
+                           double log_z, float t, ft_sample_t *out)
+{
+    size_t m = s->opts.top_logprobs < n ? s->opts.top_logprobs : n;
+    if (m < n) ft_sampler_select(c, n, m);
+    ft_sampler_sort(c, m);
+    out->n_top = 0;
+    for (size_t i = 0; i < m && c[i].logit != -INFINITY; i++) {
+        out->top[i].id = c[i].id;
+        out->top[i].logprob = ft_sampler_logprob(c[i].logit, max, log_z, t);
+        out->n_top++;
+    }
+}
+
+ft_status_t ft_sampler_next(ft_sampler_t *s, const float *logits, const int32_t *history,
+                            uint32_t n_history, ft_sample_t *out)
+{
+    if (!s || !logits || !out)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: a NULL %s",
+                              !s ? "sampler" : !logits ? "logits" : "out");
+    ft_sampler_load(s, logits);
+    ft_status_t st = ft_sampler_penalize(s, history, n_history);
+    if (st) return st;
+    size_t n = s->n_vocab;
+    size_t best = ft_sampler_argmax(s->cand, n);
+    if (s->cand[best].logit == -INFINITY)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "sampler: nothing to sample: all %u logits are -inf or NaN after "
+                              "logit_bias and penalties", s->n_vocab);
+    float t = s->opts.temperature;
+    if (t <= 0.0f) { /* greedy; log-probabilities at temperature 1 over all */
+        t = 1.0f;
+    } else {
+        int sorted = 0;
+        if (s->opts.top_k > 0 && s->opts.top_k < n) {
+            ft_sampler_select(s->cand, n, s->opts.top_k);
+            n = s->opts.top_k;
+            ft_sampler_sort(s->cand, n);
+            sorted = 1;
+        }
+        if (s->opts.top_p < 1.0f) n = ft_sampler_top_p(s->cand, n, s->opts.top_p, &sorted);
+        if (s->opts.min_p > 0.0f) n = ft_sampler_min_p(s->cand, n, s->opts.min_p);
+        best = ft_sampler_argmax(s->cand, n);
+    }
+    const float max = s->cand[best].logit;
+    const double log_z = ft_sampler_log_z(s->cand, n, max, t);
+    const size_t chosen =
+        s->opts.temperature > 0.0f ? ft_sampler_draw(s, s->cand, n, max, log_z, t) : best;
+    out->token = s->cand[chosen].id;
+    out->logprob = ft_sampler_logprob(s->cand[chosen].logit, max, log_z, t);
+    out->n_top = 0;
+    if (s->opts.top_logprobs) ft_sampler_top(s, s->cand, n, max, log_z, t, out);
+    ft_sampler_count(s, out->token);
+    return FT_OK;
 }
 
 int32_t ft_sampler_sample(ft_sampler_t *s, const float *logits, const int32_t *history,
                           uint32_t n_history)
 {
-    if (!s || !logits) return -1;
-    ft_sampler_load(s, logits);
-    ft_sampler_penalize(s, history, n_history);
-    size_t n = s->n_vocab;
-    if (s->opts.temperature <= 0.0f) return s->cand[ft_sampler_argmax(s->cand, n)].id;
-    int sorted = 0;
-    if (s->opts.top_k > 0 && s->opts.top_k < n) {
-        ft_sampler_select(s->cand, n, s->opts.top_k);
-        n = s->opts.top_k;
-        ft_sampler_sort(s->cand, n);
-        sorted = 1;
+    ft_sample_t r;
+    ft_status_t st = ft_sampler_next(s, logits, history, n_history, &r);
+    if (st) {
+        ft_status_free(st); /* this legacy form reports errors as -1 */
+        return -1;
     }
-    if (s->opts.top_p < 1.0f) n = ft_sampler_top_p(s->cand, n, s->opts.top_p, &sorted);
-    if (s->opts.min_p > 0.0f) n = ft_sampler_min_p(s->cand, n, s->opts.min_p);
-    return ft_sampler_draw(s, s->cand, n, s->opts.temperature);
+    return r.token;
 }

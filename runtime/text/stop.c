@@ -1,4 +1,4 @@
-/* Stop strings over streamed output (see sampler.h).
+/* Stop strings over streamed output (ft_stop_matcher_* in freetoken.h).
  *
  * Each stop string runs a Knuth-Morris-Pratt automaton over the bytes as
  * they arrive, so a stop string split across tokens is still found and
@@ -7,8 +7,11 @@
  * such state is what must be held back. The first stop string to
  * complete wins (ties: the longer one, which starts earlier). After a
  * match the matcher stays stopped and keeps reporting it. */
-#include "sampler.h"
+#include "freetoken.h"
 
+#include "utf8_scan.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,7 @@ struct ft_stop_matcher {
     size_t *fail_block;
     uint64_t n_seen; /* bytes fed so far */
     int stopped;
+    int which; /* the stop string found, -1 before */
     size_t stop_at;
 };
 
@@ -48,12 +52,18 @@ ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
     if (n_stops > 0 && !stops)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "stop strings: %zu but no array",
                               n_stops);
+    if (n_stops > INT32_MAX)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "stop strings: %zu of them", n_stops);
     size_t total = 0;
     for (size_t i = 0; i < n_stops; i++) {
         if (!stops[i] || !stops[i][0])
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "stop string %zu is %s", i,
                                   stops[i] ? "empty" : "NULL");
         const size_t len = strlen(stops[i]);
+        size_t bad = 0;
+        if (!ft_utf8_validate(stops[i], len, &bad))
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "stop string %zu is not valid UTF-8 (byte %zu)", i, bad);
         if (total > SIZE_MAX / sizeof(size_t) - len)
             return ft_status_make(FT_STATUS_OUT_OF_RANGE, "stop strings too long at %zu", i);
         total += len;
@@ -61,6 +71,7 @@ ft_status_t ft_stop_matcher_create(const char *const *stops, size_t n_stops,
     ft_stop_matcher_t *m = calloc(1, sizeof(*m));
     if (!m) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "stop matcher");
     m->n_stops = n_stops;
+    m->which = -1;
     m->stops = calloc(n_stops ? n_stops : 1, sizeof(*m->stops));
     m->text = malloc(total ? total : 1);
     m->fail_block = malloc((total ? total : 1) * sizeof(size_t));
@@ -116,11 +127,15 @@ int ft_stop_matcher_feed(ft_stop_matcher_t *m, const char *bytes, size_t n, size
     for (size_t i = 0; i < n && b; i++) {
         m->n_seen++;
         size_t best_len = 0;
+        int best = -1;
         for (size_t j = 0; j < m->n_stops; j++)
-            if (ft_stop_step(&m->stops[j], b[i]) && m->stops[j].len > best_len)
+            if (ft_stop_step(&m->stops[j], b[i]) && m->stops[j].len > best_len) {
                 best_len = m->stops[j].len;
+                best = (int)j;
+            }
         if (best_len) {
             m->stopped = 1;
+            m->which = best;
             m->stop_at = (size_t)(m->n_seen - best_len);
             *out_stop_at = m->stop_at;
             return 1;
@@ -131,4 +146,9 @@ int ft_stop_matcher_feed(ft_stop_matcher_t *m, const char *bytes, size_t n, size
         if (m->stops[j].state > hold) hold = m->stops[j].state;
     *out_hold = hold;
     return 0;
+}
+
+int ft_stop_matcher_which(const ft_stop_matcher_t *m)
+{
+    return m ? m->which : -1;
 }

@@ -14,14 +14,39 @@
 static const char *const ft_tokenizer_eog_names[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>",
                                                      "<|end|>"};
 
+static int ft_tokenizer_hex(unsigned char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The byte a SentencePiece-style byte-fallback token <0xNN> stands for,
+ * or -1 when s[0..len) is not spelled so. */
+static int ft_tokenizer_fallback_byte(const unsigned char *s, size_t len)
+{
+    if (len != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
+    const int hi = ft_tokenizer_hex(s[3]), lo = ft_tokenizer_hex(s[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
 /* What a token stands for, written to out (room for len bytes: the result
  * is never longer than the spelling). Special and added tokens stand for
- * their own text; the others are byte-level spellings, one code point per
- * byte. A code point that spells no byte (not a byte-level vocabulary) is
- * kept as its UTF-8, as are bytes that are not valid UTF-8. */
+ * their own text; byte tokens spelled <0xNN> (byte fallback, GGUF token
+ * type BYTE) for that one byte, a piece of a UTF-8 character that the
+ * detokenizer puts together; the others are byte-level spellings, one code
+ * point per byte. A code point that spells no byte (not a byte-level
+ * vocabulary) is kept as its UTF-8, as are bytes that are not valid
+ * UTF-8. */
 static size_t ft_tokenizer_decode_spelling(uint8_t type, const unsigned char *s, size_t len,
                                            unsigned char *out)
 {
+    const int fallback = type == FT_TOKTYPE_BYTE ? ft_tokenizer_fallback_byte(s, len) : -1;
+    if (fallback >= 0) {
+        out[0] = (unsigned char)fallback;
+        return 1;
+    }
     if (type == FT_TOKTYPE_CONTROL || type == FT_TOKTYPE_USER_DEFINED ||
         type == FT_TOKTYPE_UNKNOWN) {
         memcpy(out, s, len);

@@ -1,5 +1,9 @@
 /* Sampling: greedy, top-k/top-p/min-p cuts on crafted logits, the
- * repetition penalty, seeding, and the drawn distribution. */
+ * repetition penalty, seeding, and the drawn distribution; the serving
+ * fields: logit bias and bans, presence and frequency penalties against a
+ * hand-computed distribution, which tokens they count, per-request seeds
+ * (reproducible, independent of other samplers), and log-probabilities
+ * against a float64 log-softmax. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,8 +234,14 @@ static void test_repeat_penalty(void **state)
     /* each distinct id once, however often it repeats: 2 / 1.5 = 1.33 > 1 */
     const float two[] = {2.0f, 1.0f, 0.0f, 0.0f};
     assert_int_equal(ft_sampler_sample(s, two, (const int32_t[]){0, 0}, 2), 0);
-    /* out-of-range history ids are ignored; the logits are not modified */
-    assert_int_equal(ft_sampler_sample(s, logits, (const int32_t[]){-3, 99}, 2), 0);
+    /* out-of-range history ids are an error (-1 from the legacy call);
+     * the logits are not modified */
+    assert_int_equal(ft_sampler_sample(s, logits, (const int32_t[]){-3, 99}, 2), -1);
+    ft_sample_t r;
+    ft_status_t st = ft_sampler_next(s, logits, (const int32_t[]){1, 99}, 2, &r);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ft_status_message(st), "history[1] = 99"));
+    ft_status_free(st);
     assert_true(logits[0] == 2.0f);
     ft_sampler_destroy(s);
 
@@ -352,6 +362,338 @@ static void test_create_refusals(void **state)
     ft_sampler_destroy(s);
 }
 
+/* ---- the serving fields ---- */
+
+/* log-softmax of l[0..n) / t in float64 (-inf stays -inf). */
+static void ref_log_softmax(const double *l, int n, double t, double *out)
+{
+    double max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (l[i] > max) max = l[i];
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += exp((l[i] - max) / t);
+    for (int i = 0; i < n; i++)
+        out[i] = (l[i] - max) / t - log(sum);
+}
+
+/* The logprobs reported are the reference's: the token's own, and top[]
+ * holding every token with probability > 0, most likely first, up to
+ * n_want. The logprobs are computed in double and rounded to float once,
+ * so each is within half an ulp of the float64 value (2^-24 relative) plus
+ * double rounding: 1e-6 * max(1, |ref|) holds with a wide margin. */
+static void expect_logprobs(const ft_sample_t *r, const double *ref, int n, uint32_t n_want)
+{
+    const double tol = 1e-6;
+    if (!(fabs(r->logprob - ref[r->token]) <= tol * fmax(1.0, fabs(ref[r->token]))))
+        fail_msg("token %d: logprob %.9g, expected %.9g", r->token, r->logprob, ref[r->token]);
+    uint32_t n_finite = 0;
+    for (int i = 0; i < n; i++)
+        n_finite += ref[i] > -INFINITY;
+    assert_int_equal(r->n_top, n_finite < n_want ? n_finite : n_want);
+    for (uint32_t k = 0; k < r->n_top; k++) {
+        const int32_t id = r->top[k].id;
+        assert_true(id >= 0 && id < n);
+        if (!(fabs(r->top[k].logprob - ref[id]) <= tol * fmax(1.0, fabs(ref[id]))))
+            fail_msg("top[%u] = token %d: logprob %.9g, expected %.9g", k, id, r->top[k].logprob,
+                     ref[id]);
+        /* most likely first; no token outside top[] is more likely */
+        if (k > 0) assert_true(r->top[k].logprob <= r->top[k - 1].logprob);
+        for (int i = 0; i < n; i++) {
+            int listed = 0;
+            for (uint32_t j = 0; j < r->n_top; j++)
+                listed |= r->top[j].id == i;
+            if (!listed) assert_true(ref[i] <= ref[id]);
+        }
+    }
+}
+
+static ft_sample_t next_ok(ft_sampler_t *s, const float *logits, const int32_t *history,
+                           uint32_t n_history)
+{
+    ft_sample_t r;
+    memset(&r, 0xa5, sizeof(r));
+    ft_status_t st = ft_sampler_next(s, logits, history, n_history, &r);
+    if (st) fail_msg("%s", ft_status_message(st));
+    return r;
+}
+
+/* Logit bias, a ban, presence and frequency penalties: the distribution
+ * drawn from against one computed by hand. Every input is a short binary
+ * fraction, so the penalized logits are exact. */
+static void test_bias_penalties_by_hand(void **state)
+{
+    (void)state;
+    const float logits[6] = {1.0f, 0.5f, -0.25f, 2.0f, 0.0f, -1.5f};
+    const ft_logit_bias_t bias[] = {{3, -INFINITY}, {4, 1.5f}};
+    ft_sampler_options_t o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.presence_penalty = 0.5f;
+    o.frequency_penalty = 0.25f;
+    o.logit_bias = bias;
+    o.n_logit_bias = 2;
+    o.top_logprobs = 6;
+    ft_sampler_t *s = make(&o, 6);
+    /* generated so far: token 1 twice, token 2 once (forced: accept) */
+    assert_null(ft_sampler_accept(s, 1));
+    assert_null(ft_sampler_accept(s, 1));
+    assert_null(ft_sampler_accept(s, 2));
+    /* by hand: 0: 1.0; 1: 0.5 - (0.5 + 0.25 * 2) = -0.5;
+     * 2: -0.25 - (0.5 + 0.25 * 1) = -1.0; 3: banned; 4: 0.0 + 1.5 = 1.5;
+     * 5: -1.5. The prompt history {0, 0, 0} does not count. */
+    const double hand[6] = {1.0, -0.5, -1.0, -INFINITY, 1.5, -1.5};
+    double ref[6];
+    ref_log_softmax(hand, 6, 1.0, ref);
+    const int32_t prompt[] = {0, 0, 0};
+    ft_sample_t r = next_ok(s, logits, prompt, 3);
+    expect_logprobs(&r, ref, 6, 6);
+    static const int32_t order[] = {4, 0, 1, 2, 5};
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(r.top[k].id, order[k]);
+    ft_sampler_destroy(s);
+
+    /* the same at temperature 0.5: the log-softmax of logit / 0.5 */
+    o.temperature = 0.5f;
+    o.top_logprobs = 3;
+    s = make(&o, 6);
+    assert_null(ft_sampler_accept(s, 1));
+    assert_null(ft_sampler_accept(s, 1));
+    assert_null(ft_sampler_accept(s, 2));
+    ref_log_softmax(hand, 6, 0.5, ref);
+    r = next_ok(s, logits, NULL, 0);
+    expect_logprobs(&r, ref, 6, 3);
+    ft_sampler_destroy(s);
+
+    /* greedy reports the temperature-1 distribution of what it chose from */
+    o.temperature = 0.0f;
+    o.top_logprobs = 6;
+    s = make(&o, 6);
+    ref_log_softmax((const double[]){1.0, 0.5, -0.25, -INFINITY, 1.5, -1.5}, 6, 1.0, ref);
+    r = next_ok(s, logits, NULL, 0);
+    assert_int_equal(r.token, 4);
+    expect_logprobs(&r, ref, 6, 6);
+    /* now 4 was generated once: 1.5 - 0.75 = 0.75 < 1.0 */
+    ref_log_softmax((const double[]){1.0, 0.5, -0.25, -INFINITY, 0.75, -1.5}, 6, 1.0, ref);
+    r = next_ok(s, logits, NULL, 0);
+    assert_int_equal(r.token, 0);
+    expect_logprobs(&r, ref, 6, 6);
+    /* reset: a new request, nothing generated */
+    ft_sampler_reset(s);
+    assert_int_equal(next_ok(s, logits, NULL, 0).token, 4);
+    ft_sampler_destroy(s);
+}
+
+/* Sampled tokens count for the penalties (a drawn token's count goes up),
+ * a ban holds over many draws, and the reported logprob is always the
+ * drawn token's in the distribution of that step. */
+static void test_counts_follow_draws(void **state)
+{
+    (void)state;
+    enum { N = 8, DRAWS = 300 };
+    const float logits[N] = {0.5f, 0.25f, 0.0f, -0.5f, 1.0f, 0.75f, -1.0f, 0.125f};
+    const ft_logit_bias_t ban[] = {{4, -INFINITY}};
+    ft_sampler_options_t o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.presence_penalty = 0.375f;
+    o.frequency_penalty = 0.0625f;
+    o.logit_bias = ban;
+    o.n_logit_bias = 1;
+    o.top_logprobs = 3;
+    o.seed = 9;
+    ft_sampler_t *s = make(&o, N);
+    uint32_t count[N] = {0};
+    for (int i = 0; i < DRAWS; i++) {
+        double l[N], ref[N];
+        for (int k = 0; k < N; k++)
+            l[k] = k == 4 ? -INFINITY
+                          : (double)logits[k] - (count[k] ? 0.375 : 0.0) - 0.0625 * count[k];
+        ref_log_softmax(l, N, 1.0, ref);
+        const ft_sample_t r = next_ok(s, logits, NULL, 0);
+        assert_int_not_equal(r.token, 4);
+        expect_logprobs(&r, ref, N, 3);
+        count[r.token]++;
+    }
+    ft_sampler_destroy(s);
+}
+
+/* A per-request seed: the same seed and request give the same tokens
+ * whatever other samplers do in between; other seeds give others; reset
+ * starts the request again. */
+static void test_seed_per_request(void **state)
+{
+    (void)state;
+    enum { N = 50, DRAWS = 200 };
+    float logits[N], other[N];
+    for (int i = 0; i < N; i++) {
+        logits[i] = 0.02f * (float)i;
+        other[i] = -0.03f * (float)i;
+    }
+    ft_sampler_options_t o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.presence_penalty = 0.5f; /* the counts are per request too */
+    o.seed = 1234;
+    int32_t alone[DRAWS], mixed[DRAWS], again[DRAWS];
+    ft_sampler_t *a = make(&o, N);
+    for (int i = 0; i < DRAWS; i++)
+        alone[i] = next_ok(a, logits, NULL, 0).token;
+    ft_sampler_t *b = make(&o, N); /* same seed, another request */
+    o.seed = 99;
+    ft_sampler_t *c = make(&o, N), *d = NULL;
+    o.seed = 1234;
+    d = make(&o, N);
+    int n_diff = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        (void)next_ok(b, other, NULL, 0);
+        const int32_t tc = next_ok(c, logits, NULL, 0).token;
+        mixed[i] = next_ok(d, logits, NULL, 0).token;
+        (void)next_ok(b, logits, NULL, 0);
+        n_diff += tc != alone[i];
+    }
+    assert_memory_equal(alone, mixed, sizeof(alone));
+    assert_true(n_diff > DRAWS / 2);
+    ft_sampler_reset(a);
+    for (int i = 0; i < DRAWS; i++)
+        again[i] = next_ok(a, logits, NULL, 0).token;
+    assert_memory_equal(alone, again, sizeof(alone));
+    ft_sampler_destroy(a);
+    ft_sampler_destroy(b);
+    ft_sampler_destroy(c);
+    ft_sampler_destroy(d);
+}
+
+/* After top_k, top_p and min_p the logprobs are those of the kept
+ * candidates alone, at the temperature, on random logits. */
+static void test_logprobs_after_filters(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    uint64_t x = 77;
+    for (int iter = 0; iter < 60; iter++) {
+        float logits[N];
+        double l[N], ref[N];
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            logits[i] = (float)((double)(x >> 11) * 0x1.0p-53 * 12.0 - 6.0);
+        }
+        const float t = 0.3f + 0.1f * (float)(iter % 10);
+        ft_sampler_options_t o = opts(t, 0, 1.0f, 0.0f);
+        o.top_logprobs = FT_SAMPLER_MAX_TOP_LOGPROBS;
+        o.seed = (uint64_t)iter;
+        /* which candidates each filter keeps, by sorting a copy */
+        int idx[N];
+        for (int i = 0; i < N; i++)
+            idx[i] = i;
+        for (int i = 0; i < N; i++) /* insertion sort, highest first */
+            for (int j = i; j > 0 && logits[idx[j]] > logits[idx[j - 1]]; j--) {
+                int tmp = idx[j];
+                idx[j] = idx[j - 1];
+                idx[j - 1] = tmp;
+            }
+        int kept = N;
+        if (iter % 3 == 0) {
+            o.top_k = 5 + (uint32_t)iter % 7;
+            kept = (int)o.top_k;
+        } else if (iter % 3 == 1) {
+            o.min_p = 0.05f;
+            kept = 0;
+            while (kept < N && (double)logits[idx[kept]] >= (double)logits[idx[0]] + log(0.05))
+                kept++;
+        } else {
+            o.top_p = 0.8f;
+            double z = 0.0, cum = 0.0;
+            for (int i = 0; i < N; i++)
+                z += exp((double)logits[i] - logits[idx[0]]);
+            kept = 0;
+            while (kept < N && cum < 0.8 * z)
+                cum += exp((double)logits[idx[kept++]] - logits[idx[0]]);
+        }
+        for (int i = 0; i < N; i++)
+            l[i] = -INFINITY;
+        for (int k = 0; k < kept; k++)
+            l[idx[k]] = logits[idx[k]];
+        ref_log_softmax(l, N, t, ref);
+        ft_sampler_t *s = make(&o, N);
+        const ft_sample_t r = next_ok(s, logits, NULL, 0);
+        assert_true(ref[r.token] > -INFINITY); /* drawn from the kept ones */
+        expect_logprobs(&r, ref, N, FT_SAMPLER_MAX_TOP_LOGPROBS);
+        ft_sampler_destroy(s);
+    }
+}
+
+static void expect_create_error(const ft_sampler_options_t *o, uint32_t n_vocab, const char *what)
+{
+    ft_sampler_t *s = (ft_sampler_t *)&s;
+    ft_status_t st = ft_sampler_create(o, n_vocab, &s);
+    if (ft_status_code(st) != FT_STATUS_INVALID_ARGUMENT || !strstr(ft_status_message(st), what))
+        fail_msg("expected an error naming '%s', got %s", what, ft_status_message(st));
+    assert_null(s);
+    ft_status_free(st);
+}
+
+static void test_serving_refusals(void **state)
+{
+    (void)state;
+    ft_sampler_options_t o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.presence_penalty = NAN;
+    expect_create_error(&o, 10, "presence_penalty");
+    o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.frequency_penalty = 2e6f;
+    expect_create_error(&o, 10, "frequency_penalty");
+    o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.top_logprobs = FT_SAMPLER_MAX_TOP_LOGPROBS + 1;
+    expect_create_error(&o, 10, "top_logprobs");
+    o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.n_logit_bias = 1;
+    expect_create_error(&o, 10, "no array");
+    const ft_logit_bias_t out_of_range[] = {{0, 1.0f}, {10, 1.0f}};
+    o.logit_bias = out_of_range;
+    o.n_logit_bias = 2;
+    expect_create_error(&o, 10, "logit_bias[1] is for token 10");
+    const ft_logit_bias_t twice[] = {{3, 1.0f}, {3, -1.0f}};
+    o.logit_bias = twice;
+    expect_create_error(&o, 10, "both for token 3");
+    const ft_logit_bias_t nan_bias[] = {{3, NAN}};
+    o.logit_bias = nan_bias;
+    o.n_logit_bias = 1;
+    expect_create_error(&o, 10, "logit_bias[0]");
+    const ft_logit_bias_t plus_inf[] = {{3, INFINITY}};
+    o.logit_bias = plus_inf;
+    expect_create_error(&o, 10, "logit_bias[0]");
+
+    /* everything banned: an error, and the random state is untouched */
+    const ft_logit_bias_t all[] = {{0, -INFINITY}, {1, -INFINITY}};
+    o = opts(1.0f, 0, 1.0f, 0.0f);
+    o.logit_bias = all;
+    o.n_logit_bias = 2;
+    o.seed = 5;
+    ft_sampler_t *s = make(&o, 3), *fresh = make(&o, 3);
+    const float dead[3] = {0.0f, 1.0f, NAN};
+    ft_sample_t r;
+    ft_status_t st = ft_sampler_next(s, dead, NULL, 0, &r);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ft_status_message(st), "nothing to sample"));
+    ft_status_free(st);
+    const float live[3] = {0.0f, 0.0f, 0.0f}; /* only token 2 left: its count must be 0 */
+    for (int i = 0; i < 20; i++) {
+        const ft_sample_t a = next_ok(s, live, NULL, 0), b = next_ok(fresh, live, NULL, 0);
+        assert_int_equal(a.token, 2);
+        assert_int_equal(a.token, b.token);
+        assert_true(a.logprob == 0.0f);
+    }
+    st = ft_sampler_accept(s, 3);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
+    st = ft_sampler_next(s, NULL, NULL, 0, &r);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
+    st = ft_sampler_next(s, live, NULL, 0, NULL);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
+    st = ft_sampler_next(s, live, NULL, 2, &r);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
+    assert_int_equal(ft_sampler_sample(NULL, live, NULL, 0), -1);
+    ft_sampler_destroy(s);
+    ft_sampler_destroy(fresh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +708,11 @@ int main(void)
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_bias_penalties_by_hand),
+        cmocka_unit_test(test_counts_follow_draws),
+        cmocka_unit_test(test_seed_per_request),
+        cmocka_unit_test(test_logprobs_after_filters),
+        cmocka_unit_test(test_serving_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../runtime/text/sampler.h"
+#include "freetoken.h"
 
 #include <stdlib.h>
 #include <string.h>
