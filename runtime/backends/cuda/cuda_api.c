@@ -99,9 +99,13 @@ ft_status_t ft_cuda_api_open(const char *lib_name, ft_cuda_api_t *api)
     return FT_OK;
 }
 
+/* libcuda stays loaded once opened (the handle is dropped, not closed):
+ * unloading a driver library that keeps thread-local state and threads of
+ * its own is unsafe (NVIDIA's libcuda is never unloaded in practice, and
+ * LeakSanitizer's scan of the thread-local blocks of an unloaded library
+ * crashes), and opening it again takes the same handle. */
 void ft_cuda_api_close(ft_cuda_api_t *api)
 {
-    if (api->lib) dlclose(api->lib);
     memset(api, 0, sizeof(*api));
 }
 
