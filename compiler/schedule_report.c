@@ -70,6 +70,8 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
                 op->sliding_window ? "sliding window" : "causal");
         if (op->sliding_window)
             fprintf(out, " %u", op->sliding_window);
+        if (op->n_weights)
+            fputs(", with sinks", out);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER:
         fprintf(out, "  %s, top %u of %u%s", op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID ? "sigmoid" : "softmax",

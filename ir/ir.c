@@ -54,6 +54,7 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_ATTN_K_BIAS] = "attn_k.bias",
     [FT_ROLE_ATTN_V_BIAS] = "attn_v.bias",
     [FT_ROLE_ATTN_O_BIAS] = "attn_output.bias",
+    [FT_ROLE_ATTN_SINKS] = "attn_sinks",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
@@ -220,6 +221,9 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
         for (int j = 0; j < 4; j++)
             if (ft_ir_find(m, bias_roles[j], L) && (st = ft_ir_expect(m, bias_roles[j], L, 1, bias_rows[j], 0, 0)))
                 return st;
+        if ((b->attn.has_sinks || ft_ir_find(m, FT_ROLE_ATTN_SINKS, L)) &&
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_SINKS, L, 1, b->attn.n_heads, 0, 0)))
+            return st;
         if (b->attn.qk_norm &&
             ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
              (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))

@@ -58,6 +58,7 @@ typedef enum ft_tensor_role {
     FT_ROLE_ATTN_K_BIAS = 20,
     FT_ROLE_ATTN_V_BIAS = 21,
     FT_ROLE_ATTN_O_BIAS = 22,
+    FT_ROLE_ATTN_SINKS = 23, /* [n_heads] sink logits (optional) */
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -81,7 +82,7 @@ typedef struct ft_ir_attention {
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
-    int has_sinks;
+    int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
     int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
 } ft_ir_attention_t;
 

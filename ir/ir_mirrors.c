@@ -69,6 +69,7 @@ FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_Q_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_V_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_O_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_SINKS);
 
 /* ft_op_kind_t and plan.proto's OpKind */
 FT_MIRROR(OP_KIND, OP, INVALID);
@@ -93,7 +94,7 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_ATTN_O_BIAS + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_ATTN_SINKS + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
 _Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 

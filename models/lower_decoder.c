@@ -2,7 +2,7 @@
  * (Qwen3-MoE, Mixtral): per block
  *
  *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
- *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo [+ bias] ;
+ *   rope(q, k) ; kv append ; att = attention(q) [with sinks] ; x += att Wo [+ bias] ;
  *   h = rmsnorm(x) ; route(h) ; x += moe(h)
  *
  * or, in a dense block (Qwen3-MoE's mlp_only_layers), after the attention
@@ -161,6 +161,9 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     att.n_kv_heads = a->n_kv_heads;
     att.head_dim = a->head_dim;
     att.sliding_window = a->sliding_window;
+    const ft_ir_tensor_t *sinks = ft_ir_find(m, FT_ROLE_ATTN_SINKS, li);
+    if (sinks)
+        att.weights[att.n_weights++] = (uint32_t)(sinks - m->tensors);
     ft_ir_op_t wo = ft_op(FT_OP_LINEAR, b->att, b->o);
     ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
     if ((st = ft_sched_push(m, ops, &rope)) || (st = ft_sched_push(m, ops, &kv)) ||

@@ -311,7 +311,7 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
     const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles);
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 1); /* + sinks */
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -345,6 +345,16 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
                 return st;
             m->blocks[l].attn.has_bias |= found;
         }
+        /* Attention sinks (gpt-oss): one logit per head, HF "self_attn.sinks"
+         * without a ".weight"; a block with them has attn.has_sinks. */
+        if (hf)
+            snprintf(sname, sizeof(sname), "model.layers.%u.self_attn.sinks", l);
+        else
+            snprintf(sname, sizeof(sname), "blk.%u.attn_sinks.weight", l);
+        snprintf(iname, sizeof(iname), "blk.%u.attn_sinks.weight", l);
+        if ((st = ft_take_plain(ix, m, sname, iname, FT_ROLE_ATTN_SINKS, (int32_t)l, &found)))
+            return st;
+        m->blocks[l].attn.has_sinks |= found;
         if (want_bias && !m->blocks[l].attn.has_bias)
             return ft_status_make(FT_STATUS_FORMAT, "%s: the config asks for attention biases, but layer %u has "
                                   "none (no 'model.layers.%u.self_attn.q_proj.bias')", src->path, l, l);

@@ -119,6 +119,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         break;
     }
     case FTPLAN__OP_KIND__OP_ATTENTION: {
+        if (x->sinks)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: attention sinks have no CUDA kernel yet (use "
+                                  "--backend cpu or sim)", what);
         /* The kernels of the plan's KV element type: "" f32, "_f16" f16. */
         const char *kv = ce->m->kv_dtype == FT_DTYPE_F16 ? "_f16" : "";
         st = ft_dev_fn(ce, &o->fn, "ft_attn_decode%s_h%u_q%u_kv%u", kv, x->head_dim, x->n_heads, x->n_kv_heads);

@@ -203,9 +203,10 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
 }
 
 /* The reference loop of one item over the cache of layer x->layer: the
- * KV head's rows are at kc / vc + p * kvd elements of the cache's type. */
-static void ft_attn_item(const ft_attn_run_t *r, const float *q, const void *kc, const void *vc, uint32_t n_keys,
-                         float *scores, float *out)
+ * KV head's rows are at kc / vc + p * kvd elements of the cache's type;
+ * its query heads are kvh * group + g. */
+static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, const void *kc, const void *vc,
+                         uint32_t n_keys, float *scores, float *out)
 {
     ft_session_t *s = r->st->s;
     const ft_xop_t *x = r->x;
@@ -221,7 +222,11 @@ static void ft_attn_item(const ft_attn_run_t *r, const float *q, const void *kc,
                 scale;
     }
     for (uint32_t g = 0; g < group; g++)
-        ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+        if (x->sinks)
+            ft_op_softmax_sink(scores + (size_t)g * s->n_ctx, n_keys,
+                               x->sinks[kvh * group + g]);
+        else
+            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
     memset(out, 0, (size_t)group * hd * sizeof(float));
     for (uint32_t p = 0; p < n_keys; p++) {
         const size_t at = (size_t)p * kvd;
@@ -270,7 +275,7 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
             r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, s->n_ctx,
                           out);
         else
-            ft_attn_item(r, q, kh, vh, n_keys, scores, out);
+            ft_attn_item(r, kvh, q, kh, vh, n_keys, scores, out);
         ft_attn_prepare_next(r, t, kvh, out);
     }
 }

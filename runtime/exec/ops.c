@@ -54,6 +54,21 @@ void ft_op_softmax(float *x, uint32_t n)
         x[i] *= inv;
 }
 
+void ft_op_softmax_sink(float *x, uint32_t n, float sink)
+{
+    float mx = sink;
+    for (uint32_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    float sum = expf(sink - mx); /* the sink's share, which weighs no value */
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum; /* sum >= 1: the max contributes exp(0) */
+    for (uint32_t i = 0; i < n; i++)
+        x[i] *= inv;
+}
+
 void ft_op_swiglu(float *g, const float *u, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)

@@ -63,28 +63,35 @@ FT_WARN_UNUSED static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftp
     return FT_OK;
 }
 
+/* Plan tensor ti, an f32, f16 or bf16 vector of n elements (validated),
+ * widened to f32 into the program's next free floats. */
+FT_WARN_UNUSED static ft_status_t ft_bind_widened(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t ti,
+                                                  uint32_t n, const char *what, const float **out)
+{
+    const Ftplan__Tensor *t = c->b->plan->tensors[ti];
+    uint64_t n_bytes;
+    const uint8_t *src;
+    if (t->n_shape != 1 || t->shape[0] != n || !ft_dtype_row_bytes((ft_dtype_t)t->format, n, &n_bytes))
+        return FT_BIND_ERR("%s '%s' is not a vector of %u elements", what, t->name, n);
+    ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, &src);
+    if (!st)
+        st = ft_convert_row(FT_DTYPE_F32, c->bias, (ft_dtype_t)t->format, src, n);
+    if (st)
+        return ft_status_annotate(st, "%s: %s '%s'", c->where, what, t->name);
+    *out = c->bias;
+    c->bias += n;
+    return FT_OK;
+}
+
 /* A LINEAR's biases (plan_validate_schedule.c checked each is an f32, f16
  * or bf16 vector of its weight's rows), widened to f32 once here. */
 FT_WARN_UNUSED static ft_status_t ft_bind_biases(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
 {
-    for (size_t j = 0; j < op->n_biases; j++) {
-        if (op->biases[j] == FT_PLAN_NO_BIAS)
-            continue;
-        const Ftplan__Tensor *t = c->b->plan->tensors[op->biases[j]];
-        const uint32_t n = x->w[j]->rows;
-        uint64_t n_bytes;
-        const uint8_t *src;
-        if (t->n_shape != 1 || t->shape[0] != n || !ft_dtype_row_bytes((ft_dtype_t)t->format, n, &n_bytes))
-            return FT_BIND_ERR("bias %zu '%s' is not a vector of %u elements", j, t->name, n);
-        ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, &src);
-        if (!st)
-            st = ft_convert_row(FT_DTYPE_F32, c->bias, (ft_dtype_t)t->format, src, n);
-        if (st)
-            return ft_status_annotate(st, "%s: bias '%s'", c->where, t->name);
-        x->bias[j] = c->bias;
-        c->bias += n;
-    }
-    return FT_OK;
+    ft_status_t st = FT_OK;
+    for (size_t j = 0; j < op->n_biases && !st; j++)
+        if (op->biases[j] != FT_PLAN_NO_BIAS)
+            st = ft_bind_widened(c, op, i, op->biases[j], x->w[j]->rows, "bias", &x->bias[j]);
+    return st;
 }
 
 /* Kind-specific parameters and shape checks. */
@@ -123,6 +130,8 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
             return FT_BIND_ERR("%u/%u heads of %u do not fit the buffers", op->n_heads, op->n_kv_heads,
                                op->head_dim);
         x->sliding_window = op->sliding_window;
+        if (op->kind == FTPLAN__OP_KIND__OP_ATTENTION && op->n_weights)
+            return ft_bind_widened(c, op, i, op->weights[0], op->n_heads, "sinks", &x->sinks);
         return FT_OK;
     case FTPLAN__OP_KIND__OP_ADD:
         x->width = w_in;
@@ -207,7 +216,8 @@ static size_t ft_rope_floats(const Ftplan__Schedule *s)
     return n;
 }
 
-/* Room for every LINEAR bias as f32: its weight's rows (validated). */
+/* Room for every LINEAR bias (its weight's rows, validated) and every
+ * ATTENTION's sinks (its heads) as f32. */
 static size_t ft_bias_floats(const Ftplan__Plan *plan)
 {
     const Ftplan__Schedule *s = plan->schedule;
@@ -217,10 +227,13 @@ static size_t ft_bias_floats(const Ftplan__Plan *plan)
     for (size_t l = 0; l < s->n_blocks + 2; l++) {
         Ftplan__Op *const *ops = l < s->n_blocks ? s->blocks[l]->ops : lists[l - s->n_blocks];
         const size_t n_ops = l < s->n_blocks ? s->blocks[l]->n_ops : n_lists[l - s->n_blocks];
-        for (size_t i = 0; i < n_ops; i++)
+        for (size_t i = 0; i < n_ops; i++) {
             for (size_t j = 0; j < ops[i]->n_biases; j++)
                 if (ops[i]->biases[j] != FT_PLAN_NO_BIAS)
                     n += (size_t)plan->tensors[ops[i]->biases[j]]->shape[0];
+            if (ops[i]->kind == FTPLAN__OP_KIND__OP_ATTENTION && ops[i]->n_weights)
+                n += ops[i]->n_heads; /* the sinks */
+        }
     }
     return n;
 }
@@ -397,8 +410,11 @@ static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cp
 {
     ft_xop_t *x = &ops[i];
     const uint32_t group = x->n_heads / x->n_kv_heads;
-    x->attn_kernel = kv == FT_DTYPE_F32 ? ft_cpu_module_find_attn(mod, group, x->head_dim) : NULL;
-    x->attn_kernel_f16 = kv == FT_DTYPE_F16 ? ft_cpu_module_find_attn_f16(mod, group, x->head_dim) : NULL;
+    /* The generated kernels (ABI 3) have no sink term: with sinks the
+     * reference loop runs, still preparing for the next op below. */
+    x->attn_kernel = kv == FT_DTYPE_F32 && !x->sinks ? ft_cpu_module_find_attn(mod, group, x->head_dim) : NULL;
+    x->attn_kernel_f16 = kv == FT_DTYPE_F16 && !x->sinks ? ft_cpu_module_find_attn_f16(mod, group, x->head_dim)
+                                                          : NULL;
     x->prepare_next = 0;
     if (i + 1 >= n || ops[i + 1].kind != FTPLAN__OP_KIND__OP_LINEAR || ops[i + 1].n_w != 1 ||
         ops[i + 1].in[0] != x->out[0])

@@ -31,6 +31,7 @@ typedef struct ft_xop {
     const float *inv_freq;   /* ROPE: [rope_dim / 2] */
     uint32_t n_heads, n_kv_heads, head_dim;
     uint32_t sliding_window; /* ATTENTION: a query sees its last this many positions; 0: all */
+    const float *sinks;      /* ATTENTION: [n_heads] sink logits in each head's softmax, or NULL */
     const ft_layer_t *L; /* ROUTER, MOE: the block's expert view (stacks, blob, kernels) */
     /* ROUTER: softmax (0) or sigmoid (1) scores, group-limited choice
      * (n_groups 0: none), the weights' scale (1: as they are). */
@@ -70,7 +71,7 @@ typedef struct ft_program {
     ft_xops_t *blocks;   /* [n_blocks] */
     uint32_t n_ops;      /* every op of the lists (ids 0 .. n_ops - 1) */
     float *inv_freq;     /* every ROPE op's table, back to back */
-    float *bias_floats;  /* every LINEAR bias widened to f32, back to back */
+    float *bias_floats;  /* every LINEAR bias and ATTENTION's sinks widened to f32, back to back */
     /* Sizes for scratch: the largest over the ops. */
     uint32_t max_group, max_kv_width, kv_buf;
 } ft_program_t;

@@ -26,7 +26,7 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_HEAD_NORM] = {1, 1, 0, 0, 1, 1},
     [FTPLAN__OP_KIND__OP_ROPE] = {2, 2, 0, 0, 0, 0},
     [FTPLAN__OP_KIND__OP_KV_APPEND] = {2, 2, 0, 0, 0, 0},
-    [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 0},
+    [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 1},
     [FTPLAN__OP_KIND__OP_ADD] = {1, 1, 1, 1, 0, 0},
     [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 1},
     [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
@@ -134,6 +134,16 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
         break;
     default:
         break;
+    }
+    if (op->kind == FTPLAN__OP_KIND__OP_ATTENTION && op->n_weights) { /* the sinks */
+        const Ftplan__Tensor *t = c->plan->tensors[op->weights[0]];
+        if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 && t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
+            t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16)
+            return FT_OP_ERR(FT_STATUS_UNSUPPORTED, "sinks '%s' are %s (f32, f16 or bf16)", t->name,
+                             ft_dtype_name((ft_dtype_t)t->format));
+        if (t->n_shape != 1 || t->shape[0] != op->n_heads)
+            return FT_OP_ERR(FT_STATUS_MISMATCH, "sinks '%s' are not a vector of the %u heads", t->name,
+                             op->n_heads);
     }
     const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE || op->kind == FTPLAN__OP_KIND__OP_ATTENTION;
     const int kv = heads || op->kind == FTPLAN__OP_KIND__OP_KV_APPEND;

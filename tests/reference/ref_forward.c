@@ -167,6 +167,22 @@ static void ref_add_bias(double *y, const double *b, uint32_t n)
         y[i] += b[i];
 }
 
+/* p_j = exp(s_j) / (sum_i exp(s_i) + exp(sink)): the sink takes its share
+ * of the probability and weighs no value (gpt-oss). */
+static void ref_softmax_sink(double *s, uint32_t n, double sink)
+{
+    double mx = sink, sum;
+    for (uint32_t i = 0; i < n; i++)
+        mx = s[i] > mx ? s[i] : mx;
+    sum = exp(sink - mx);
+    for (uint32_t i = 0; i < n; i++) {
+        s[i] = exp(s[i] - mx);
+        sum += s[i];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        s[i] /= sum;
+}
+
 /* x += attention(RMSNorm(x)) for the token at position pos of layer l. */
 static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double *x)
 {
@@ -209,7 +225,10 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
                 dot += qh[i] * kt[i];
             scores[t - first] = dot / sqrt((double)hd);
         }
-        ft_ref_softmax(scores, pos + 1 - first);
+        if (L->sinks)
+            ref_softmax_sink(scores, pos + 1 - first, L->sinks[hq]);
+        else
+            ft_ref_softmax(scores, pos + 1 - first);
         double *out = att + (size_t)hq * vd;
         for (uint32_t i = 0; i < vd; i++)
             out[i] = 0.0;

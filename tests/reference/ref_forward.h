@@ -19,7 +19,8 @@
  *       llama layout (Mixtral from GGUF)
  *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
- *       (with a sliding window W: pos - W + 1 .. pos)
+ *       (with a sliding window W: pos - W + 1 .. pos; with sinks, exp(sink_h)
+ *       joins each head's denominator)
  *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
@@ -53,6 +54,7 @@ typedef struct ft_ref_layer {
     double *wv;              /* [n_kv_heads * value_head_dim, d_model] */
     double *wo;              /* [d_model, n_heads * value_head_dim] */
     double *bq, *bk, *bv, *bo; /* the projections' biases (their rows), or NULL: none */
+    double *sinks;           /* [n_heads] sink logits in each head's softmax, or NULL */
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */

@@ -92,8 +92,8 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if (a->kind != FT_ATTN_GQA || a->has_sinks || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA with no sinks", l);
+    if (a->kind != FT_ATTN_GQA || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA", l);
     if (!b->is_moe) {
         if (!b->dense_ffn || b->act != FT_ACT_SILU)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
@@ -164,6 +164,9 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         if (ft_ir_find(ir, bias_roles[j], li) &&
             (st = ref_ir_tensor(ir, bias_roles[j], li, bias_rows[j], biases[j], NULL)))
             return st;
+    if (ft_ir_find(ir, FT_ROLE_ATTN_SINKS, li) &&
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_SINKS, li, L->n_heads, &L->sinks, NULL)))
+        return st;
     if (L->qk_norm &&
         ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
          (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
