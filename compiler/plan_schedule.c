@@ -54,6 +54,12 @@ static Ftplan__Op *ft_ps_op(const ft_ir_op_t *o, ft_arena_t *a)
     p->n_groups_used = o->n_groups_used;
     p->routed_scaling = o->routed_scaling;
     p->act = (Ftplan__Activation)o->act;
+    p->act_alpha = o->act_alpha;
+    p->act_limit = o->act_limit;
+    p->rope_yarn_factor = o->rope_yarn_factor;
+    p->rope_yarn_orig_ctx = o->rope_yarn_orig_ctx;
+    p->rope_yarn_beta_fast = o->rope_yarn_beta_fast;
+    p->rope_yarn_beta_slow = o->rope_yarn_beta_slow;
     p->expert_ffn = o->expert_ffn;
     return p;
 }

@@ -61,6 +61,9 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_ROPE:
         fprintf(out, "  %s, %u of %u dims, theta %g, %u + %u heads", ft_sr_rope(op->rope), op->rope_dim,
                 op->head_dim, (double)op->rope_theta, op->n_heads, op->n_kv_heads);
+        if (op->rope_yarn_factor != 0.0f)
+            fprintf(out, ", YaRN x%g of %u (beta %g/%g)", (double)op->rope_yarn_factor, op->rope_yarn_orig_ctx,
+                    (double)op->rope_yarn_beta_fast, (double)op->rope_yarn_beta_slow);
         break;
     case FTPLAN__OP_KIND__OP_KV_APPEND:
         fprintf(out, "  %u KV heads x %u", op->n_kv_heads, op->head_dim);
@@ -82,7 +85,10 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
             fprintf(out, ", weights x %g", (double)op->routed_scaling);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
-        fprintf(out, "  %u experts of ffn %u, %u used", op->n_experts, op->expert_ffn, op->n_experts_used);
+        fprintf(out, "  %u experts of ffn %u, %u used, %s", op->n_experts, op->expert_ffn, op->n_experts_used,
+                ft_sr_act_name(op->act));
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+            fprintf(out, " (alpha %g, limit %g)", (double)op->act_alpha, (double)op->act_limit);
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         fprintf(out, "  %s", ft_sr_act_name(op->act));

@@ -3,7 +3,7 @@
  *
  *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
  *   rope(q, k) ; kv append ; att = attention(q) [with sinks] ; x += att Wo [+ bias] ;
- *   h = rmsnorm(x) ; route(h) ; x += moe(h)
+ *   h = rmsnorm(x) ; route(h [+ logit bias]) ; x += moe(h) [expert biases]
  *
  * or, in a dense block (Qwen3-MoE's mlp_only_layers), after the attention
  *
@@ -152,6 +152,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     rope.n_heads = a->n_heads;
     rope.n_kv_heads = a->n_kv_heads;
     rope.head_dim = a->head_dim;
+    rope.rope_yarn_factor = m->hp.rope_yarn_factor;
+    rope.rope_yarn_orig_ctx = m->hp.rope_yarn_orig_ctx;
+    rope.rope_yarn_beta_fast = m->hp.rope_yarn_beta_fast;
+    rope.rope_yarn_beta_slow = m->hp.rope_yarn_beta_slow;
     ft_ir_op_t kv = ft_op(FT_OP_KV_APPEND, b->k, ~0u);
     kv.inputs[kv.n_inputs++] = b->v;
     kv.n_kv_heads = a->n_kv_heads;
@@ -195,11 +199,24 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
     moe.n_experts_used = blk->moe.n_experts_used;
     moe.expert_ffn = blk->moe.expert_ffn;
     moe.act = blk->act;
+    moe.act_alpha = blk->act_alpha;
+    moe.act_limit = blk->act_limit;
     if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)) ||
-        (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)) || (st = ft_sched_push(m, ops, &router)) ||
-        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_GATE_EXPS, li)) ||
-        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_UP_EXPS, li)) ||
-        (st = ft_op_weight(m, &moe, FT_ROLE_FFN_DOWN_EXPS, li)) || (st = ft_sched_push(m, ops, &moe)))
+        (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)))
+        return st;
+    ft_op_bias(m, &router, FT_ROLE_FFN_ROUTER_BIAS, li); /* gpt-oss: the logits' bias */
+    if ((st = ft_sched_push(m, ops, &router)))
+        return st;
+    const ft_tensor_role_t stacks[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS, FT_ROLE_FFN_DOWN_EXPS};
+    const ft_tensor_role_t stack_bias[3] = {FT_ROLE_FFN_GATE_EXPS_BIAS, FT_ROLE_FFN_UP_EXPS_BIAS,
+                                            FT_ROLE_FFN_DOWN_EXPS_BIAS};
+    for (int j = 0; j < 3; j++) {
+        if ((st = ft_op_weight(m, &moe, stacks[j], li)))
+            return st;
+        ft_op_bias(m, &moe, stack_bias[j], li);
+    }
+    ft_op_biases_done(&moe);
+    if ((st = ft_sched_push(m, ops, &moe)))
         return st;
     return FT_OK;
 }

@@ -102,14 +102,18 @@ static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens
                               e->cols);
 }
 
-/* out = silu(gate) * up, row for row (out may be the gate). */
+/* out = act(gate) * up, row for row (out may be the gate): SwiGLU or the
+ * clamped one. */
 static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
 {
     float *out = st->buf[x->out[0]];
     const size_t n = (size_t)st->n * x->width;
     if (out != st->buf[x->in[0]])
         memcpy(out, st->buf[x->in[0]], n * sizeof(float));
-    ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
+    if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+        ft_op_swiglu_oai(out, st->buf[x->in[1]], (uint32_t)n, x->act_alpha, x->act_limit);
+    else
+        ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
 }
 
 static void ft_run_add(ft_step_t *st, const ft_xop_t *x)

@@ -60,7 +60,7 @@ void ft_xop_head_norm(ft_step_t *st, const ft_xop_t *x)
  * of the position are formed once per token (ft_op_rope_* form them per
  * head) with the same double-precision angle, then applied with their
  * float operations, so the result is bit-identical to them. */
-enum { FT_ROPE_MAX_HALF = 256 };
+enum { FT_ROPE_MAX_HALF = FT_ROPE_MSCALE_MAX_HALF }; /* program.c refuses a YaRN scale past it */
 
 static void ft_rope_apply(float *heads, uint32_t n_heads, uint32_t hd, uint32_t half, int neox, const float *cs,
                           const float *sn)
@@ -98,8 +98,8 @@ static void ft_rope_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
     float cs[FT_ROPE_MAX_HALF], sn[FT_ROPE_MAX_HALF];
     for (uint32_t i = 0; i < half; i++) {
         const double angle = (double)pos * x->inv_freq[i];
-        cs[i] = (float)cos(angle);
-        sn[i] = (float)sin(angle);
+        cs[i] = (float)cos(angle) * x->rope_mscale; /* YaRN's scale; exactly 1 otherwise */
+        sn[i] = (float)sin(angle) * x->rope_mscale;
     }
     ft_rope_apply(q, x->n_heads, hd, half, x->rope_neox, cs, sn);
     ft_rope_apply(k, x->n_kv_heads, hd, half, x->rope_neox, cs, sn);

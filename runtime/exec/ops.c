@@ -75,6 +75,15 @@ void ft_op_swiglu(float *g, const float *u, uint32_t n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const float gc = g[i] < limit ? g[i] : limit;
+        const float uc = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        g[i] = gc / (1.0f + expf(-alpha * gc)) * (uc + 1.0f);
+    }
+}
+
 void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx)
 {
     /* k is small (experts per token): insertion into a sorted list. */

@@ -27,6 +27,10 @@ void ft_op_softmax_sink(float *x, uint32_t n, float sink);
 /* g[i] = silu(g[i]) * u[i]. */
 void ft_op_swiglu(float *g, const float *u, uint32_t n);
 
+/* gpt-oss's clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit,
+ * limit), g[i] = g' * sigmoid(alpha g') * (u' + 1). */
+void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit);
+
 /* Indices of the k largest values of x[0..n) (ties: the lower index first),
  * in descending order of value. */
 void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define FT_XOP_MAX_ARGS 3
+#define FT_ROPE_MSCALE_MAX_HALF 256 /* ROPE with a YaRN scale: at most this many pairs (op_attention.c) */
 
 /* One bound op. kind is the plan's OpKind (plan.proto). */
 typedef struct ft_xop {
@@ -29,6 +30,7 @@ typedef struct ft_xop {
     int rope_neox;           /* ROPE: 1 NeoX halves, 0 adjacent pairs */
     uint32_t rope_dim;
     const float *inv_freq;   /* ROPE: [rope_dim / 2] */
+    float rope_mscale;       /* ROPE: cos and sin times this (YaRN's 1 + 0.1 ln factor; else 1) */
     uint32_t n_heads, n_kv_heads, head_dim;
     uint32_t sliding_window; /* ATTENTION: a query sees its last this many positions; 0: all */
     const float *sinks;      /* ATTENTION: [n_heads] sink logits in each head's softmax, or NULL */
@@ -38,6 +40,12 @@ typedef struct ft_xop {
     int scoring;
     uint32_t n_groups, n_groups_used;
     float routed_scaling;
+    /* MOE: the gated activation (plan Activation: 0 SwiGLU, 2 gpt-oss's
+     * clamped SwiGLU with act_alpha / act_limit); bias[j] (above) are the
+     * stacks' biases, [n_experts][rows of stack j]. ROUTER: bias[0] is
+     * the logits' bias [n_experts]. */
+    int act;
+    float act_alpha, act_limit;
     /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
      * only when a step runs the generated kernels. RMSNORM: n_prep > 0
      * writes its rows prepared for its consumers instead of as floats:

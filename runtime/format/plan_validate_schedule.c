@@ -58,15 +58,17 @@ FT_WARN_UNUSED static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, cons
     return FT_OK;
 }
 
-/* A LINEAR's biases: one per weight when present, each NO_BIAS or a
- * vector (f32, f16 or bf16) of its weight's rows. */
+/* Biases: a LINEAR's one per weight, each NO_BIAS or a vector (f32, f16
+ * or bf16) of its weight's rows; a ROUTER's one vector of n_experts; a
+ * MOE's one per stack, [n_experts, the stack's rows]. */
 FT_WARN_UNUSED static ft_status_t ft_check_biases(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
 {
     if (!op->n_biases)
         return FT_OK;
-    if (op->kind != FTPLAN__OP_KIND__OP_LINEAR || op->n_biases != op->n_weights)
-        return FT_OP_ERR(FT_STATUS_FORMAT, "%zu biases for %zu weights (only a LINEAR takes biases, one per "
-                         "weight)", op->n_biases, op->n_weights);
+    const int linear = op->kind == FTPLAN__OP_KIND__OP_LINEAR, moe = op->kind == FTPLAN__OP_KIND__OP_MOE;
+    if (!(linear || moe || op->kind == FTPLAN__OP_KIND__OP_ROUTER) || op->n_biases != op->n_weights)
+        return FT_OP_ERR(FT_STATUS_FORMAT, "%zu biases for %zu weights (only a LINEAR, ROUTER or MOE takes "
+                         "biases, one per weight)", op->n_biases, op->n_weights);
     for (size_t j = 0; j < op->n_biases; j++) {
         const uint32_t b = op->biases[j];
         if (b == FT_PLAN_NO_BIAS)
@@ -76,6 +78,14 @@ FT_WARN_UNUSED static ft_status_t ft_check_biases(const ft_sched_ctx_t *c, const
                              c->plan->n_tensors);
         const Ftplan__Tensor *t = c->plan->tensors[b], *w = c->plan->tensors[op->weights[j]];
         const uint64_t rows = w->n_shape >= 2 ? w->shape[w->n_shape - 2] : 0;
+        if (!linear) { /* ROUTER: [n_experts]; MOE: [n_experts, rows] */
+            const int ok = moe ? t->n_shape == 2 && t->shape[0] == op->n_experts && t->shape[1] == rows
+                               : t->n_shape == 1 && t->shape[0] == op->n_experts;
+            if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || !ok)
+                return FT_OP_ERR(FT_STATUS_MISMATCH, "bias %zu '%s' is not an f32 %s", j, t->name,
+                                 moe ? "[n_experts, rows] stack of its weight's rows" : "vector of n_experts");
+            continue;
+        }
         if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 && t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
             t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16)
             return FT_OP_ERR(FT_STATUS_UNSUPPORTED, "bias %zu '%s' is %s (a bias is f32, f16 or bf16)", j,
@@ -104,6 +114,14 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
         if (op->rope_dim == 0 || op->rope_dim % 2 || op->rope_dim > op->head_dim)
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "rope_dim %u must be even and at most head_dim %u",
                              op->rope_dim, op->head_dim);
+        if (op->rope_yarn_factor != 0.0f &&
+            !(op->rope_yarn_factor >= 1.0f && op->rope_yarn_factor <= 1e6f && op->rope_yarn_orig_ctx >= 1 &&
+              op->rope_yarn_beta_fast > 0.0f && op->rope_yarn_beta_fast <= 1e6f &&
+              op->rope_yarn_beta_slow > 0.0f && op->rope_yarn_beta_slow <= op->rope_yarn_beta_fast))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "YaRN factor %g, original context %u, beta_fast %g, "
+                             "beta_slow %g (factor in [1, 1e6], 0 < beta_slow <= beta_fast)",
+                             (double)op->rope_yarn_factor, op->rope_yarn_orig_ctx,
+                             (double)op->rope_yarn_beta_fast, (double)op->rope_yarn_beta_slow);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER:
         if (!ft_plan_enum_ok(&ftplan__router_scoring__descriptor, op->scoring))
@@ -124,10 +142,18 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
     case FTPLAN__OP_KIND__OP_GLU:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
+            !(op->act_alpha > 0.0f && op->act_alpha < 1e6f && op->act_limit > 0.0f && op->act_limit < 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
+                             (double)op->act_alpha, (double)op->act_limit);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
+            !(op->act_alpha > 0.0f && op->act_alpha < 1e6f && op->act_limit > 0.0f && op->act_limit < 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
+                             (double)op->act_alpha, (double)op->act_limit);
         if (op->expert_ffn == 0 || op->expert_ffn > FT_PLAN_MAX_FFN)
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "expert_ffn %u is outside 1..%u", op->expert_ffn,
                              FT_PLAN_MAX_FFN);

@@ -28,6 +28,9 @@
  *       whose two best scores sum highest), renormalized to sum 1 when
  *       norm_topk_prob, times routed_scaling
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
+ *     (gpt-oss: logits W_r h + b_r, the top k logits' softmax as weights,
+ *     gate/up/down biases, g' = min(g, 7), u' = clamp(u, -7, 7),
+ *     act = g' sigmoid(1.702 g') (u' + 1); YaRN RoPE; sinks)
  *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
  *
  * Test code only: errors are ft_status_t, and memory is plain malloc. */
@@ -55,6 +58,12 @@ typedef struct ft_ref_layer {
     double *wo;              /* [d_model, n_heads * value_head_dim] */
     double *bq, *bk, *bv, *bo; /* the projections' biases (their rows), or NULL: none */
     double *sinks;           /* [n_heads] sink logits in each head's softmax, or NULL */
+    /* gpt-oss: the router's logit bias [n_experts] (the weights are then
+     * the softmax of the chosen logits), the experts' biases [E][F], [E][F],
+     * [E][d] (NULL: none) and the clamped SwiGLU when act_oai. */
+    double *router_bias, *b_gate, *b_up, *b_down;
+    int act_oai;
+    double act_alpha, act_limit;
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
@@ -69,6 +78,10 @@ typedef struct ft_ref_model {
     double norm_eps, rope_theta;
     uint32_t rope_dim;
     int rope_interleaved; /* 1: pairs (2i, 2i+1) (ft_ref_rope_norm); 0: NeoX */
+    /* YaRN (gpt-oss; factor 0: none): llama.cpp's rope_yarn frequencies and
+     * cos/sin scale 1 + 0.1 ln factor. */
+    double rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
+    uint32_t rope_yarn_orig_ctx;
     int tie_embeddings;
     double *tok_embd;       /* [vocab_size, d_model] */
     double *output_norm;    /* [d_model] */

@@ -224,7 +224,7 @@ static void test_validator(void **state)
     ft_status_t st = ft_plan_validate(p, "plan.ftp");
     assert_non_null(st);
     assert_non_null(strstr(ft_status_message(st), "schedule.blocks[1].ops[0] (OP_RMSNORM)"));
-    assert_non_null(strstr(ft_status_message(st), "only a LINEAR takes biases"));
+    assert_non_null(strstr(ft_status_message(st), "only a LINEAR, ROUTER or MOE takes biases"));
     ft_status_free(st);
     norm->n_biases = 0;
     norm->biases = NULL;
