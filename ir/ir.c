@@ -95,10 +95,12 @@ uint64_t ft_ir_tensor_elems(const ft_ir_tensor_t *t)
     return n;
 }
 
+/* A per-expert stack (its biases too): shape[0] is the expert count. */
 static int ft_is_expert_role(ft_tensor_role_t role)
 {
-    return role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS ||
-           role == FT_ROLE_FFN_DOWN_EXPS;
+    return role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS || role == FT_ROLE_FFN_DOWN_EXPS ||
+           role == FT_ROLE_FFN_GATE_EXPS_BIAS || role == FT_ROLE_FFN_UP_EXPS_BIAS ||
+           role == FT_ROLE_FFN_DOWN_EXPS_BIAS;
 }
 
 void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_t *out_active)
