@@ -1,6 +1,7 @@
 #include "schedule_report.h"
 
 #include "../runtime/format/dtype.h"
+#include "../runtime/format/plan_validate.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -60,6 +61,9 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_ROPE:
         fprintf(out, "  %s, %u of %u dims, theta %g, %u + %u heads", ft_sr_rope(op->rope), op->rope_dim,
                 op->head_dim, (double)op->rope_theta, op->n_heads, op->n_kv_heads);
+        if (op->rope_yarn_factor != 0.0f)
+            fprintf(out, ", YaRN x%g of %u (beta %g/%g)", (double)op->rope_yarn_factor, op->rope_yarn_orig_ctx,
+                    (double)op->rope_yarn_beta_fast, (double)op->rope_yarn_beta_slow);
         break;
     case FTPLAN__OP_KIND__OP_KV_APPEND:
         fprintf(out, "  %u KV heads x %u", op->n_kv_heads, op->head_dim);
@@ -69,6 +73,8 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
                 op->sliding_window ? "sliding window" : "causal");
         if (op->sliding_window)
             fprintf(out, " %u", op->sliding_window);
+        if (op->n_weights)
+            fputs(", with sinks", out);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER:
         fprintf(out, "  %s, top %u of %u%s", op->scoring == FTPLAN__ROUTER_SCORING__ROUTER_SIGMOID ? "sigmoid" : "softmax",
@@ -79,7 +85,10 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
             fprintf(out, ", weights x %g", (double)op->routed_scaling);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
-        fprintf(out, "  %u experts of ffn %u, %u used", op->n_experts, op->expert_ffn, op->n_experts_used);
+        fprintf(out, "  %u experts of ffn %u, %u used, %s", op->n_experts, op->expert_ffn, op->n_experts_used,
+                ft_sr_act_name(op->act));
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+            fprintf(out, " (alpha %g, limit %g)", (double)op->act_alpha, (double)op->act_limit);
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         fprintf(out, "  %s", ft_sr_act_name(op->act));
@@ -103,6 +112,9 @@ static void ft_sr_op(const Ftplan__Plan *p, const Ftplan__Op *op, FILE *out)
         const Ftplan__Tensor *t = op->weights[j] < p->n_tensors ? p->tensors[op->weights[j]] : NULL;
         fprintf(out, "%s%s (%s)", j ? ", " : "  ", t ? t->name : "?",
                 t ? ft_dtype_name((ft_dtype_t)t->format) : "?");
+        const uint32_t b = j < op->n_biases ? op->biases[j] : FT_PLAN_NO_BIAS;
+        if (b != FT_PLAN_NO_BIAS)
+            fprintf(out, " + %s", b < p->n_tensors ? p->tensors[b]->name : "?");
     }
     ft_sr_params(op, out);
     fputc('\n', out);
@@ -152,6 +164,14 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
     json_object_set_new(o, "inputs", ft_sr_names(p, op->inputs, op->n_inputs, 0));
     json_object_set_new(o, "outputs", ft_sr_names(p, op->outputs, op->n_outputs, 0));
     json_object_set_new(o, "weights", ft_sr_names(p, op->weights, op->n_weights, 1));
+    if (op->n_biases) { /* null for a weight without one */
+        json_t *b = json_array();
+        for (size_t j = 0; b && j < op->n_biases; j++)
+            json_array_append_new(b, op->biases[j] == FT_PLAN_NO_BIAS ? json_null()
+                                     : json_string(op->biases[j] < p->n_tensors ? p->tensors[op->biases[j]]->name
+                                                                                : "?"));
+        json_object_set_new(o, "biases", b);
+    }
     switch (op->kind) {
     case FTPLAN__OP_KIND__OP_RMSNORM:
         json_object_set_new(o, "eps", json_real(op->eps));

@@ -40,6 +40,9 @@ ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_option
 {
     if (t->n_dims == 1)
         return FT_DTYPE_F32; /* norms: tiny, read every token, keep them exact */
+    if (t->role == FT_ROLE_FFN_GATE_EXPS_BIAS || t->role == FT_ROLE_FFN_UP_EXPS_BIAS ||
+        t->role == FT_ROLE_FFN_DOWN_EXPS_BIAS)
+        return FT_DTYPE_F32; /* expert biases: added in f32 (the schedule's MOE takes f32 only) */
     /* Routers are small and decide which experts run: like llama.cpp's
      * quantizer, never make a float router lossier. */
     if (t->role == FT_ROLE_FFN_ROUTER && (t->dtype == FT_DTYPE_F32 || t->dtype == FT_DTYPE_F16 ||

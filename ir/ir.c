@@ -50,6 +50,15 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_GATE] = "ffn_gate",
     [FT_ROLE_FFN_UP] = "ffn_up",
     [FT_ROLE_FFN_DOWN] = "ffn_down",
+    [FT_ROLE_ATTN_Q_BIAS] = "attn_q.bias",
+    [FT_ROLE_ATTN_K_BIAS] = "attn_k.bias",
+    [FT_ROLE_ATTN_V_BIAS] = "attn_v.bias",
+    [FT_ROLE_ATTN_O_BIAS] = "attn_output.bias",
+    [FT_ROLE_ATTN_SINKS] = "attn_sinks",
+    [FT_ROLE_FFN_ROUTER_BIAS] = "ffn_gate_inp.bias",
+    [FT_ROLE_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias",
+    [FT_ROLE_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
+    [FT_ROLE_FFN_DOWN_EXPS_BIAS] = "ffn_down_exps.bias",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
@@ -64,6 +73,7 @@ const char *ft_arch_name(ft_arch_t arch)
     switch (arch) {
     case FT_ARCH_QWEN3MOE: return "qwen3moe";
     case FT_ARCH_MIXTRAL: return "mixtral";
+    case FT_ARCH_GPT_OSS: return "gpt-oss";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -85,10 +95,12 @@ uint64_t ft_ir_tensor_elems(const ft_ir_tensor_t *t)
     return n;
 }
 
+/* A per-expert stack (its biases too): shape[0] is the expert count. */
 static int ft_is_expert_role(ft_tensor_role_t role)
 {
-    return role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS ||
-           role == FT_ROLE_FFN_DOWN_EXPS;
+    return role == FT_ROLE_FFN_GATE_EXPS || role == FT_ROLE_FFN_UP_EXPS || role == FT_ROLE_FFN_DOWN_EXPS ||
+           role == FT_ROLE_FFN_GATE_EXPS_BIAS || role == FT_ROLE_FFN_UP_EXPS_BIAS ||
+           role == FT_ROLE_FFN_DOWN_EXPS_BIAS;
 }
 
 void ft_ir_param_counts(const ft_ir_model_t *model, uint64_t *out_total, uint64_t *out_active)
@@ -208,6 +220,27 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
             (st = ft_ir_expect(m, FT_ROLE_ATTN_V, L, 2, v, d, 0)) ||
             (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, o, 0)) ||
             (st = ft_ir_expect(m, FT_ROLE_FFN_NORM, L, 1, d, 0, 0)))
+            return st;
+        /* Biases are optional, each a vector of its projection's rows. */
+        const ft_tensor_role_t bias_roles[4] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS,
+                                                FT_ROLE_ATTN_O_BIAS};
+        const uint64_t bias_rows[4] = {q, k, v, d};
+        for (int j = 0; j < 4; j++)
+            if (ft_ir_find(m, bias_roles[j], L) && (st = ft_ir_expect(m, bias_roles[j], L, 1, bias_rows[j], 0, 0)))
+                return st;
+        /* gpt-oss's router and expert biases, where present */
+        if (b->is_moe) {
+            const ft_tensor_role_t fr[4] = {FT_ROLE_FFN_ROUTER_BIAS, FT_ROLE_FFN_GATE_EXPS_BIAS,
+                                            FT_ROLE_FFN_UP_EXPS_BIAS, FT_ROLE_FFN_DOWN_EXPS_BIAS};
+            const uint64_t E = b->moe.n_experts, F = b->moe.expert_ffn;
+            const uint64_t dims[4][3] = {{1, E, 0}, {2, E, F}, {2, E, F}, {2, E, d}};
+            for (int j = 0; j < 4; j++)
+                if (ft_ir_find(m, fr[j], L) &&
+                    (st = ft_ir_expect(m, fr[j], L, (uint32_t)dims[j][0], dims[j][1], dims[j][2], 0)))
+                    return st;
+        }
+        if ((b->attn.has_sinks || ft_ir_find(m, FT_ROLE_ATTN_SINKS, L)) &&
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_SINKS, L, 1, b->attn.n_heads, 0, 0)))
             return st;
         if (b->attn.qk_norm &&
             ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||

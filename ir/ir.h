@@ -21,6 +21,7 @@ typedef enum ft_arch {
     FT_ARCH_UNKNOWN = 0,
     FT_ARCH_QWEN3MOE = 1,
     FT_ARCH_MIXTRAL = 2, /* GGUF "llama" with experts, HF MixtralForCausalLM */
+    FT_ARCH_GPT_OSS = 3, /* GGUF "gpt-oss", HF GptOssForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -54,6 +55,15 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_GATE = 16,
     FT_ROLE_FFN_UP = 17,
     FT_ROLE_FFN_DOWN = 18,
+    FT_ROLE_ATTN_Q_BIAS = 19, /* a bias vector of its projection's rows (optional) */
+    FT_ROLE_ATTN_K_BIAS = 20,
+    FT_ROLE_ATTN_V_BIAS = 21,
+    FT_ROLE_ATTN_O_BIAS = 22,
+    FT_ROLE_ATTN_SINKS = 23, /* [n_heads] sink logits (optional) */
+    FT_ROLE_FFN_ROUTER_BIAS = 24,    /* [n_experts] (optional) */
+    FT_ROLE_FFN_GATE_EXPS_BIAS = 25, /* [n_experts, ffn] (optional, with the other two) */
+    FT_ROLE_FFN_UP_EXPS_BIAS = 26,
+    FT_ROLE_FFN_DOWN_EXPS_BIAS = 27, /* [n_experts, d_model] */
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -69,6 +79,11 @@ typedef struct ft_ir_hparams {
     ft_rope_kind_t rope;
     float rope_theta;
     uint32_t rope_dim;
+    /* YaRN context extension (0: none): factor, original context and the
+     * ramp's rotations, as llama.cpp's rope_yarn uses them. */
+    float rope_yarn_factor;
+    uint32_t rope_yarn_orig_ctx;
+    float rope_yarn_beta_fast, rope_yarn_beta_slow;
     int tie_embeddings;
 } ft_ir_hparams_t;
 
@@ -77,7 +92,8 @@ typedef struct ft_ir_attention {
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
-    int has_sinks, has_bias;
+    int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
+    int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
 } ft_ir_attention_t;
 
 typedef struct ft_ir_moe {
@@ -95,6 +111,7 @@ typedef struct ft_ir_block {
     ft_ir_moe_t moe;
     uint32_t dense_ffn;
     ft_activation_t act;
+    float act_alpha, act_limit; /* FT_ACT_SWIGLU_OAI's constants (gpt-oss: 1.702, 7) */
 } ft_ir_block_t;
 
 /* A contiguous byte range of a source file. A tensor's data is its pieces

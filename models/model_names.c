@@ -33,6 +33,31 @@ static const ft_role_names_t ft_layer_roles[] = {
     {FT_ROLE_FFN_DOWN, "ffn_down", "mlp.down_proj"},
 };
 
+/* Optional per-layer biases of the attention projections (Qwen2's q/k/v,
+ * gpt-oss's four), as "<name>.bias" beside the weight: taken when present,
+ * and a block with any has attn.has_bias. */
+static const ft_role_names_t ft_bias_roles[] = {
+    {FT_ROLE_ATTN_Q_BIAS, "attn_q", "self_attn.q_proj"},
+    {FT_ROLE_ATTN_K_BIAS, "attn_k", "self_attn.k_proj"},
+    {FT_ROLE_ATTN_V_BIAS, "attn_v", "self_attn.v_proj"},
+    {FT_ROLE_ATTN_O_BIAS, "attn_output", "self_attn.o_proj"},
+    /* gpt-oss's router and expert biases (GGUF; HF keeps the experts'
+     * fused, see gptoss.c) */
+    {FT_ROLE_FFN_ROUTER_BIAS, "ffn_gate_inp", "mlp.router"},
+    {FT_ROLE_FFN_GATE_EXPS_BIAS, "ffn_gate_exps", NULL},
+    {FT_ROLE_FFN_UP_EXPS_BIAS, "ffn_up_exps", NULL},
+    {FT_ROLE_FFN_DOWN_EXPS_BIAS, "ffn_down_exps", NULL},
+};
+
+/* The GGUF name of a per-layer role where an architecture's converter
+ * writes another than the canonical one (gpt-oss: post_attention_norm). */
+static const char *ft_role_gguf_src_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
+{
+    if (m->hp.arch == FT_ARCH_GPT_OSS && rn->role == FT_ROLE_FFN_NORM)
+        return "post_attention_norm";
+    return rn->gguf;
+}
+
 /* Mixtral's HF MoE block (MixtralSparseMoeBlock) under its own names:
  * w1 is the gate projection, w3 the up, w2 the down. */
 static const ft_role_names_t ft_mixtral_hf_roles[] = {
@@ -300,7 +325,8 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
 {
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * n_layer_roles;
+    const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 1); /* + sinks */
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -321,6 +347,37 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, sname);
     }
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        const int want_bias = m->blocks[l].attn.has_bias; /* an HF config says so (attention_bias) */
+        m->blocks[l].attn.has_bias = 0;
+        for (size_t r = 0; r < n_bias_roles; r++) {
+            const ft_role_names_t *rn = &ft_bias_roles[r];
+            if (hf && !rn->hf)
+                continue;
+            if (hf)
+                snprintf(sname, sizeof(sname), "model.layers.%u.%s.bias", l, rn->hf);
+            else
+                snprintf(sname, sizeof(sname), "blk.%u.%s.bias", l, rn->gguf);
+            snprintf(iname, sizeof(iname), "blk.%u.%s.bias", l, rn->gguf);
+            if ((st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found)))
+                return st;
+            if (rn->role == FT_ROLE_FFN_ROUTER_BIAS)
+                m->blocks[l].moe.has_router_bias |= found;
+            else if (rn->role <= FT_ROLE_ATTN_O_BIAS)
+                m->blocks[l].attn.has_bias |= found;
+        }
+        /* Attention sinks (gpt-oss): one logit per head, HF "self_attn.sinks"
+         * without a ".weight"; a block with them has attn.has_sinks. */
+        if (hf)
+            snprintf(sname, sizeof(sname), "model.layers.%u.self_attn.sinks", l);
+        else
+            snprintf(sname, sizeof(sname), "blk.%u.attn_sinks.weight", l);
+        snprintf(iname, sizeof(iname), "blk.%u.attn_sinks.weight", l);
+        if ((st = ft_take_plain(ix, m, sname, iname, FT_ROLE_ATTN_SINKS, (int32_t)l, &found)))
+            return st;
+        m->blocks[l].attn.has_sinks |= found;
+        if (want_bias && !m->blocks[l].attn.has_bias)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: the config asks for attention biases, but layer %u has "
+                                  "none (no 'model.layers.%u.self_attn.q_proj.bias')", src->path, l, l);
         const ft_ir_block_t *b = &m->blocks[l];
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];
@@ -336,7 +393,7 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
                 if (hf)
                     snprintf(sname, sizeof(sname), "model.layers.%u.%s.weight", l, hf_name);
                 else
-                    snprintf(sname, sizeof(sname), "%s", iname);
+                    snprintf(sname, sizeof(sname), "blk.%u.%s.weight", l, ft_role_gguf_src_name(m, rn));
                 st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found);
                 if (!st && !found && m->hp.arch == FT_ARCH_MIXTRAL && ft_role_is_expert(rn->role)) {
                     /* "ffn_gate_exps" -> split names "blk.L.ffn_gate.E.weight" */

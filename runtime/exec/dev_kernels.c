@@ -104,6 +104,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_KV_APPEND:  /* the shared ft_kv_append, or copies */
     case FTPLAN__OP_KIND__OP_ADD:        /* the shared scatter-add */
     case FTPLAN__OP_KIND__OP_GLU:        /* the shared SwiGLU */
+        if (x->kind == FTPLAN__OP_KIND__OP_GLU && x->act != FTPLAN__ACTIVATION__ACT_SILU)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: clamped SwiGLU (ACT_SWIGLU_OAI) has no CUDA "
+                                  "kernel yet (use --backend cpu or sim)", what);
         return FT_OK;
     case FTPLAN__OP_KIND__OP_RMSNORM:
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->width);
@@ -112,6 +115,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         st = ft_dev_fn(ce, &o->fn, "ft_rmsnorm_d%u", x->head_dim);
         break;
     case FTPLAN__OP_KIND__OP_ROPE: { /* NeoX halves or adjacent pairs: the name says which */
+        if (x->rope_mscale != 1.0f)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: YaRN RoPE has no CUDA kernel yet (use "
+                                  "--backend cpu or sim)", what);
         char name[64];
         if (ft_cuda_kernel_rope_name(x->rope_neox, x->head_dim, x->rope_dim, name, sizeof(name)) < 0)
             return ft_status_make(FT_STATUS_INTERNAL, "cuda: %s: kernel name too long", what);
@@ -119,6 +125,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         break;
     }
     case FTPLAN__OP_KIND__OP_ATTENTION: {
+        if (x->sinks)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: attention sinks have no CUDA kernel yet (use "
+                                  "--backend cpu or sim)", what);
         /* The kernels of the plan's KV element type: "" f32, "_f16" f16. */
         const char *kv = ce->m->kv_dtype == FT_DTYPE_F16 ? "_f16" : "";
         st = ft_dev_fn(ce, &o->fn, "ft_attn_decode%s_h%u_q%u_kv%u", kv, x->head_dim, x->n_heads, x->n_kv_heads);
@@ -131,8 +140,16 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         break;
     }
     case FTPLAN__OP_KIND__OP_LINEAR:
+        for (uint32_t j = 0; j < x->n_w; j++)
+            if (x->bias[j])
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "cuda: %s: weight %u has a bias, which has no CUDA kernel yet (use "
+                                      "--backend cpu or sim)", what, j);
         return ft_dev_bind_mats(ce, x, o, what);
     case FTPLAN__OP_KIND__OP_ROUTER:
+        if (x->bias[0])
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: a router logit bias has no CUDA kernel yet "
+                                  "(use --backend cpu or sim)", what);
         if (x->scoring || x->n_groups || x->routed_scaling != 1.0f)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "cuda: %s: a %s router%s%s has no CUDA kernel yet (softmax top-k only; use "
@@ -143,6 +160,10 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         if (!st) st = ft_dev_fn(ce, &o->fn, "ft_router_topk_e%u_k%u", x->L->n_experts, x->L->n_used);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
+        if (x->bias[0] || x->bias[1] || x->bias[2] || x->act != FTPLAN__ACTIVATION__ACT_SILU)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: %s have no CUDA kernel yet (use --backend cpu "
+                                  "or sim)", what, x->act != FTPLAN__ACTIVATION__ACT_SILU
+                                                       ? "clamped SwiGLU experts (ACT_SWIGLU_OAI)" : "expert biases");
         return ft_dev_bind_experts(ce, x, o, what);
     default:
         return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s has no device implementation", what);

@@ -247,7 +247,7 @@ static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_c
     for (uint32_t j = 0; j < n_e; j++)
         memcpy(sc->xrows + (size_t)j * d, s->h_host + (size_t)(list[j] / K) * d, d * sizeof(float));
     ft_cpu_act_prepare(L->gate.dtype, sc->xrows, d, n_e, d, sc->xp);
-    ft_cpu_expert(L, gen, wg, wu, wd, sc->xrows, sc->xp, n_e, sc->g, sc->u, sc->ap, out);
+    ft_cpu_expert(L, gen, NULL, wg, wu, wd, sc->xrows, sc->xp, n_e, sc->g, sc->u, sc->ap, out); /* cuda: plain experts */
 }
 
 static void ft_dev_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)

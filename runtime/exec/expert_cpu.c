@@ -16,10 +16,20 @@ static void ft_mat_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const v
         ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
 }
 
-void ft_cpu_expert(const ft_layer_t *L, int gen, const uint8_t *wg, const uint8_t *wu, const uint8_t *wd,
-                   const float *xrows, void *xp, uint32_t n, float *g, float *u, void *ap, float *out)
+/* y[t] += b for n rows of `rows` floats (b NULL: none). */
+static void ft_rows_bias(float *y, const float *b, uint32_t n, uint32_t rows)
 {
-    if (gen && L->expert_kernel) { /* the plan's fused gate + up + SwiGLU + down */
+    for (uint32_t t = 0; b && t < n; t++)
+        for (uint32_t r = 0; r < rows; r++)
+            y[(size_t)t * rows + r] += b[r];
+}
+
+void ft_cpu_expert(const ft_layer_t *L, int gen, const ft_expert_params_t *ep, const uint8_t *wg,
+                   const uint8_t *wu, const uint8_t *wd, const float *xrows, void *xp, uint32_t n, float *g,
+                   float *u, void *ap, float *out)
+{
+    const int plain = !ep || (!ep->b_gate && !ep->b_up && !ep->b_down && ep->act == 0);
+    if (gen && L->expert_kernel && plain) { /* the plan's fused gate + up + SwiGLU + down */
         L->expert_kernel(wg, wu, wd, xp, n, g, u, ap, out);
         return;
     }
@@ -28,7 +38,18 @@ void ft_cpu_expert(const ft_layer_t *L, int gen, const uint8_t *wg, const uint8_
     if (L->up.dtype != L->gate.dtype)
         ft_cpu_act_prepare(L->up.dtype, xrows, d, n, d, xp);
     ft_mat_apply(&L->up, gen, wu, xp, n, u, ffn);
-    ft_op_swiglu(g, u, n * ffn);
+    if (plain) {
+        ft_op_swiglu(g, u, n * ffn);
+    } else {
+        ft_rows_bias(g, ep->b_gate, n, ffn);
+        ft_rows_bias(u, ep->b_up, n, ffn);
+        if (ep->act == 2) /* ACT_SWIGLU_OAI */
+            ft_op_swiglu_oai(g, u, n * ffn, ep->alpha, ep->limit);
+        else
+            ft_op_swiglu(g, u, n * ffn);
+    }
     ft_cpu_act_prepare(L->down.dtype, g, ffn, n, ffn, ap);
     ft_mat_apply(&L->down, gen, wd, ap, n, out, L->down.rows);
+    if (!plain)
+        ft_rows_bias(out, ep->b_down, n, L->down.rows);
 }

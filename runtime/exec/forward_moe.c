@@ -17,6 +17,7 @@
 typedef struct ft_moe_run {
     ft_session_t *s;
     const ft_layer_t *L;
+    const ft_xop_t *x; /* the MOE op: its expert biases and activation */
     const float *hin; /* the input rows as floats */
     uint32_t n_active;
     atomic_uint next; /* next entry of e_active to take */
@@ -28,9 +29,15 @@ typedef struct ft_moe_run {
 } ft_moe_run_t;
 
 /* One expert over the tokens routed to it: down(silu(gate x) * up x). */
-static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t *es, uint32_t e,
+static void ft_expert(ft_session_t *s, const ft_xop_t *x, ft_expert_scratch_t *es, uint32_t e,
                       const uint8_t *blob, const uint8_t *xp_rows, const float *hin)
 {
+    const ft_layer_t *L = x->L;
+    const uint32_t ffn = L->expert_ffn, dm = L->down.rows;
+    const ft_expert_params_t ep = {x->bias[0] ? x->bias[0] + (size_t)e * ffn : NULL,
+                                   x->bias[1] ? x->bias[1] + (size_t)e * ffn : NULL,
+                                   x->bias[2] ? x->bias[2] + (size_t)e * dm : NULL, x->act, x->act_alpha,
+                                   x->act_limit};
     /* Weights from an offload slot or stream buffer when the dispatcher put
      * the expert there, else from the mapped FTW stacks. */
     const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);
@@ -48,7 +55,7 @@ static void ft_expert(ft_session_t *s, const ft_layer_t *L, ft_expert_scratch_t 
             memcpy(es->xrows + (size_t)i * d, hin + (size_t)(list[i] / U) * d, d * sizeof(float));
         ft_cpu_act_prepare(L->gate.dtype, es->xrows, d, n_e, d, es->xp);
     }
-    ft_cpu_expert(L, s->use_generated, wg, wu, wd, es->xrows, es->xp, n_e, es->g, es->u, es->ap, es->dn);
+    ft_cpu_expert(L, s->use_generated, &ep, wg, wu, wd, es->xrows, es->xp, n_e, es->g, es->u, es->ap, es->dn);
     for (uint32_t i = 0; i < n_e; i++)
         memcpy(s->eo + (size_t)list[i] * d, es->dn + (size_t)i * d, d * sizeof(float));
 }
@@ -61,7 +68,7 @@ static void ft_moe_worker(void *ctx, uint32_t ti, uint32_t nt)
         uint32_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
         if (i >= r->n_active)
             break;
-        ft_expert(r->s, r->L, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i], r->xp_rows, r->hin);
+        ft_expert(r->s, r->x, &r->s->es[ti], (uint32_t)r->s->e_active[i], r->s->e_blob[i], r->xp_rows, r->hin);
     }
 }
 
@@ -248,7 +255,7 @@ static void ft_route(ft_session_t *s, const ft_xop_t *x, uint32_t n, int prepare
 {
     const ft_layer_t *L = x->L;
     const uint32_t E = L->n_experts, K = L->n_used, U = s->m->max_used;
-    const int plain = !x->scoring && !x->n_groups && x->routed_scaling == 1.0f;
+    const int plain = !x->scoring && !x->n_groups && x->routed_scaling == 1.0f && !x->bias[0];
     /* A decode token's router runs split by rows on every thread; the
      * fused kernel (per token, one thread each) pays off from a few tokens. */
     if (plain && prepared && L->router_kernel && n >= 4) {
@@ -261,9 +268,12 @@ static void ft_route(ft_session_t *s, const ft_xop_t *x, uint32_t n, int prepare
         ft_fwd_linear_prepared(s, &router, &s->router, 1, n);
     else
         ft_fwd_linear(s, &router, &s->router, 1, hin, n);
-    for (uint32_t t = 0; t < n; t++)
-        ft_route_token(x, s->router + (size_t)t * E, E, K, s->route_scratch, s->sel + (size_t)t * U,
-                       s->sel_w + (size_t)t * U);
+    for (uint32_t t = 0; t < n; t++) {
+        float *logits = s->router + (size_t)t * E;
+        for (uint32_t e = 0; x->bias[0] && e < E; e++) /* the logits' bias (gpt-oss) */
+            logits[e] += x->bias[0][e];
+        ft_route_token(x, logits, E, K, s->route_scratch, s->sel + (size_t)t * U, s->sel_w + (size_t)t * U);
+    }
 }
 
 void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared)
@@ -284,7 +294,7 @@ ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows,
             const uint32_t e = (uint32_t)s->sel[(size_t)t * U + k];
             s->e_list[(size_t)e * s->n_batch + s->e_count[e]++] = t * U + k;
         }
-    ft_moe_run_t r = {.s = s, .L = L, .hin = st->buf[x->in[0]], .xp_rows = xp_rows};
+    ft_moe_run_t r = {.s = s, .L = L, .x = x, .hin = st->buf[x->in[0]], .xp_rows = xp_rows};
     for (uint32_t e = 0; e < E; e++)
         if (s->e_count[e]) {
             s->e_active_count[r.n_active] = s->e_count[e];
@@ -304,7 +314,9 @@ ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows,
         ft_status_t st_off = ft_offload_moe(off, layer, n, s->e_active, s->e_active_count, r.n_active, s->e_blob);
         if (st_off) return st_off;
     }
-    if (n == 1 && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
+    /* The row-split decode path computes plain SwiGLU experts only. */
+    const int plain = !x->bias[0] && !x->bias[1] && !x->bias[2] && x->act == 0;
+    if (n == 1 && plain && s->use_generated && L->gate.dtype == L->up.dtype && r.n_active <= m->max_used) {
         ft_moe_decode(s, L, r.n_active, r.xp_rows, r.hin);
     } else {
         atomic_init(&r.next, 0);

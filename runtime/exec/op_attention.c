@@ -60,7 +60,7 @@ void ft_xop_head_norm(ft_step_t *st, const ft_xop_t *x)
  * of the position are formed once per token (ft_op_rope_* form them per
  * head) with the same double-precision angle, then applied with their
  * float operations, so the result is bit-identical to them. */
-enum { FT_ROPE_MAX_HALF = 256 };
+enum { FT_ROPE_MAX_HALF = FT_ROPE_MSCALE_MAX_HALF }; /* program.c refuses a YaRN scale past it */
 
 static void ft_rope_apply(float *heads, uint32_t n_heads, uint32_t hd, uint32_t half, int neox, const float *cs,
                           const float *sn)
@@ -98,8 +98,8 @@ static void ft_rope_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
     float cs[FT_ROPE_MAX_HALF], sn[FT_ROPE_MAX_HALF];
     for (uint32_t i = 0; i < half; i++) {
         const double angle = (double)pos * x->inv_freq[i];
-        cs[i] = (float)cos(angle);
-        sn[i] = (float)sin(angle);
+        cs[i] = (float)cos(angle) * x->rope_mscale; /* YaRN's scale; exactly 1 otherwise */
+        sn[i] = (float)sin(angle) * x->rope_mscale;
     }
     ft_rope_apply(q, x->n_heads, hd, half, x->rope_neox, cs, sn);
     ft_rope_apply(k, x->n_kv_heads, hd, half, x->rope_neox, cs, sn);
@@ -203,9 +203,10 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
 }
 
 /* The reference loop of one item over the cache of layer x->layer: the
- * KV head's rows are at kc / vc + p * kvd elements of the cache's type. */
-static void ft_attn_item(const ft_attn_run_t *r, const float *q, const void *kc, const void *vc, uint32_t n_keys,
-                         float *scores, float *out)
+ * KV head's rows are at kc / vc + p * kvd elements of the cache's type;
+ * its query heads are kvh * group + g. */
+static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, const void *kc, const void *vc,
+                         uint32_t n_keys, float *scores, float *out)
 {
     ft_session_t *s = r->st->s;
     const ft_xop_t *x = r->x;
@@ -221,7 +222,11 @@ static void ft_attn_item(const ft_attn_run_t *r, const float *q, const void *kc,
                 scale;
     }
     for (uint32_t g = 0; g < group; g++)
-        ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+        if (x->sinks)
+            ft_op_softmax_sink(scores + (size_t)g * s->n_ctx, n_keys,
+                               x->sinks[kvh * group + g]);
+        else
+            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
     memset(out, 0, (size_t)group * hd * sizeof(float));
     for (uint32_t p = 0; p < n_keys; p++) {
         const size_t at = (size_t)p * kvd;
@@ -270,7 +275,7 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
             r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, s->n_ctx,
                           out);
         else
-            ft_attn_item(r, q, kh, vh, n_keys, scores, out);
+            ft_attn_item(r, kvh, q, kh, vh, n_keys, scores, out);
         ft_attn_prepare_next(r, t, kvh, out);
     }
 }

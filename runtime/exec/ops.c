@@ -54,10 +54,34 @@ void ft_op_softmax(float *x, uint32_t n)
         x[i] *= inv;
 }
 
+void ft_op_softmax_sink(float *x, uint32_t n, float sink)
+{
+    float mx = sink;
+    for (uint32_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    float sum = expf(sink - mx); /* the sink's share, which weighs no value */
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum; /* sum >= 1: the max contributes exp(0) */
+    for (uint32_t i = 0; i < n; i++)
+        x[i] *= inv;
+}
+
 void ft_op_swiglu(float *g, const float *u, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const float gc = g[i] < limit ? g[i] : limit;
+        const float uc = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        g[i] = gc / (1.0f + expf(-alpha * gc)) * (uc + 1.0f);
+    }
 }
 
 void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx)

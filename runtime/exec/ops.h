@@ -19,8 +19,17 @@ void ft_op_rope_norm(float *head, uint32_t rope_dim, const float *inv_freq, uint
 /* In-place softmax over n values; returns nothing, never divides by 0. */
 void ft_op_softmax(float *x, uint32_t n);
 
+/* Softmax with a sink logit in the denominator (attention sinks):
+ * x[i] = exp(x[i]) / (sum_j exp(x[j]) + exp(sink)), computed from the
+ * largest of x and the sink. */
+void ft_op_softmax_sink(float *x, uint32_t n, float sink);
+
 /* g[i] = silu(g[i]) * u[i]. */
 void ft_op_swiglu(float *g, const float *u, uint32_t n);
+
+/* gpt-oss's clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit,
+ * limit), g[i] = g' * sigmoid(alpha g') * (u' + 1). */
+void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit);
 
 /* Indices of the k largest values of x[0..n) (ties: the lower index first),
  * in descending order of value. */

@@ -6,6 +6,7 @@
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
+#include "../format/convert.h"
 #include "../format/plan_validate.h"
 
 #include <math.h>
@@ -19,6 +20,7 @@ typedef struct ft_bind_ctx {
     const char *list;  /* "prologue", "block", "epilogue" */
     int32_t layer;
     float *inv_freq;   /* next free entries of p->inv_freq */
+    float *bias;       /* next free entries of p->bias_floats */
 } ft_bind_ctx_t;
 
 #define FT_BIND_ERR(fmt, ...)                                                                            \
@@ -61,6 +63,75 @@ FT_WARN_UNUSED static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftp
     return FT_OK;
 }
 
+/* Plan tensor ti, an f32, f16 or bf16 vector (or [experts, rows] stack)
+ * of n elements (validated), widened to f32 into the program's next free
+ * floats. */
+FT_WARN_UNUSED static ft_status_t ft_bind_widened(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t ti,
+                                                  uint32_t n, const char *what, const float **out)
+{
+    const Ftplan__Tensor *t = c->b->plan->tensors[ti];
+    uint64_t n_bytes;
+    const uint8_t *src;
+    const uint64_t elems = t->n_shape == 1 ? t->shape[0] : t->n_shape == 2 ? t->shape[0] * t->shape[1] : 0;
+    if (elems != n || !ft_dtype_row_bytes((ft_dtype_t)t->format, n, &n_bytes))
+        return FT_BIND_ERR("%s '%s' is not a vector of %u elements", what, t->name, n);
+    ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, &src);
+    if (!st)
+        st = ft_convert_row(FT_DTYPE_F32, c->bias, (ft_dtype_t)t->format, src, n);
+    if (st)
+        return ft_status_annotate(st, "%s: %s '%s'", c->where, what, t->name);
+    *out = c->bias;
+    c->bias += n;
+    return FT_OK;
+}
+
+/* A LINEAR's biases (plan_validate_schedule.c checked each is an f32, f16
+ * or bf16 vector of its weight's rows), widened to f32 once here. */
+FT_WARN_UNUSED static ft_status_t ft_bind_biases(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+{
+    ft_status_t st = FT_OK;
+    for (size_t j = 0; j < op->n_biases && !st; j++)
+        if (op->biases[j] != FT_PLAN_NO_BIAS)
+            st = ft_bind_widened(c, op, i, op->biases[j], x->w[j]->rows, "bias", &x->bias[j]);
+    return st;
+}
+
+/* A ROPE op's frequencies into inv_freq [rope_dim / 2]; returns the scale
+ * of its cos and sin. Plain RoPE: theta^(-2k/d), scale 1. YaRN as
+ * llama.cpp's rope_yarn computes it (ggml-cpu/ops.cpp, ext_factor 1,
+ * attn_factor 1), which HF's _compute_yarn_parameters equals when it
+ * truncates the correction range (truncate, its default):
+ *   corr(b)  = d ln(orig_ctx / (2 pi b)) / (2 ln theta)
+ *   low      = max(0, floor(corr(beta_fast))), high = min(d - 1, ceil(corr(beta_slow)))
+ *   ramp_k   = 1 - clamp((k - low) / max(0.001, high - low), 0, 1)
+ *   f_k      = theta^(-2k/d) (extrapolated), f_k / factor (interpolated)
+ *   inv_freq = f_k / factor * (1 - ramp_k) + f_k * ramp_k
+ *   scale    = 1 + 0.1 ln(factor)   (cos and sin both) */
+static float ft_rope_freqs(const Ftplan__Op *op, float *inv_freq)
+{
+    const double d = op->rope_dim, theta = op->rope_theta, factor = op->rope_yarn_factor;
+    double low = 0.0, high = 0.0;
+    if (factor != 0.0) {
+        const double pi = 3.14159265358979323846, lb = 2.0 * log(theta), ctx = op->rope_yarn_orig_ctx;
+        low = floor(d * log(ctx / (2.0 * pi * op->rope_yarn_beta_fast)) / lb);
+        high = ceil(d * log(ctx / (2.0 * pi * op->rope_yarn_beta_slow)) / lb);
+        low = low > 0.0 ? low : 0.0;
+        high = high < d - 1.0 ? high : d - 1.0;
+    }
+    for (uint32_t k = 0; k < op->rope_dim / 2; k++) {
+        const double f = pow(theta, -2.0 * k / d);
+        if (factor == 0.0) {
+            inv_freq[k] = (float)f;
+            continue;
+        }
+        double y = (k - low) / (high - low > 0.001 ? high - low : 0.001);
+        y = y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+        const double ramp = 1.0 - y;
+        inv_freq[k] = (float)(f / factor * (1.0 - ramp) + f * ramp);
+    }
+    return factor != 0.0 ? (float)(1.0 + 0.1 * log(factor)) : 1.0f;
+}
+
 /* Kind-specific parameters and shape checks. */
 FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
 {
@@ -83,9 +154,10 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
         x->rope_neox = op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
         x->rope_dim = op->rope_dim;
         x->inv_freq = c->inv_freq;
-        for (uint32_t k = 0; k < op->rope_dim / 2; k++)
-            c->inv_freq[k] = (float)pow((double)op->rope_theta, -2.0 * k / op->rope_dim);
+        x->rope_mscale = ft_rope_freqs(op, c->inv_freq);
         c->inv_freq += op->rope_dim / 2;
+        if (x->rope_mscale != 1.0f && op->rope_dim / 2 > FT_ROPE_MSCALE_MAX_HALF)
+            return FT_BIND_ERR("YaRN over %u rotated dims (at most %u)", op->rope_dim, 2 * FT_ROPE_MSCALE_MAX_HALF);
         return FT_OK;
     case FTPLAN__OP_KIND__OP_KV_APPEND:
     case FTPLAN__OP_KIND__OP_ATTENTION:
@@ -97,14 +169,19 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
             return FT_BIND_ERR("%u/%u heads of %u do not fit the buffers", op->n_heads, op->n_kv_heads,
                                op->head_dim);
         x->sliding_window = op->sliding_window;
+        if (op->kind == FTPLAN__OP_KIND__OP_ATTENTION && op->n_weights)
+            return ft_bind_widened(c, op, i, op->weights[0], op->n_heads, "sinks", &x->sinks);
         return FT_OK;
     case FTPLAN__OP_KIND__OP_ADD:
         x->width = w_in;
         return w_in == w_out ? FT_OK : FT_BIND_ERR("buffers of width %u and %u", w_in, w_out);
     case FTPLAN__OP_KIND__OP_GLU:
         x->width = w_in;
-        if (op->act != FTPLAN__ACTIVATION__ACT_SILU)
-            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU) runs here");
+        x->act = op->act;
+        x->act_alpha = op->act_alpha;
+        x->act_limit = op->act_limit;
+        if (op->act != FTPLAN__ACTIVATION__ACT_SILU && op->act != FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU) and clamped SwiGLU (ACT_SWIGLU_OAI) run here");
         if (ft_width(c, x->in[1]) != w_in || w_out != w_in)
             return FT_BIND_ERR("buffers of width %u, %u and %u", w_in, ft_width(c, x->in[1]), w_out);
         return FT_OK;
@@ -117,12 +194,27 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
         x->n_groups = op->n_groups;
         x->n_groups_used = op->n_groups_used;
         x->routed_scaling = op->routed_scaling != 0.0f ? op->routed_scaling : 1.0f;
-        if (op->kind == FTPLAN__OP_KIND__OP_MOE && op->act != FTPLAN__ACTIVATION__ACT_SILU)
-            return FT_BIND_ERR("%s", "only SwiGLU experts run here");
+        x->act = op->act;
+        x->act_alpha = op->act_alpha;
+        x->act_limit = op->act_limit;
+        if (op->kind == FTPLAN__OP_KIND__OP_MOE && op->act != FTPLAN__ACTIVATION__ACT_SILU &&
+            op->act != FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+            return FT_BIND_ERR("%s", "only SwiGLU and clamped SwiGLU (ACT_SWIGLU_OAI) experts run here");
         if (w_in != c->m->d_model || (x->n_out && w_out != c->m->d_model) ||
             x->L->router.cols != c->m->d_model || x->L->router.rows != op->n_experts ||
             x->L->n_used != op->n_experts_used)
             return FT_BIND_ERR("%s", "router or experts do not match the block's buffers");
+        if (op->kind == FTPLAN__OP_KIND__OP_ROUTER && op->n_biases && op->biases[0] != FT_PLAN_NO_BIAS)
+            return ft_bind_widened(c, op, i, op->biases[0], op->n_experts, "router bias", &x->bias[0]);
+        if (op->kind == FTPLAN__OP_KIND__OP_MOE) {
+            const uint32_t rows[3] = {x->L->gate.rows, x->L->up.rows, x->L->down.rows};
+            ft_status_t st = FT_OK;
+            for (size_t j = 0; j < op->n_biases && j < 3 && !st; j++)
+                if (op->biases[j] != FT_PLAN_NO_BIAS)
+                    st = ft_bind_widened(c, op, i, op->biases[j], op->n_experts * rows[j], "expert bias",
+                                         &x->bias[j]);
+            return st;
+        }
         return FT_OK;
     default:
         return FT_OK;
@@ -162,7 +254,7 @@ FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *con
         if (op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM && op->n_heads == 0)
             return FT_BIND_ERR("%s", "no heads");
         if (op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED)
-            if ((st = ft_bind_mats(c, op, i, x)))
+            if ((st = ft_bind_mats(c, op, i, x)) || (st = ft_bind_biases(c, op, i, x)))
                 return st;
         if ((st = ft_bind_params(c, op, i, x)))
             return st;
@@ -178,6 +270,30 @@ static size_t ft_rope_floats(const Ftplan__Schedule *s)
         for (size_t i = 0; i < s->blocks[l]->n_ops; i++)
             if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_ROPE)
                 n += s->blocks[l]->ops[i]->rope_dim / 2;
+    return n;
+}
+
+/* Room for every LINEAR bias (its weight's rows, validated) and every
+ * ATTENTION's sinks (its heads) as f32. */
+static size_t ft_bias_floats(const Ftplan__Plan *plan)
+{
+    const Ftplan__Schedule *s = plan->schedule;
+    size_t n = 0;
+    Ftplan__Op *const *lists[2] = {s->prologue, s->epilogue};
+    const size_t n_lists[2] = {s->n_prologue, s->n_epilogue};
+    for (size_t l = 0; l < s->n_blocks + 2; l++) {
+        Ftplan__Op *const *ops = l < s->n_blocks ? s->blocks[l]->ops : lists[l - s->n_blocks];
+        const size_t n_ops = l < s->n_blocks ? s->blocks[l]->n_ops : n_lists[l - s->n_blocks];
+        for (size_t i = 0; i < n_ops; i++) {
+            for (size_t j = 0; j < ops[i]->n_biases; j++)
+                if (ops[i]->biases[j] != FT_PLAN_NO_BIAS) {
+                    const Ftplan__Tensor *t = plan->tensors[ops[i]->biases[j]];
+                    n += (size_t)t->shape[0] * (t->n_shape == 2 ? (size_t)t->shape[1] : 1);
+                }
+            if (ops[i]->kind == FTPLAN__OP_KIND__OP_ATTENTION && ops[i]->n_weights)
+                n += ops[i]->n_heads; /* the sinks */
+        }
+    }
     return n;
 }
 
@@ -206,7 +322,8 @@ ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const f
     p->widths = ft_mem_calloc(a, p->n_buffers, sizeof(uint32_t));
     p->blocks = ft_mem_calloc(a, p->n_blocks ? p->n_blocks : 1, sizeof(ft_xops_t));
     p->inv_freq = ft_mem_calloc(a, ft_rope_floats(s) + 1, sizeof(float));
-    if (!p->widths || !p->blocks || !p->inv_freq) {
+    p->bias_floats = ft_mem_calloc(a, ft_bias_floats(b->plan) + 1, sizeof(float));
+    if (!p->widths || !p->blocks || !p->inv_freq || !p->bias_floats) {
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", where);
         goto fail;
     }
@@ -230,7 +347,7 @@ ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const f
     }
     p->kv_buf = (uint32_t)kv;
     p->max_kv_width = p->widths[kv];
-    ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq};
+    ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq, p->bias_floats};
     if ((st = ft_bind_list(&c, s->prologue, s->n_prologue, a, &p->prologue)))
         goto fail;
     c.list = "block";
@@ -267,6 +384,7 @@ void ft_program_destroy(ft_program_t *p, const ft_allocator_t *a)
     ft_mem_free(a, p->blocks);
     ft_mem_free(a, p->widths);
     ft_mem_free(a, p->inv_freq);
+    ft_mem_free(a, p->bias_floats);
     ft_mem_free(a, p);
 }
 
@@ -351,8 +469,11 @@ static void ft_bind_attention(ft_xop_t *ops, uint32_t n, uint32_t i, const ft_cp
 {
     ft_xop_t *x = &ops[i];
     const uint32_t group = x->n_heads / x->n_kv_heads;
-    x->attn_kernel = kv == FT_DTYPE_F32 ? ft_cpu_module_find_attn(mod, group, x->head_dim) : NULL;
-    x->attn_kernel_f16 = kv == FT_DTYPE_F16 ? ft_cpu_module_find_attn_f16(mod, group, x->head_dim) : NULL;
+    /* The generated kernels (ABI 3) have no sink term: with sinks the
+     * reference loop runs, still preparing for the next op below. */
+    x->attn_kernel = kv == FT_DTYPE_F32 && !x->sinks ? ft_cpu_module_find_attn(mod, group, x->head_dim) : NULL;
+    x->attn_kernel_f16 = kv == FT_DTYPE_F16 && !x->sinks ? ft_cpu_module_find_attn_f16(mod, group, x->head_dim)
+                                                          : NULL;
     x->prepare_next = 0;
     if (i + 1 >= n || ops[i + 1].kind != FTPLAN__OP_KIND__OP_LINEAR || ops[i + 1].n_w != 1 ||
         ops[i + 1].in[0] != x->out[0])

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define FT_XOP_MAX_ARGS 3
+#define FT_ROPE_MSCALE_MAX_HALF 256 /* ROPE with a YaRN scale: at most this many pairs (op_attention.c) */
 
 /* One bound op. kind is the plan's OpKind (plan.proto). */
 typedef struct ft_xop {
@@ -22,20 +23,29 @@ typedef struct ft_xop {
     uint32_t n_in, n_out, n_w;
     uint32_t in[FT_XOP_MAX_ARGS], out[FT_XOP_MAX_ARGS]; /* session buffer indices */
     const ft_mat_t *w[FT_XOP_MAX_ARGS];            /* LINEAR, EMBED: matrices */
+    const float *bias[FT_XOP_MAX_ARGS];                 /* LINEAR: added to out[j] (w[j]->rows floats), or NULL */
     const float *vec;                                   /* RMSNORM, HEAD_NORM: the weight */
     uint32_t width;                                     /* RMSNORM, ADD: floats per row */
     float eps;
     int rope_neox;           /* ROPE: 1 NeoX halves, 0 adjacent pairs */
     uint32_t rope_dim;
     const float *inv_freq;   /* ROPE: [rope_dim / 2] */
+    float rope_mscale;       /* ROPE: cos and sin times this (YaRN's 1 + 0.1 ln factor; else 1) */
     uint32_t n_heads, n_kv_heads, head_dim;
     uint32_t sliding_window; /* ATTENTION: a query sees its last this many positions; 0: all */
+    const float *sinks;      /* ATTENTION: [n_heads] sink logits in each head's softmax, or NULL */
     const ft_layer_t *L; /* ROUTER, MOE: the block's expert view (stacks, blob, kernels) */
     /* ROUTER: softmax (0) or sigmoid (1) scores, group-limited choice
      * (n_groups 0: none), the weights' scale (1: as they are). */
     int scoring;
     uint32_t n_groups, n_groups_used;
     float routed_scaling;
+    /* MOE: the gated activation (plan Activation: 0 SwiGLU, 2 gpt-oss's
+     * clamped SwiGLU with act_alpha / act_limit); bias[j] (above) are the
+     * stacks' biases, [n_experts][rows of stack j]. ROUTER: bias[0] is
+     * the logits' bias [n_experts]. */
+    int act;
+    float act_alpha, act_limit;
     /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
      * only when a step runs the generated kernels. RMSNORM: n_prep > 0
      * writes its rows prepared for its consumers instead of as floats:
@@ -69,6 +79,7 @@ typedef struct ft_program {
     ft_xops_t *blocks;   /* [n_blocks] */
     uint32_t n_ops;      /* every op of the lists (ids 0 .. n_ops - 1) */
     float *inv_freq;     /* every ROPE op's table, back to back */
+    float *bias_floats;  /* every LINEAR bias and ATTENTION's sinks widened to f32, back to back */
     /* Sizes for scratch: the largest over the ops. */
     uint32_t max_group, max_kv_width, kv_buf;
 } ft_program_t;

@@ -5,6 +5,7 @@
  * the ops (runtime/exec/program.c), which resolves them anyway. */
 #include "plan_validate.h"
 #include "plan_validate_internal.h"
+#include "dtype.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_HEAD_NORM] = {1, 1, 0, 0, 1, 1},
     [FTPLAN__OP_KIND__OP_ROPE] = {2, 2, 0, 0, 0, 0},
     [FTPLAN__OP_KIND__OP_KV_APPEND] = {2, 2, 0, 0, 0, 0},
-    [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 0},
+    [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 1},
     [FTPLAN__OP_KIND__OP_ADD] = {1, 1, 1, 1, 0, 0},
     [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 1},
     [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
@@ -57,6 +58,45 @@ FT_WARN_UNUSED static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, cons
     return FT_OK;
 }
 
+/* Biases: a LINEAR's one per weight, each NO_BIAS or a vector (f32, f16
+ * or bf16) of its weight's rows; a ROUTER's one vector of n_experts; a
+ * MOE's one per stack, [n_experts, the stack's rows]. */
+FT_WARN_UNUSED static ft_status_t ft_check_biases(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+{
+    if (!op->n_biases)
+        return FT_OK;
+    const int linear = op->kind == FTPLAN__OP_KIND__OP_LINEAR, moe = op->kind == FTPLAN__OP_KIND__OP_MOE;
+    if (!(linear || moe || op->kind == FTPLAN__OP_KIND__OP_ROUTER) || op->n_biases != op->n_weights)
+        return FT_OP_ERR(FT_STATUS_FORMAT, "%zu biases for %zu weights (only a LINEAR, ROUTER or MOE takes "
+                         "biases, one per weight)", op->n_biases, op->n_weights);
+    for (size_t j = 0; j < op->n_biases; j++) {
+        const uint32_t b = op->biases[j];
+        if (b == FT_PLAN_NO_BIAS)
+            continue;
+        if (b >= c->plan->n_tensors)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "biases[%zu] = %u is not below %zu", j, b,
+                             c->plan->n_tensors);
+        const Ftplan__Tensor *t = c->plan->tensors[b], *w = c->plan->tensors[op->weights[j]];
+        const uint64_t rows = w->n_shape >= 2 ? w->shape[w->n_shape - 2] : 0;
+        if (!linear) { /* ROUTER: [n_experts]; MOE: [n_experts, rows] */
+            const int ok = moe ? t->n_shape == 2 && t->shape[0] == op->n_experts && t->shape[1] == rows
+                               : t->n_shape == 1 && t->shape[0] == op->n_experts;
+            if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || !ok)
+                return FT_OP_ERR(FT_STATUS_MISMATCH, "bias %zu '%s' is not an f32 %s", j, t->name,
+                                 moe ? "[n_experts, rows] stack of its weight's rows" : "vector of n_experts");
+            continue;
+        }
+        if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 && t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
+            t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16)
+            return FT_OP_ERR(FT_STATUS_UNSUPPORTED, "bias %zu '%s' is %s (a bias is f32, f16 or bf16)", j,
+                             t->name, ft_dtype_name((ft_dtype_t)t->format));
+        if (t->n_shape != 1 || t->shape[0] != rows)
+            return FT_OP_ERR(FT_STATUS_MISMATCH, "bias %zu '%s' is not a vector of weight '%s''s %llu rows", j,
+                             t->name, w->name, (unsigned long long)rows);
+    }
+    return FT_OK;
+}
+
 /* The parameters one kind reads, each in range. */
 FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
 {
@@ -74,6 +114,14 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
         if (op->rope_dim == 0 || op->rope_dim % 2 || op->rope_dim > op->head_dim)
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "rope_dim %u must be even and at most head_dim %u",
                              op->rope_dim, op->head_dim);
+        if (op->rope_yarn_factor != 0.0f &&
+            !(op->rope_yarn_factor >= 1.0f && op->rope_yarn_factor <= 1e6f && op->rope_yarn_orig_ctx >= 1 &&
+              op->rope_yarn_beta_fast > 0.0f && op->rope_yarn_beta_fast <= 1e6f &&
+              op->rope_yarn_beta_slow > 0.0f && op->rope_yarn_beta_slow <= op->rope_yarn_beta_fast))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "YaRN factor %g, original context %u, beta_fast %g, "
+                             "beta_slow %g (factor in [1, 1e6], 0 < beta_slow <= beta_fast)",
+                             (double)op->rope_yarn_factor, op->rope_yarn_orig_ctx,
+                             (double)op->rope_yarn_beta_fast, (double)op->rope_yarn_beta_slow);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER:
         if (!ft_plan_enum_ok(&ftplan__router_scoring__descriptor, op->scoring))
@@ -94,16 +142,34 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
     case FTPLAN__OP_KIND__OP_GLU:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
+            !(op->act_alpha > 0.0f && op->act_alpha < 1e6f && op->act_limit > 0.0f && op->act_limit < 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
+                             (double)op->act_alpha, (double)op->act_limit);
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
+            !(op->act_alpha > 0.0f && op->act_alpha < 1e6f && op->act_limit > 0.0f && op->act_limit < 1e6f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
+                             (double)op->act_alpha, (double)op->act_limit);
         if (op->expert_ffn == 0 || op->expert_ffn > FT_PLAN_MAX_FFN)
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "expert_ffn %u is outside 1..%u", op->expert_ffn,
                              FT_PLAN_MAX_FFN);
         break;
     default:
         break;
+    }
+    if (op->kind == FTPLAN__OP_KIND__OP_ATTENTION && op->n_weights) { /* the sinks */
+        const Ftplan__Tensor *t = c->plan->tensors[op->weights[0]];
+        if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 && t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
+            t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16)
+            return FT_OP_ERR(FT_STATUS_UNSUPPORTED, "sinks '%s' are %s (f32, f16 or bf16)", t->name,
+                             ft_dtype_name((ft_dtype_t)t->format));
+        if (t->n_shape != 1 || t->shape[0] != op->n_heads)
+            return FT_OP_ERR(FT_STATUS_MISMATCH, "sinks '%s' are not a vector of the %u heads", t->name,
+                             op->n_heads);
     }
     const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE || op->kind == FTPLAN__OP_KIND__OP_ATTENTION;
     const int kv = heads || op->kind == FTPLAN__OP_KIND__OP_KV_APPEND;
@@ -146,7 +212,8 @@ FT_WARN_UNUSED static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftp
     ft_status_t st;
     if ((st = ft_check_indices(c, op, i, "inputs", op->inputs, op->n_inputs, s->n_buffers)) ||
         (st = ft_check_indices(c, op, i, "outputs", op->outputs, op->n_outputs, s->n_buffers)) ||
-        (st = ft_check_indices(c, op, i, "weights", op->weights, op->n_weights, c->plan->n_tensors)))
+        (st = ft_check_indices(c, op, i, "weights", op->weights, op->n_weights, c->plan->n_tensors)) ||
+        (st = ft_check_biases(c, op, i)))
         return st;
     return ft_check_params(c, op, i);
 }

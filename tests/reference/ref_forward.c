@@ -160,6 +160,57 @@ static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_
     ft_ref_matvec(w, rows, cols, s->round_d, y);
 }
 
+/* y += b (n values) when the projection has a bias. */
+static void ref_add_bias(double *y, const double *b, uint32_t n)
+{
+    for (uint32_t i = 0; b && i < n; i++)
+        y[i] += b[i];
+}
+
+/* NeoX RoPE of one head with YaRN (llama.cpp's ggml_rope_yarn_corr_dims
+ * and rope_yarn, ext_factor 1): pair i turns by pos * f_i with
+ * f_i = theta^(-2i/d) mixed toward f_i / factor outside the correction
+ * range [floor(corr(beta_fast)), ceil(corr(beta_slow))], corr(b) =
+ * d ln(orig / (2 pi b)) / (2 ln theta), and cos/sin scaled by
+ * 1 + 0.1 ln factor. */
+static void ref_rope_yarn(const ft_ref_model_t *m, double *x, uint32_t pos)
+{
+    const double d = m->rope_dim, theta = m->rope_theta, factor = m->rope_yarn_factor;
+    const double pi = 3.14159265358979323846;
+    double low = floor(d * log(m->rope_yarn_orig_ctx / (m->rope_yarn_beta_fast * 2.0 * pi)) / (2.0 * log(theta)));
+    double high = ceil(d * log(m->rope_yarn_orig_ctx / (m->rope_yarn_beta_slow * 2.0 * pi)) / (2.0 * log(theta)));
+    low = fmax(0.0, low);
+    high = fmin(d - 1.0, high);
+    const double mscale = 1.0 + 0.1 * log(factor);
+    const uint32_t half = m->rope_dim / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const double extrap = pow(theta, -2.0 * i / d), interp = extrap / factor;
+        const double y = fmin(1.0, fmax(0.0, (i - low) / fmax(0.001, high - low)));
+        const double mix = 1.0 - y; /* 1: extrapolate (high frequencies), 0: interpolate */
+        const double angle = pos * (interp * (1.0 - mix) + extrap * mix);
+        const double c = cos(angle) * mscale, sn = sin(angle) * mscale;
+        const double a = x[i], b = x[i + half];
+        x[i] = a * c - b * sn;
+        x[i + half] = a * sn + b * c;
+    }
+}
+
+/* p_j = exp(s_j) / (sum_i exp(s_i) + exp(sink)): the sink takes its share
+ * of the probability and weighs no value (gpt-oss). */
+static void ref_softmax_sink(double *s, uint32_t n, double sink)
+{
+    double mx = sink, sum;
+    for (uint32_t i = 0; i < n; i++)
+        mx = s[i] > mx ? s[i] : mx;
+    sum = exp(sink - mx);
+    for (uint32_t i = 0; i < n; i++) {
+        s[i] = exp(s[i] - mx);
+        sum += s[i];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        s[i] /= sum;
+}
+
 /* x += attention(RMSNorm(x)) for the token at position pos of layer l. */
 static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double *x)
 {
@@ -175,17 +226,27 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_mv(s, L->wq, L->fmt_wq, L->n_heads * hd, d, h, q);
     ref_mv(s, L->wk, L->fmt_wk, L->n_kv_heads * hd, d, h, k);
     ref_mv(s, L->wv, L->fmt_wv, L->n_kv_heads * vd, d, h, v);
+    ref_add_bias(q, L->bq, L->n_heads * hd);
+    ref_add_bias(k, L->bk, L->n_kv_heads * hd);
+    ref_add_bias(v, L->bv, L->n_kv_heads * vd);
     void (*rope)(double *, uint32_t, uint32_t, double) =
         m->rope_interleaved ? ft_ref_rope_norm : ft_ref_rope_neox;
+    if (m->rope_yarn_factor != 0.0) { /* NeoX with YaRN's frequencies and scale */
+        for (uint32_t hq = 0; hq < L->n_heads; hq++)
+            ref_rope_yarn(m, q + hq * hd, pos);
+        for (uint32_t hk = 0; hk < L->n_kv_heads; hk++)
+            ref_rope_yarn(m, k + hk * hd, pos);
+        rope = NULL;
+    }
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
         if (L->qk_norm)
             ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
-        rope(q + hq * hd, m->rope_dim, pos, m->rope_theta);
+        if (rope) rope(q + hq * hd, m->rope_dim, pos, m->rope_theta);
     }
     for (uint32_t hk = 0; hk < L->n_kv_heads; hk++) {
         if (L->qk_norm)
             ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
-        rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
+        if (rope) rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
     }
     /* A sliding window: the last sliding_window positions, pos included. */
     const uint32_t first = L->sliding_window && pos >= L->sliding_window ? pos + 1 - L->sliding_window : 0;
@@ -199,7 +260,10 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
                 dot += qh[i] * kt[i];
             scores[t - first] = dot / sqrt((double)hd);
         }
-        ft_ref_softmax(scores, pos + 1 - first);
+        if (L->sinks)
+            ref_softmax_sink(scores, pos + 1 - first, L->sinks[hq]);
+        else
+            ft_ref_softmax(scores, pos + 1 - first);
         double *out = att + (size_t)hq * vd;
         for (uint32_t i = 0; i < vd; i++)
             out[i] = 0.0;
@@ -210,6 +274,7 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
         }
     }
     ref_mv(s, L->wo, L->fmt_wo, d, L->n_heads * vd, att, o);
+    ref_add_bias(o, L->bo, d);
     for (uint32_t i = 0; i < d; i++)
         x[i] += o[i];
 }
@@ -225,6 +290,8 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
 
     ft_ref_rmsnorm(x, L->ffn_norm, d, m->norm_eps, h);
     ref_mv(s, L->router, L->fmt_router, E, d, h, probs);
+    for (uint32_t e = 0; L->router_bias && e < E; e++) /* gpt-oss: the logits' bias; raw logits kept */
+        s->masked[e] = (probs[e] += L->router_bias[e]);
     if (L->sigmoid)
         for (uint32_t e = 0; e < E; e++)
             probs[e] = 1.0 / (1.0 + exp(-probs[e]));
@@ -288,12 +355,29 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
         sum += probs[chosen[j]];
     for (uint32_t j = 0; j < K; j++) {
         const uint32_t e = chosen[j];
-        const double weight = (L->norm_topk_prob ? probs[e] / sum : probs[e]) * L->routed_scaling;
+        double weight = (L->norm_topk_prob ? probs[e] / sum : probs[e]) * L->routed_scaling;
+        if (L->router_bias) { /* gpt-oss: softmax over the chosen logits, as written */
+            double mx = -INFINITY, z = 0.0;
+            for (uint32_t t = 0; t < K; t++)
+                mx = fmax(mx, s->masked[chosen[t]]);
+            for (uint32_t t = 0; t < K; t++)
+                z += exp(s->masked[chosen[t]] - mx);
+            weight = exp(s->masked[e] - mx) / z;
+        }
         ref_mv(s, L->gate + (size_t)e * F * d, L->fmt_gate, F, d, h, g);
         ref_mv(s, L->up + (size_t)e * F * d, L->fmt_up, F, d, h, u);
-        for (uint32_t i = 0; i < F; i++)
-            g[i] = ft_ref_silu(g[i]) * u[i];
+        ref_add_bias(g, L->b_gate ? L->b_gate + (size_t)e * F : NULL, F);
+        ref_add_bias(u, L->b_up ? L->b_up + (size_t)e * F : NULL, F);
+        for (uint32_t i = 0; i < F; i++) {
+            if (L->act_oai) {
+                const double gc = fmin(g[i], L->act_limit), uc = fmin(fmax(u[i], -L->act_limit), L->act_limit);
+                g[i] = gc / (1.0 + exp(-L->act_alpha * gc)) * (uc + 1.0);
+            } else {
+                g[i] = ft_ref_silu(g[i]) * u[i];
+            }
+        }
         ref_mv(s, L->down + (size_t)e * d * F, L->fmt_down, d, F, g, y);
+        ref_add_bias(y, L->b_down ? L->b_down + (size_t)e * d : NULL, d);
         for (uint32_t i = 0; i < d; i++)
             x[i] += weight * y[i];
     }

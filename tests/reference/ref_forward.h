@@ -11,21 +11,26 @@
  *   x = embedding row of the token
  *   per layer:
  *     h = RMSNorm(x) * attn_norm
- *     q, k, v = Wq h, Wk h, Wv h; per-head RMSNorm of q, k (q_norm, k_norm;
+ *     q, k, v = Wq h + bq, Wk h + bk, Wv h + bv (biases where the model has
+ *       them); per-head RMSNorm of q, k (q_norm, k_norm;
  *       Qwen3-MoE only)
  *     RoPE on q, k at the token's position: NeoX (pairs (i, i + d/2)), or
  *       interleaved (pairs (2i, 2i+1)) for weights in llama.cpp's permuted
  *       llama layout (Mixtral from GGUF)
  *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
- *       (with a sliding window W: pos - W + 1 .. pos)
- *     x += Wo attn
+ *       (with a sliding window W: pos - W + 1 .. pos; with sinks, exp(sink_h)
+ *       joins each head's denominator)
+ *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
  *       largest (ties: lower index; with expert groups, among the groups
  *       whose two best scores sum highest), renormalized to sum 1 when
  *       norm_topk_prob, times routed_scaling
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
+ *     (gpt-oss: logits W_r h + b_r, the top k logits' softmax as weights,
+ *     gate/up/down biases, g' = min(g, 7), u' = clamp(u, -7, 7),
+ *     act = g' sigmoid(1.702 g') (u' + 1); YaRN RoPE; sinks)
  *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
  *
  * Test code only: errors are ft_status_t, and memory is plain malloc. */
@@ -51,6 +56,14 @@ typedef struct ft_ref_layer {
     double *wk;              /* [n_kv_heads * head_dim, d_model] */
     double *wv;              /* [n_kv_heads * value_head_dim, d_model] */
     double *wo;              /* [d_model, n_heads * value_head_dim] */
+    double *bq, *bk, *bv, *bo; /* the projections' biases (their rows), or NULL: none */
+    double *sinks;           /* [n_heads] sink logits in each head's softmax, or NULL */
+    /* gpt-oss: the router's logit bias [n_experts] (the weights are then
+     * the softmax of the chosen logits), the experts' biases [E][F], [E][F],
+     * [E][d] (NULL: none) and the clamped SwiGLU when act_oai. */
+    double *router_bias, *b_gate, *b_up, *b_down;
+    int act_oai;
+    double act_alpha, act_limit;
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
@@ -65,6 +78,10 @@ typedef struct ft_ref_model {
     double norm_eps, rope_theta;
     uint32_t rope_dim;
     int rope_interleaved; /* 1: pairs (2i, 2i+1) (ft_ref_rope_norm); 0: NeoX */
+    /* YaRN (gpt-oss; factor 0: none): llama.cpp's rope_yarn frequencies and
+     * cos/sin scale 1 + 0.1 ln factor. */
+    double rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
+    uint32_t rope_yarn_orig_ctx;
     int tie_embeddings;
     double *tok_embd;       /* [vocab_size, d_model] */
     double *output_norm;    /* [d_model] */

@@ -92,19 +92,17 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if (a->kind != FT_ATTN_GQA || a->has_sinks || a->has_bias ||
-        !a->n_kv_heads || a->n_heads % a->n_kv_heads)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only GQA with no bias or sinks", l);
+    if (a->kind != FT_ATTN_GQA || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA", l);
     if (!b->is_moe) {
         if (!b->dense_ffn || b->act != FT_ACT_SILU)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
         return FT_OK;
     }
-    if (m->n_shared_experts || m->has_router_bias ||
-        b->act != FT_ACT_SILU || !m->n_experts_used || m->n_experts_used > m->n_experts)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only SiLU MoE without shared experts or a router bias", l);
+    if (m->n_shared_experts || (b->act != FT_ACT_SILU && b->act != FT_ACT_SWIGLU_OAI) || !m->n_experts_used ||
+        m->n_experts_used > m->n_experts || (m->has_router_bias && (!m->norm_topk_prob || m->scoring)))
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SiLU or clamped SwiGLU MoE without shared "
+                              "experts (a router bias with gpt-oss's softmax over the chosen logits)", l);
     return FT_OK;
 }
 
@@ -130,6 +128,9 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
     L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
+    L->act_oai = b->act == FT_ACT_SWIGLU_OAI;
+    L->act_alpha = b->act_alpha;
+    L->act_limit = b->act_limit;
     L->sliding_window = b->attn.sliding_window;
     if (L->head_dim < m->rope_dim || m->rope_dim % 2)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: rope_dim %u vs head_dim %u", l,
@@ -157,6 +158,26 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_EXPS, li, E * F * d, &L->up, &L->fmt_up)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_EXPS, li, E * d * F, &L->down, &L->fmt_down)))
         return st;
+    /* The projections' biases, where the IR has them. */
+    const ft_tensor_role_t bias_roles[4] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS,
+                                            FT_ROLE_ATTN_O_BIAS};
+    const uint64_t bias_rows[4] = {L->n_heads * hd, L->n_kv_heads * hd, L->n_kv_heads * vd, d};
+    double **biases[4] = {&L->bq, &L->bk, &L->bv, &L->bo};
+    for (int j = 0; j < 4; j++)
+        if (ft_ir_find(ir, bias_roles[j], li) &&
+            (st = ref_ir_tensor(ir, bias_roles[j], li, bias_rows[j], biases[j], NULL)))
+            return st;
+    /* gpt-oss's router and expert biases */
+    const ft_tensor_role_t fr[4] = {FT_ROLE_FFN_ROUTER_BIAS, FT_ROLE_FFN_GATE_EXPS_BIAS, FT_ROLE_FFN_UP_EXPS_BIAS,
+                                    FT_ROLE_FFN_DOWN_EXPS_BIAS};
+    const uint64_t fn[4] = {E, E * F, E * F, E * d};
+    double **fb[4] = {&L->router_bias, &L->b_gate, &L->b_up, &L->b_down};
+    for (int j = 0; j < 4 && !dense; j++)
+        if (ft_ir_find(ir, fr[j], li) && (st = ref_ir_tensor(ir, fr[j], li, fn[j], fb[j], NULL)))
+            return st;
+    if (ft_ir_find(ir, FT_ROLE_ATTN_SINKS, li) &&
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_SINKS, li, L->n_heads, &L->sinks, NULL)))
+        return st;
     if (L->qk_norm &&
         ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
          (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
@@ -167,7 +188,8 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
 static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
 {
     const ft_ir_hparams_t *hp = &ir->hp;
-    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL) || hp->norm != FT_NORM_RMS ||
+    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL && hp->arch != FT_ARCH_GPT_OSS) ||
+        hp->norm != FT_NORM_RMS ||
         (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "only qwen3moe / mixtral with RMS norms and NeoX or interleaved RoPE");
@@ -179,6 +201,12 @@ static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
     m->rope_theta = hp->rope_theta;
     m->rope_dim = hp->rope_dim;
     m->rope_interleaved = hp->rope == FT_ROPE_NORM;
+    m->rope_yarn_factor = hp->rope_yarn_factor;
+    m->rope_yarn_orig_ctx = hp->rope_yarn_orig_ctx;
+    m->rope_yarn_beta_fast = hp->rope_yarn_beta_fast;
+    m->rope_yarn_beta_slow = hp->rope_yarn_beta_slow;
+    if (m->rope_yarn_factor != 0.0 && m->rope_interleaved)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "YaRN with interleaved RoPE pairs");
     m->tie_embeddings = hp->tie_embeddings;
     const uint64_t d = m->d_model, V = m->vocab_size;
     ft_status_t st;

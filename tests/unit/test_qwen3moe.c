@@ -323,8 +323,8 @@ static void test_bad_models(void **state)
     expect_error(&f, FT_STATUS_FORMAT, "vocab_size");
 
     f = make_hf();
-    assert_null(ft_meta_add_bool(&f.src->meta, "attention_bias", 1));
-    expect_error(&f, FT_STATUS_UNSUPPORTED, "attention_bias");
+    assert_null(ft_meta_add_bool(&f.src->meta, "attention_bias", 1)); /* and no bias tensors */
+    expect_error(&f, FT_STATUS_FORMAT, "no 'model.layers.0.self_attn.q_proj.bias'");
 
     f = make_hf(); /* layer 1 declared dense but the file has experts */
     double only[1] = {1};
