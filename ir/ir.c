@@ -50,11 +50,12 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_GATE] = "ffn_gate",
     [FT_ROLE_FFN_UP] = "ffn_up",
     [FT_ROLE_FFN_DOWN] = "ffn_down",
+    [FT_ROLE_FFN_EXP_PROBS_B] = "exp_probs_b",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
 {
-    if ((int)role < 0 || role >= FT_ROLE_COUNT)
+    if ((int)role < 0 || role >= FT_ROLE_COUNT || !ft_role_names[role])
         return "unknown";
     return ft_role_names[role];
 }
@@ -219,6 +220,8 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
                 (st = ft_ir_expect(m, FT_ROLE_FFN_GATE_EXPS, L, 3, E, F, d)) ||
                 (st = ft_ir_expect(m, FT_ROLE_FFN_UP_EXPS, L, 3, E, F, d)) ||
                 (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_EXPS, L, 3, E, d, F)))
+                return st;
+            if (ft_ir_find(m, FT_ROLE_FFN_EXP_PROBS_B, L) && (st = ft_ir_expect(m, FT_ROLE_FFN_EXP_PROBS_B, L, 1, E, 0, 0)))
                 return st;
         } else {
             const uint64_t F = b->dense_ffn;

@@ -54,6 +54,8 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_GATE = 16,
     FT_ROLE_FFN_UP = 17,
     FT_ROLE_FFN_DOWN = 18,
+    /* 19..29: gpt-oss */
+    FT_ROLE_FFN_EXP_PROBS_B = 30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 

@@ -5,6 +5,9 @@
  *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo ;
  *   h = rmsnorm(x) ; route(h) ; x += moe(h)
  *
+ * (the ROUTER op takes the layer's selection bias as a second weight when
+ * the IR has one)
+ *
  * or, in a dense block (Qwen3-MoE's mlp_only_layers), after the attention
  *
  *   h = rmsnorm(x) ; g, u = h Wg, h Wu ; g = act(g) * u ; x += g Wd
@@ -164,7 +167,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
     moe.expert_ffn = blk->moe.expert_ffn;
     moe.act = blk->act;
     if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)) ||
-        (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)) || (st = ft_sched_push(m, ops, &router)) ||
+        (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)) ||
+        /* The selection bias (DeepSeek-V3 / GLM-4.5), when the layer has one. */
+        (ft_ir_find(m, FT_ROLE_FFN_EXP_PROBS_B, li) && (st = ft_op_weight(m, &router, FT_ROLE_FFN_EXP_PROBS_B, li))) ||
+        (st = ft_sched_push(m, ops, &router)) ||
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_GATE_EXPS, li)) ||
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_UP_EXPS, li)) ||
         (st = ft_op_weight(m, &moe, FT_ROLE_FFN_DOWN_EXPS, li)) || (st = ft_sched_push(m, ops, &moe)))

@@ -36,6 +36,9 @@ typedef struct ft_xop {
     int scoring;
     uint32_t n_groups, n_groups_used;
     float routed_scaling;
+    /* ROUTER: [n_experts] added to the scores for the choice only (the
+     * chosen weights are the unbiased scores), or NULL. */
+    const float *sel_bias;
     /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
      * only when a step runs the generated kernels. RMSNORM: n_prep > 0
      * writes its rows prepared for its consumers instead of as floats:

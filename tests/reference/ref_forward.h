@@ -22,9 +22,10 @@
  *     x += Wo attn
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
- *       largest (ties: lower index; with expert groups, among the groups
- *       whose two best scores sum highest), renormalized to sum 1 when
- *       norm_topk_prob, times routed_scaling
+ *       largest of p + sel_bias (the selection bias, 0 without one; ties:
+ *       lower index; with expert groups, among the groups whose two best
+ *       biased scores sum highest); their weights the unbiased p,
+ *       renormalized to sum 1 when norm_topk_prob, times routed_scaling
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
  *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
  *
@@ -54,6 +55,7 @@ typedef struct ft_ref_layer {
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
+    double *sel_bias;        /* [n_experts] added to the scores for the choice only; NULL: none */
     double *gate, *up;       /* [n_experts, expert_ffn, d_model] */
     double *down;            /* [n_experts, d_model, expert_ffn] */
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
