@@ -51,6 +51,9 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_UP] = "ffn_up",
     [FT_ROLE_FFN_DOWN] = "ffn_down",
     [FT_ROLE_FFN_EXP_PROBS_B] = "exp_probs_b",
+    [FT_ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp",
+    [FT_ROLE_FFN_UP_SHEXP] = "ffn_up_shexp",
+    [FT_ROLE_FFN_DOWN_SHEXP] = "ffn_down_shexp",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
@@ -222,6 +225,11 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
                 (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_EXPS, L, 3, E, d, F)))
                 return st;
             if (ft_ir_find(m, FT_ROLE_FFN_EXP_PROBS_B, L) && (st = ft_ir_expect(m, FT_ROLE_FFN_EXP_PROBS_B, L, 1, E, 0, 0)))
+                return st;
+            const uint64_t S = (uint64_t)b->moe.n_shared_experts * b->moe.shared_ffn;
+            if (S && ((st = ft_ir_expect(m, FT_ROLE_FFN_GATE_SHEXP, L, 2, S, d, 0)) ||
+                      (st = ft_ir_expect(m, FT_ROLE_FFN_UP_SHEXP, L, 2, S, d, 0)) ||
+                      (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_SHEXP, L, 2, d, S, 0))))
                 return st;
         } else {
             const uint64_t F = b->dense_ffn;

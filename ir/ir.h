@@ -56,6 +56,11 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_DOWN = 18,
     /* 19..29: gpt-oss */
     FT_ROLE_FFN_EXP_PROBS_B = 30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
+    /* The ungated shared expert beside the routed ones (DeepSeek-V3,
+     * GLM-4.5): [n_shared * shared_ffn, d] x2 and [d, n_shared * shared_ffn]. */
+    FT_ROLE_FFN_GATE_SHEXP = 31,
+    FT_ROLE_FFN_UP_SHEXP = 32,
+    FT_ROLE_FFN_DOWN_SHEXP = 33,
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 

@@ -65,6 +65,9 @@ FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_EXP_PROBS_B);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN_SHEXP);
 
 /* ft_op_kind_t and plan.proto's OpKind */
 FT_MIRROR(OP_KIND, OP, INVALID);
@@ -86,7 +89,7 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_EXP_PROBS_B + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN_SHEXP + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
 _Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 

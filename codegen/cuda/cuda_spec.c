@@ -45,6 +45,9 @@ static int ft_cg_cuda_is_matmul(ft_tensor_role_t role, int *experts)
     case FT_ROLE_FFN_GATE:
     case FT_ROLE_FFN_UP:
     case FT_ROLE_FFN_DOWN:
+    case FT_ROLE_FFN_GATE_SHEXP:
+    case FT_ROLE_FFN_UP_SHEXP:
+    case FT_ROLE_FFN_DOWN_SHEXP:
         return 1;
     default:
         return *experts;

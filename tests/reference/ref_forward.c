@@ -43,6 +43,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
             att = (size_t)L->n_heads * L->value_head_dim;
         if (L->n_experts > e) e = L->n_experts;
         if (L->expert_ffn > f) f = L->expert_ffn;
+        if (L->shared_ffn > f) f = L->shared_ffn;
     }
     const size_t d = m->d_model;
     s->n_round = d > att ? d : att;
@@ -289,6 +290,16 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
     for (uint32_t e = 0, j = 0; e < E; e++)
         for (uint32_t t = 0; t < K; t++)
             if (chosen[t] == e) set[j++] = e;
+    if (L->shared_ffn) { /* the shared experts first, as the runtime's schedule */
+        const uint32_t S = L->shared_ffn;
+        ref_mv(s, L->sh_gate, L->fmt_sh_gate, S, d, h, g);
+        ref_mv(s, L->sh_up, L->fmt_sh_up, S, d, h, u);
+        for (uint32_t i = 0; i < S; i++)
+            g[i] = ft_ref_silu(g[i]) * u[i];
+        ref_mv(s, L->sh_down, L->fmt_sh_down, d, S, g, y);
+        for (uint32_t i = 0; i < d; i++)
+            x[i] += y[i];
+    }
     double sum = 0.0;
     for (uint32_t j = 0; j < K; j++)
         sum += probs[chosen[j]];

@@ -26,6 +26,7 @@
  *       lower index; with expert groups, among the groups whose two best
  *       biased scores sum highest); their weights the unbiased p,
  *       renormalized to sum 1 when norm_topk_prob, times routed_scaling
+ *     x += down_sh(silu(gate_sh h) * up_sh h)   (shared experts, when present)
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
  *   logits = Woutput (RMSNorm(x) * output_norm)   (Wembd when tied)
  *
@@ -58,8 +59,14 @@ typedef struct ft_ref_layer {
     double *sel_bias;        /* [n_experts] added to the scores for the choice only; NULL: none */
     double *gate, *up;       /* [n_experts, expert_ffn, d_model] */
     double *down;            /* [n_experts, d_model, expert_ffn] */
+    /* The shared experts as one ungated FFN of shared_ffn (0: none), added
+     * to x before the routed experts' outputs. */
+    uint32_t shared_ffn;
+    double *sh_gate, *sh_up; /* [shared_ffn, d_model] */
+    double *sh_down;         /* [d_model, shared_ffn] */
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
     ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_router, fmt_gate, fmt_up, fmt_down;
+    ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;
 } ft_ref_layer_t;
 
 typedef struct ft_ref_model {

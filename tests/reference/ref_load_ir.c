@@ -101,10 +101,10 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
         return FT_OK;
     }
-    if (m->n_shared_experts || m->has_router_bias ||
+    if (m->has_router_bias ||
         b->act != FT_ACT_SILU || !m->n_experts_used || m->n_experts_used > m->n_experts)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only SiLU MoE without shared experts or a router bias", l);
+                              "layer %u: only SiLU MoE without a router bias", l);
     return FT_OK;
 }
 
@@ -156,6 +156,12 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_EXPS, li, E * F * d, &L->gate, &L->fmt_gate)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_EXPS, li, E * F * d, &L->up, &L->fmt_up)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_EXPS, li, E * d * F, &L->down, &L->fmt_down)))
+        return st;
+    L->shared_ffn = dense ? 0 : b->moe.n_shared_experts * b->moe.shared_ffn;
+    const uint64_t S = L->shared_ffn;
+    if (S && ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_SHEXP, li, S * d, &L->sh_gate, &L->fmt_sh_gate)) ||
+              (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_SHEXP, li, S * d, &L->sh_up, &L->fmt_sh_up)) ||
+              (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_SHEXP, li, d * S, &L->sh_down, &L->fmt_sh_down))))
         return st;
     if (!dense && ft_ir_find(ir, FT_ROLE_FFN_EXP_PROBS_B, li) &&
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_EXP_PROBS_B, li, E, &L->sel_bias, NULL)))
