@@ -210,7 +210,8 @@ void ft_ref_model_free(ft_ref_model_t *m)
     for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         ft_ref_layer_t *L = &m->layers[l];
         double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
-                         L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down};
+                         L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
+                         L->bq,        L->bk,       L->bv,     L->bo};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }
