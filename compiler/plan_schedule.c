@@ -34,7 +34,9 @@ static Ftplan__Op *ft_ps_op(const ft_ir_op_t *o, ft_arena_t *a)
     p->inputs = ft_ps_u32s(a, o->inputs, o->n_inputs);
     p->outputs = ft_ps_u32s(a, o->outputs, o->n_outputs);
     p->weights = ft_ps_u32s(a, o->weights, o->n_weights);
-    if (!p->inputs || !p->outputs || !p->weights)
+    p->n_biases = o->n_biases;
+    p->biases = ft_ps_u32s(a, o->biases, o->n_biases);
+    if (!p->inputs || !p->outputs || !p->weights || !p->biases)
         return NULL;
     p->eps = o->eps;
     p->rope = (Ftplan__RopeKind)o->rope;

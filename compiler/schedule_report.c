@@ -1,6 +1,7 @@
 #include "schedule_report.h"
 
 #include "../runtime/format/dtype.h"
+#include "../runtime/format/plan_validate.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -105,6 +106,9 @@ static void ft_sr_op(const Ftplan__Plan *p, const Ftplan__Op *op, FILE *out)
         const Ftplan__Tensor *t = op->weights[j] < p->n_tensors ? p->tensors[op->weights[j]] : NULL;
         fprintf(out, "%s%s (%s)", j ? ", " : "  ", t ? t->name : "?",
                 t ? ft_dtype_name((ft_dtype_t)t->format) : "?");
+        const uint32_t b = j < op->n_biases ? op->biases[j] : FT_PLAN_NO_BIAS;
+        if (b != FT_PLAN_NO_BIAS)
+            fprintf(out, " + %s", b < p->n_tensors ? p->tensors[b]->name : "?");
     }
     ft_sr_params(op, out);
     fputc('\n', out);
@@ -154,6 +158,14 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
     json_object_set_new(o, "inputs", ft_sr_names(p, op->inputs, op->n_inputs, 0));
     json_object_set_new(o, "outputs", ft_sr_names(p, op->outputs, op->n_outputs, 0));
     json_object_set_new(o, "weights", ft_sr_names(p, op->weights, op->n_weights, 1));
+    if (op->n_biases) { /* null for a weight without one */
+        json_t *b = json_array();
+        for (size_t j = 0; b && j < op->n_biases; j++)
+            json_array_append_new(b, op->biases[j] == FT_PLAN_NO_BIAS ? json_null()
+                                     : json_string(op->biases[j] < p->n_tensors ? p->tensors[op->biases[j]]->name
+                                                                                : "?"));
+        json_object_set_new(o, "biases", b);
+    }
     switch (op->kind) {
     case FTPLAN__OP_KIND__OP_RMSNORM:
         json_object_set_new(o, "eps", json_real(op->eps));

@@ -50,6 +50,10 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_GATE] = "ffn_gate",
     [FT_ROLE_FFN_UP] = "ffn_up",
     [FT_ROLE_FFN_DOWN] = "ffn_down",
+    [FT_ROLE_ATTN_Q_BIAS] = "attn_q.bias",
+    [FT_ROLE_ATTN_K_BIAS] = "attn_k.bias",
+    [FT_ROLE_ATTN_V_BIAS] = "attn_v.bias",
+    [FT_ROLE_ATTN_O_BIAS] = "attn_output.bias",
     [FT_ROLE_FFN_EXP_PROBS_B] = "exp_probs_b",
     [FT_ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp",
     [FT_ROLE_FFN_UP_SHEXP] = "ffn_up_shexp",
@@ -213,6 +217,13 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
             (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, o, 0)) ||
             (st = ft_ir_expect(m, FT_ROLE_FFN_NORM, L, 1, d, 0, 0)))
             return st;
+        /* Biases are optional, each a vector of its projection's rows. */
+        const ft_tensor_role_t bias_roles[4] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS,
+                                                FT_ROLE_ATTN_O_BIAS};
+        const uint64_t bias_rows[4] = {q, k, v, d};
+        for (int j = 0; j < 4; j++)
+            if (ft_ir_find(m, bias_roles[j], L) && (st = ft_ir_expect(m, bias_roles[j], L, 1, bias_rows[j], 0, 0)))
+                return st;
         if (b->attn.qk_norm &&
             ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
              (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))

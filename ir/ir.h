@@ -54,7 +54,10 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_GATE = 16,
     FT_ROLE_FFN_UP = 17,
     FT_ROLE_FFN_DOWN = 18,
-    /* 19..29: gpt-oss */
+    FT_ROLE_ATTN_Q_BIAS = 19, /* a bias vector of its projection's rows (optional) */
+    FT_ROLE_ATTN_K_BIAS = 20,
+    FT_ROLE_ATTN_V_BIAS = 21,
+    FT_ROLE_ATTN_O_BIAS = 22,
     FT_ROLE_FFN_EXP_PROBS_B = 30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
     /* The ungated shared expert beside the routed ones (DeepSeek-V3,
      * GLM-4.5): [n_shared * shared_ffn, d] x2 and [d, n_shared * shared_ffn]. */
@@ -84,7 +87,8 @@ typedef struct ft_ir_attention {
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
-    int has_sinks, has_bias;
+    int has_sinks;
+    int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
 } ft_ir_attention_t;
 
 typedef struct ft_ir_moe {

@@ -8,6 +8,7 @@
 #include "tokenizer_ir.h"
 
 #include "plan.pb-c.h"
+#include "../runtime/format/plan_validate.h"
 #include "../runtime/text/tokenizer_internal.h"
 
 /* FT_<prefix>_<value> (ir/) == FTPLAN__<ENUM>__<prefix>_<value> (plan.proto). */
@@ -64,6 +65,10 @@ FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN_EXPS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_Q_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_V_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_O_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_EXP_PROBS_B);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_SHEXP);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_SHEXP);
@@ -82,6 +87,9 @@ FT_MIRROR(OP_KIND, OP, ADD);
 FT_MIRROR(OP_KIND, OP, ROUTER);
 FT_MIRROR(OP_KIND, OP, MOE);
 FT_MIRROR(OP_KIND, OP, GLU);
+
+/* A LINEAR weight without a bias: the same marker in the IR and the plan. */
+_Static_assert(FT_OP_NO_BIAS == FT_PLAN_NO_BIAS, "FT_OP_NO_BIAS must equal plan.proto's NO_BIAS");
 
 /* ft_buf_kind_t and plan.proto's BufferKind */
 FT_MIRROR(BUFFER_KIND, BUF, ACTIVATION);

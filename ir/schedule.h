@@ -34,6 +34,7 @@ typedef enum ft_op_kind {
 typedef enum ft_buf_kind { FT_BUF_ACTIVATION = 0, FT_BUF_LOGITS = 1 } ft_buf_kind_t;
 
 #define FT_OP_MAX_ARGS 3 /* inputs, outputs or weights of one op */
+#define FT_OP_NO_BIAS 0xFFFFFFFFu /* biases[j]: weight j has none (plan.proto's NO_BIAS) */
 
 /* One op; which fields mean something depends on the kind (plan.proto's
  * Op documents each). */
@@ -43,6 +44,10 @@ typedef struct ft_ir_op {
     uint32_t inputs[FT_OP_MAX_ARGS];  /* buffer indices */
     uint32_t outputs[FT_OP_MAX_ARGS]; /* buffer indices */
     uint32_t weights[FT_OP_MAX_ARGS]; /* tensor indices */
+    /* LINEAR: 0 (no biases) or n_weights entries, each a tensor index or
+     * FT_OP_NO_BIAS; biases[j] is added to outputs[j]. */
+    uint32_t n_biases;
+    uint32_t biases[FT_OP_MAX_ARGS];
     float eps;
     ft_rope_kind_t rope;
     uint32_t rope_dim;

@@ -1,8 +1,8 @@
 /* The lowering shared by the pre-norm GQA decoders with a routed MoE FFN
  * (Qwen3-MoE, Mixtral): per block
  *
- *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv ; [q/k head norms] ;
- *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo ;
+ *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
+ *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo [+ bias] ;
  *   h = rmsnorm(x) ; route(h) ; x += moe(h)
  *
  * (the ROUTER op takes the layer's selection bias as a second weight when
@@ -116,6 +116,26 @@ FT_WARN_UNUSED static ft_status_t ft_op_weight(const ft_ir_model_t *m, ft_ir_op_
     return ft_sched_weight(m, role, layer, &op->weights[op->n_weights++]);
 }
 
+/* The bias of the op's last weight, when the model has a tensor of this
+ * role in the layer (biases are optional per projection: Qwen2 has q/k/v
+ * biases, gpt-oss all four). The op's list fills with FT_OP_NO_BIAS. */
+static void ft_op_bias(const ft_ir_model_t *m, ft_ir_op_t *op, ft_tensor_role_t role, int32_t layer)
+{
+    const ft_ir_tensor_t *t = ft_ir_find(m, role, layer);
+    if (!t)
+        return;
+    while (op->n_biases < op->n_weights)
+        op->biases[op->n_biases++] = FT_OP_NO_BIAS;
+    op->biases[op->n_weights - 1] = (uint32_t)(t - m->tensors);
+}
+
+/* Pads a LINEAR's biases to one per weight once it has any. */
+static void ft_op_biases_done(ft_ir_op_t *op)
+{
+    while (op->n_biases && op->n_biases < op->n_weights)
+        op->biases[op->n_biases++] = FT_OP_NO_BIAS;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
                                       ft_ir_ops_t *ops)
 {
@@ -129,8 +149,15 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     ft_ir_op_t qkv = ft_op(FT_OP_LINEAR, b->h, b->q);
     qkv.outputs[qkv.n_outputs++] = b->k;
     qkv.outputs[qkv.n_outputs++] = b->v;
-    if ((st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_Q, li)) || (st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_K, li)) ||
-        (st = ft_op_weight(m, &qkv, FT_ROLE_ATTN_V, li)) || (st = ft_sched_push(m, ops, &qkv)))
+    const ft_tensor_role_t qkv_roles[3] = {FT_ROLE_ATTN_Q, FT_ROLE_ATTN_K, FT_ROLE_ATTN_V};
+    const ft_tensor_role_t qkv_bias[3] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS};
+    for (int j = 0; j < 3; j++) {
+        if ((st = ft_op_weight(m, &qkv, qkv_roles[j], li)))
+            return st;
+        ft_op_bias(m, &qkv, qkv_bias[j], li);
+    }
+    ft_op_biases_done(&qkv);
+    if ((st = ft_sched_push(m, ops, &qkv)))
         return st;
     if (a->qk_norm) {
         const uint32_t bufs[2] = {b->q, b->k};
@@ -164,8 +191,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     ft_ir_op_t wo = ft_op(FT_OP_LINEAR, b->att, b->o);
     ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
     if ((st = ft_sched_push(m, ops, &rope)) || (st = ft_sched_push(m, ops, &kv)) ||
-        (st = ft_sched_push(m, ops, &att)) || (st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)) ||
-        (st = ft_sched_push(m, ops, &wo)) || (st = ft_sched_push(m, ops, &add)))
+        (st = ft_sched_push(m, ops, &att)) || (st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)))
+        return st;
+    ft_op_bias(m, &wo, FT_ROLE_ATTN_O_BIAS, li);
+    if ((st = ft_sched_push(m, ops, &wo)) || (st = ft_sched_push(m, ops, &add)))
         return st;
     return FT_OK;
 }

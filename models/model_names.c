@@ -33,6 +33,16 @@ static const ft_role_names_t ft_layer_roles[] = {
     {FT_ROLE_FFN_DOWN, "ffn_down", "mlp.down_proj"},
 };
 
+/* Optional per-layer biases of the attention projections (Qwen2's q/k/v,
+ * gpt-oss's four), as "<name>.bias" beside the weight: taken when present,
+ * and a block with any has attn.has_bias. */
+static const ft_role_names_t ft_bias_roles[] = {
+    {FT_ROLE_ATTN_Q_BIAS, "attn_q", "self_attn.q_proj"},
+    {FT_ROLE_ATTN_K_BIAS, "attn_k", "self_attn.k_proj"},
+    {FT_ROLE_ATTN_V_BIAS, "attn_v", "self_attn.v_proj"},
+    {FT_ROLE_ATTN_O_BIAS, "attn_output", "self_attn.o_proj"},
+};
+
 /* Mixtral's HF MoE block (MixtralSparseMoeBlock) under its own names:
  * w1 is the gate projection, w3 the up, w2 the down. */
 static const ft_role_names_t ft_mixtral_hf_roles[] = {
@@ -300,7 +310,8 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
 {
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * n_layer_roles;
+    const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles);
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -321,6 +332,22 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, sname);
     }
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        const int want_bias = m->blocks[l].attn.has_bias; /* the config says so */
+        m->blocks[l].attn.has_bias = 0;
+        for (size_t r = 0; r < n_bias_roles; r++) {
+            const ft_role_names_t *rn = &ft_bias_roles[r];
+            if (hf)
+                snprintf(sname, sizeof(sname), "model.layers.%u.%s.bias", l, rn->hf);
+            else
+                snprintf(sname, sizeof(sname), "blk.%u.%s.bias", l, rn->gguf);
+            snprintf(iname, sizeof(iname), "blk.%u.%s.bias", l, rn->gguf);
+            if ((st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found)))
+                return st;
+            m->blocks[l].attn.has_bias |= found;
+        }
+        if (want_bias && !m->blocks[l].attn.has_bias)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: the config asks for attention biases, but layer %u has "
+                                  "none (no '%s')", src->path, l, sname);
         const ft_ir_block_t *b = &m->blocks[l];
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];

@@ -169,9 +169,10 @@ FT_WARN_UNUSED static ft_status_t ft_q3_hparams(const ft_src_model_t *src, int m
     hp->rope_dim = a->head_dim;
     if (src->kind == FT_SRC_HF) {
         int flag = 0;
-        if (ft_meta_get_bool(&src->meta, "attention_bias", &flag) && flag)
-            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: attention_bias = true is not supported",
-                                  src->path);
+        /* Qwen3MoeAttention: attention_bias puts a bias on q, k, v and o;
+         * model_names.c takes the tensors and wants them present. */
+        if (ft_meta_get_bool(&src->meta, "attention_bias", &flag))
+            a->has_bias = flag;
         if (!mixtral && ft_meta_get_bool(&src->meta, "use_sliding_window", &flag) && flag)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "%s: config.json: use_sliding_window = true is not supported", src->path);

@@ -131,6 +131,11 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         break;
     }
     case FTPLAN__OP_KIND__OP_LINEAR:
+        for (uint32_t j = 0; j < x->n_w; j++)
+            if (x->bias[j])
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "cuda: %s: weight %u has a bias, which has no CUDA kernel yet (use "
+                                      "--backend cpu or sim)", what, j);
         return ft_dev_bind_mats(ce, x, o, what);
     case FTPLAN__OP_KIND__OP_ROUTER:
         if (x->scoring || x->n_groups || x->routed_scaling != 1.0f || x->sel_bias)

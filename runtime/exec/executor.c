@@ -57,6 +57,21 @@ static void ft_run_rmsnorm(ft_step_t *st, const ft_xop_t *x)
         ft_op_rmsnorm(out + (size_t)t * x->width, in + (size_t)t * x->width, x->vec, x->width, x->eps);
 }
 
+/* Each output row += its weight's bias, after the product (whichever
+ * kernel computed it), as llama.cpp and PyTorch add it. */
+static void ft_run_biases(ft_step_t *st, const ft_xop_t *x, float *const *ys)
+{
+    for (uint32_t j = 0; j < x->n_w; j++) {
+        const float *b = x->bias[j];
+        const uint32_t rows = x->w[j]->rows;
+        for (uint32_t t = 0; b && t < st->n; t++) {
+            float *y = ys[j] + (size_t)t * rows;
+            for (uint32_t r = 0; r < rows; r++)
+                y[r] += b[r];
+        }
+    }
+}
+
 static void ft_run_linear(ft_step_t *st, const ft_xop_t *x)
 {
     ft_session_t *s = st->s;
@@ -69,10 +84,12 @@ static void ft_run_linear(ft_step_t *st, const ft_xop_t *x)
             one_format &= x->w[j]->dtype == x->w[0]->dtype;
         if (one_format) {
             ft_fwd_linear_prepared(s, x->w, ys, x->n_w, st->n);
+            ft_run_biases(st, x, ys);
             return;
         }
     }
     ft_fwd_linear(s, x->w, ys, x->n_w, st->buf[x->in[0]], st->n);
+    ft_run_biases(st, x, ys);
     ft_prep_clear(s); /* xp now holds this op's input */
 }
 

@@ -6,6 +6,7 @@
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
+#include "../format/convert.h"
 #include "../format/plan_validate.h"
 
 #include <math.h>
@@ -19,6 +20,7 @@ typedef struct ft_bind_ctx {
     const char *list;  /* "prologue", "block", "epilogue" */
     int32_t layer;
     float *inv_freq;   /* next free entries of p->inv_freq */
+    float *bias;       /* next free entries of p->bias_floats */
 } ft_bind_ctx_t;
 
 #define FT_BIND_ERR(fmt, ...)                                                                            \
@@ -65,6 +67,30 @@ FT_WARN_UNUSED static ft_status_t ft_bind_mats(const ft_bind_ctx_t *c, const Ftp
         if (x->w[j]->cols != ft_width(c, x->in[0]) || x->w[j]->rows != ft_width(c, x->out[j]))
             return FT_BIND_ERR("weight %u is [%u, %u] between buffers of width %u and %u", j, x->w[j]->rows,
                                x->w[j]->cols, ft_width(c, x->in[0]), ft_width(c, x->out[j]));
+    return FT_OK;
+}
+
+/* A LINEAR's biases (plan_validate_schedule.c checked each is an f32, f16
+ * or bf16 vector of its weight's rows), widened to f32 once here. */
+FT_WARN_UNUSED static ft_status_t ft_bind_biases(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+{
+    for (size_t j = 0; j < op->n_biases; j++) {
+        if (op->biases[j] == FT_PLAN_NO_BIAS)
+            continue;
+        const Ftplan__Tensor *t = c->b->plan->tensors[op->biases[j]];
+        const uint32_t n = x->w[j]->rows;
+        uint64_t n_bytes;
+        const uint8_t *src;
+        if (t->n_shape != 1 || t->shape[0] != n || !ft_dtype_row_bytes((ft_dtype_t)t->format, n, &n_bytes))
+            return FT_BIND_ERR("bias %zu '%s' is not a vector of %u elements", j, t->name, n);
+        ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, n_bytes, &src);
+        if (!st)
+            st = ft_convert_row(FT_DTYPE_F32, c->bias, (ft_dtype_t)t->format, src, n);
+        if (st)
+            return ft_status_annotate(st, "%s: bias '%s'", c->where, t->name);
+        x->bias[j] = c->bias;
+        c->bias += n;
+    }
     return FT_OK;
 }
 
@@ -171,7 +197,7 @@ FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *con
         if (op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM && op->n_heads == 0)
             return FT_BIND_ERR("%s", "no heads");
         if (op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED)
-            if ((st = ft_bind_mats(c, op, i, x)))
+            if ((st = ft_bind_mats(c, op, i, x)) || (st = ft_bind_biases(c, op, i, x)))
                 return st;
         if ((st = ft_bind_params(c, op, i, x)))
             return st;
@@ -187,6 +213,24 @@ static size_t ft_rope_floats(const Ftplan__Schedule *s)
         for (size_t i = 0; i < s->blocks[l]->n_ops; i++)
             if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_ROPE)
                 n += s->blocks[l]->ops[i]->rope_dim / 2;
+    return n;
+}
+
+/* Room for every LINEAR bias as f32: its weight's rows (validated). */
+static size_t ft_bias_floats(const Ftplan__Plan *plan)
+{
+    const Ftplan__Schedule *s = plan->schedule;
+    size_t n = 0;
+    Ftplan__Op *const *lists[2] = {s->prologue, s->epilogue};
+    const size_t n_lists[2] = {s->n_prologue, s->n_epilogue};
+    for (size_t l = 0; l < s->n_blocks + 2; l++) {
+        Ftplan__Op *const *ops = l < s->n_blocks ? s->blocks[l]->ops : lists[l - s->n_blocks];
+        const size_t n_ops = l < s->n_blocks ? s->blocks[l]->n_ops : n_lists[l - s->n_blocks];
+        for (size_t i = 0; i < n_ops; i++)
+            for (size_t j = 0; j < ops[i]->n_biases; j++)
+                if (ops[i]->biases[j] != FT_PLAN_NO_BIAS)
+                    n += (size_t)plan->tensors[ops[i]->biases[j]]->shape[0];
+    }
     return n;
 }
 
@@ -215,7 +259,8 @@ ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const f
     p->widths = ft_mem_calloc(a, p->n_buffers, sizeof(uint32_t));
     p->blocks = ft_mem_calloc(a, p->n_blocks ? p->n_blocks : 1, sizeof(ft_xops_t));
     p->inv_freq = ft_mem_calloc(a, ft_rope_floats(s) + 1, sizeof(float));
-    if (!p->widths || !p->blocks || !p->inv_freq) {
+    p->bias_floats = ft_mem_calloc(a, ft_bias_floats(b->plan) + 1, sizeof(float));
+    if (!p->widths || !p->blocks || !p->inv_freq || !p->bias_floats) {
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", where);
         goto fail;
     }
@@ -239,7 +284,7 @@ ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const f
     }
     p->kv_buf = (uint32_t)kv;
     p->max_kv_width = p->widths[kv];
-    ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq};
+    ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq, p->bias_floats};
     if ((st = ft_bind_list(&c, s->prologue, s->n_prologue, a, &p->prologue)))
         goto fail;
     c.list = "block";
@@ -276,6 +321,7 @@ void ft_program_destroy(ft_program_t *p, const ft_allocator_t *a)
     ft_mem_free(a, p->blocks);
     ft_mem_free(a, p->widths);
     ft_mem_free(a, p->inv_freq);
+    ft_mem_free(a, p->bias_floats);
     ft_mem_free(a, p);
 }
 

@@ -22,6 +22,7 @@ typedef struct ft_xop {
     uint32_t n_in, n_out, n_w;
     uint32_t in[FT_XOP_MAX_ARGS], out[FT_XOP_MAX_ARGS]; /* session buffer indices */
     const ft_mat_t *w[FT_XOP_MAX_ARGS];            /* LINEAR, EMBED: matrices */
+    const float *bias[FT_XOP_MAX_ARGS];                 /* LINEAR: added to out[j] (w[j]->rows floats), or NULL */
     const float *vec;                                   /* RMSNORM, HEAD_NORM: the weight */
     uint32_t width;                                     /* RMSNORM, ADD: floats per row */
     float eps;
@@ -72,6 +73,7 @@ typedef struct ft_program {
     ft_xops_t *blocks;   /* [n_blocks] */
     uint32_t n_ops;      /* every op of the lists (ids 0 .. n_ops - 1) */
     float *inv_freq;     /* every ROPE op's table, back to back */
+    float *bias_floats;  /* every LINEAR bias widened to f32, back to back */
     /* Sizes for scratch: the largest over the ops. */
     uint32_t max_group, max_kv_width, kv_buf;
 } ft_program_t;

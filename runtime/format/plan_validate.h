@@ -80,6 +80,8 @@
 #define FT_PLAN_MAX_FFN (1u << 24)
 #define FT_PLAN_MAX_DIMS 4u
 #define FT_PLAN_MAX_BATCH 4096u
+/* Op.biases[j]: LINEAR weight j has no bias (plan.proto). */
+#define FT_PLAN_NO_BIAS 0xFFFFFFFFu
 /* q* token-count buckets; equals FT_PLAN_MAX_BUCKETS (runtime/plan/planner.h)
  * so that a plan's table fits ft_plan_result_t. */
 #define FT_PLAN_MAX_QSTAR_BUCKETS 8u

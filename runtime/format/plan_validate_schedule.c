@@ -5,6 +5,7 @@
  * the ops (runtime/exec/program.c), which resolves them anyway. */
 #include "plan_validate.h"
 #include "plan_validate_internal.h"
+#include "dtype.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,35 @@ FT_WARN_UNUSED static ft_status_t ft_check_indices(const ft_sched_ctx_t *c, cons
     for (size_t j = 0; j < n; j++)
         if (v[j] >= limit)
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "%s[%zu] = %u is not below %zu", field, j, v[j], limit);
+    return FT_OK;
+}
+
+/* A LINEAR's biases: one per weight when present, each NO_BIAS or a
+ * vector (f32, f16 or bf16) of its weight's rows. */
+FT_WARN_UNUSED static ft_status_t ft_check_biases(const ft_sched_ctx_t *c, const Ftplan__Op *op, size_t i)
+{
+    if (!op->n_biases)
+        return FT_OK;
+    if (op->kind != FTPLAN__OP_KIND__OP_LINEAR || op->n_biases != op->n_weights)
+        return FT_OP_ERR(FT_STATUS_FORMAT, "%zu biases for %zu weights (only a LINEAR takes biases, one per "
+                         "weight)", op->n_biases, op->n_weights);
+    for (size_t j = 0; j < op->n_biases; j++) {
+        const uint32_t b = op->biases[j];
+        if (b == FT_PLAN_NO_BIAS)
+            continue;
+        if (b >= c->plan->n_tensors)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "biases[%zu] = %u is not below %zu", j, b,
+                             c->plan->n_tensors);
+        const Ftplan__Tensor *t = c->plan->tensors[b], *w = c->plan->tensors[op->weights[j]];
+        const uint64_t rows = w->n_shape >= 2 ? w->shape[w->n_shape - 2] : 0;
+        if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 && t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
+            t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16)
+            return FT_OP_ERR(FT_STATUS_UNSUPPORTED, "bias %zu '%s' is %s (a bias is f32, f16 or bf16)", j,
+                             t->name, ft_dtype_name((ft_dtype_t)t->format));
+        if (t->n_shape != 1 || t->shape[0] != rows)
+            return FT_OP_ERR(FT_STATUS_MISMATCH, "bias %zu '%s' is not a vector of weight '%s''s %llu rows", j,
+                             t->name, w->name, (unsigned long long)rows);
+    }
     return FT_OK;
 }
 
@@ -153,7 +183,8 @@ FT_WARN_UNUSED static ft_status_t ft_check_op(const ft_sched_ctx_t *c, const Ftp
     ft_status_t st;
     if ((st = ft_check_indices(c, op, i, "inputs", op->inputs, op->n_inputs, s->n_buffers)) ||
         (st = ft_check_indices(c, op, i, "outputs", op->outputs, op->n_outputs, s->n_buffers)) ||
-        (st = ft_check_indices(c, op, i, "weights", op->weights, op->n_weights, c->plan->n_tensors)))
+        (st = ft_check_indices(c, op, i, "weights", op->weights, op->n_weights, c->plan->n_tensors)) ||
+        (st = ft_check_biases(c, op, i)))
         return st;
     return ft_check_params(c, op, i);
 }

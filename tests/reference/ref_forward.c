@@ -163,6 +163,13 @@ static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_
     ft_ref_matvec(w, rows, cols, s->round_d, y);
 }
 
+/* y += b (n values) when the projection has a bias. */
+static void ref_add_bias(double *y, const double *b, uint32_t n)
+{
+    for (uint32_t i = 0; b && i < n; i++)
+        y[i] += b[i];
+}
+
 /* x += attention(RMSNorm(x)) for the token at position pos of layer l. */
 static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double *x)
 {
@@ -178,6 +185,9 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_mv(s, L->wq, L->fmt_wq, L->n_heads * hd, d, h, q);
     ref_mv(s, L->wk, L->fmt_wk, L->n_kv_heads * hd, d, h, k);
     ref_mv(s, L->wv, L->fmt_wv, L->n_kv_heads * vd, d, h, v);
+    ref_add_bias(q, L->bq, L->n_heads * hd);
+    ref_add_bias(k, L->bk, L->n_kv_heads * hd);
+    ref_add_bias(v, L->bv, L->n_kv_heads * vd);
     void (*rope)(double *, uint32_t, uint32_t, double) =
         m->rope_interleaved ? ft_ref_rope_norm : ft_ref_rope_neox;
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
@@ -213,6 +223,7 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
         }
     }
     ref_mv(s, L->wo, L->fmt_wo, d, L->n_heads * vd, att, o);
+    ref_add_bias(o, L->bo, d);
     for (uint32_t i = 0; i < d; i++)
         x[i] += o[i];
 }

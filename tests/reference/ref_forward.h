@@ -11,7 +11,8 @@
  *   x = embedding row of the token
  *   per layer:
  *     h = RMSNorm(x) * attn_norm
- *     q, k, v = Wq h, Wk h, Wv h; per-head RMSNorm of q, k (q_norm, k_norm;
+ *     q, k, v = Wq h + bq, Wk h + bk, Wv h + bv (biases where the model has
+ *       them); per-head RMSNorm of q, k (q_norm, k_norm;
  *       Qwen3-MoE only)
  *     RoPE on q, k at the token's position: NeoX (pairs (i, i + d/2)), or
  *       interleaved (pairs (2i, 2i+1)) for weights in llama.cpp's permuted
@@ -19,7 +20,7 @@
  *     causal GQA attention (kv head = q head / (n_heads / n_kv_heads)),
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
  *       (with a sliding window W: pos - W + 1 .. pos)
- *     x += Wo attn
+ *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
  *       largest of p + sel_bias (the selection bias, 0 without one; ties:
@@ -53,6 +54,7 @@ typedef struct ft_ref_layer {
     double *wk;              /* [n_kv_heads * head_dim, d_model] */
     double *wv;              /* [n_kv_heads * value_head_dim, d_model] */
     double *wo;              /* [d_model, n_heads * value_head_dim] */
+    double *bq, *bk, *bv, *bo; /* the projections' biases (their rows), or NULL: none */
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */

@@ -211,6 +211,7 @@ void ft_ref_model_free(ft_ref_model_t *m)
         ft_ref_layer_t *L = &m->layers[l];
         double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
                          L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
+                         L->bq,        L->bk,       L->bv,     L->bo,
                          L->sel_bias,  L->sh_gate,  L->sh_up,  L->sh_down};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);

@@ -92,10 +92,8 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if (a->kind != FT_ATTN_GQA || a->has_sinks || a->has_bias ||
-        !a->n_kv_heads || a->n_heads % a->n_kv_heads)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only GQA with no bias or sinks", l);
+    if (a->kind != FT_ATTN_GQA || a->has_sinks || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA with no sinks", l);
     if (!b->is_moe) {
         if (!b->dense_ffn || b->act != FT_ACT_SILU)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
@@ -157,6 +155,15 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_EXPS, li, E * F * d, &L->up, &L->fmt_up)) ||
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_EXPS, li, E * d * F, &L->down, &L->fmt_down)))
         return st;
+    /* The projections' biases, where the IR has them. */
+    const ft_tensor_role_t bias_roles[4] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS,
+                                            FT_ROLE_ATTN_O_BIAS};
+    const uint64_t bias_rows[4] = {L->n_heads * hd, L->n_kv_heads * hd, L->n_kv_heads * vd, d};
+    double **biases[4] = {&L->bq, &L->bk, &L->bv, &L->bo};
+    for (int j = 0; j < 4; j++)
+        if (ft_ir_find(ir, bias_roles[j], li) &&
+            (st = ref_ir_tensor(ir, bias_roles[j], li, bias_rows[j], biases[j], NULL)))
+            return st;
     L->shared_ffn = dense ? 0 : b->moe.n_shared_experts * b->moe.shared_ffn;
     const uint64_t S = L->shared_ffn;
     if (S && ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_SHEXP, li, S * d, &L->sh_gate, &L->fmt_sh_gate)) ||
