@@ -72,6 +72,7 @@ const char *ft_arch_name(ft_arch_t arch)
     switch (arch) {
     case FT_ARCH_QWEN3MOE: return "qwen3moe";
     case FT_ARCH_MIXTRAL: return "mixtral";
+    case FT_ARCH_GLM4MOE: return "glm4moe";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -283,7 +284,12 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
                 b->moe.expert_ffn, b->moe.n_shared_experts, b->moe.shared_ffn, b->moe.scoring,
                 b->moe.norm_topk_prob, b->moe.has_router_bias, (double)b->moe.routed_scaling,
                 b->dense_ffn, b->act);
+        if (b->moe.n_groups || b->moe.has_sel_bias)
+            fprintf(out, "block %u groups %u/%u sel_bias %d\n", l, b->moe.n_groups_used, b->moe.n_groups,
+                    b->moe.has_sel_bias);
     }
+    if (hp->n_mtp_layers)
+        fprintf(out, "mtp_layers %u (skipped)\n", hp->n_mtp_layers);
     for (uint32_t i = 0; i < m->n_tensors; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
         fprintf(out, "tensor %s role %s layer %d %s [", t->name, ft_tensor_role_name(t->role),

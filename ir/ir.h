@@ -21,6 +21,8 @@ typedef enum ft_arch {
     FT_ARCH_UNKNOWN = 0,
     FT_ARCH_QWEN3MOE = 1,
     FT_ARCH_MIXTRAL = 2, /* GGUF "llama" with experts, HF MixtralForCausalLM */
+    /* 3: gpt-oss */
+    FT_ARCH_GLM4MOE = 4, /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -80,6 +82,9 @@ typedef struct ft_ir_hparams {
     float rope_theta;
     uint32_t rope_dim;
     int tie_embeddings;
+    /* Multi-token-prediction blocks the checkpoint carries after the
+     * n_layers it runs (GLM-4.5 nextn): their tensors are skipped. */
+    uint32_t n_mtp_layers;
 } ft_ir_hparams_t;
 
 typedef struct ft_ir_attention {
@@ -98,6 +103,7 @@ typedef struct ft_ir_moe {
     int norm_topk_prob, has_router_bias;
     float routed_scaling;
     uint32_t n_groups, n_groups_used; /* group-limited routing (DeepSeek-V3 n_group, topk_group); 0: none */
+    int has_sel_bias; /* a router selection bias (FT_ROLE_FFN_EXP_PROBS_B) is required */
 } ft_ir_moe_t;
 
 typedef struct ft_ir_block {
