@@ -1,5 +1,5 @@
 /* The lowering shared by the pre-norm GQA decoders with a routed MoE FFN
- * (Qwen3-MoE, Mixtral): per block
+ * (Qwen3-MoE, Mixtral, GLM-4.5): per block
  *
  *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
  *   rope(q, k) ; kv append ; att = attention(q) ; x += att Wo [+ bias] ;

@@ -1,4 +1,4 @@
-/* A float64 forward pass of Qwen3-MoE and Mixtral, read from a compiled
+/* A float64 forward pass of Qwen3-MoE, Mixtral and GLM-4.5, read from a compiled
  * bundle or straight from an imported IR (its source files): the oracle
  * the runtime's logits are tested against.
  *
