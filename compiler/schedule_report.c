@@ -83,6 +83,8 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
             fprintf(out, ", in the best %u of %u groups", op->n_groups_used, op->n_groups);
         if (op->routed_scaling != 0.0f && op->routed_scaling != 1.0f)
             fprintf(out, ", weights x %g", (double)op->routed_scaling);
+        if (op->n_weights == 2)
+            fprintf(out, ", chosen with a selection bias");
         break;
     case FTPLAN__OP_KIND__OP_MOE:
         fprintf(out, "  %u experts of ffn %u, %u used, %s", op->n_experts, op->expert_ffn, op->n_experts_used,
@@ -202,6 +204,7 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         json_object_set_new(o, "n_groups_used", json_integer(op->n_groups_used));
         json_object_set_new(o, "routed_scaling",
                             json_real(op->routed_scaling != 0.0f ? op->routed_scaling : 1.0));
+        json_object_set_new(o, "selection_bias", json_boolean(op->n_weights == 2));
         __attribute__((fallthrough)); /* and the counts */
     case FTPLAN__OP_KIND__OP_MOE:
         json_object_set_new(o, "n_experts", json_integer(op->n_experts));

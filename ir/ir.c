@@ -59,11 +59,15 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias",
     [FT_ROLE_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
     [FT_ROLE_FFN_DOWN_EXPS_BIAS] = "ffn_down_exps.bias",
+    [FT_ROLE_FFN_EXP_PROBS_B] = "exp_probs_b",
+    [FT_ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp",
+    [FT_ROLE_FFN_UP_SHEXP] = "ffn_up_shexp",
+    [FT_ROLE_FFN_DOWN_SHEXP] = "ffn_down_shexp",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
 {
-    if ((int)role < 0 || role >= FT_ROLE_COUNT)
+    if ((int)role < 0 || role >= FT_ROLE_COUNT || !ft_role_names[role])
         return "unknown";
     return ft_role_names[role];
 }
@@ -74,6 +78,7 @@ const char *ft_arch_name(ft_arch_t arch)
     case FT_ARCH_QWEN3MOE: return "qwen3moe";
     case FT_ARCH_MIXTRAL: return "mixtral";
     case FT_ARCH_GPT_OSS: return "gpt-oss";
+    case FT_ARCH_GLM4MOE: return "glm4moe";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -253,6 +258,13 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
                 (st = ft_ir_expect(m, FT_ROLE_FFN_UP_EXPS, L, 3, E, F, d)) ||
                 (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_EXPS, L, 3, E, d, F)))
                 return st;
+            if (ft_ir_find(m, FT_ROLE_FFN_EXP_PROBS_B, L) && (st = ft_ir_expect(m, FT_ROLE_FFN_EXP_PROBS_B, L, 1, E, 0, 0)))
+                return st;
+            const uint64_t S = (uint64_t)b->moe.n_shared_experts * b->moe.shared_ffn;
+            if (S && ((st = ft_ir_expect(m, FT_ROLE_FFN_GATE_SHEXP, L, 2, S, d, 0)) ||
+                      (st = ft_ir_expect(m, FT_ROLE_FFN_UP_SHEXP, L, 2, S, d, 0)) ||
+                      (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_SHEXP, L, 2, d, S, 0))))
+                return st;
         } else {
             const uint64_t F = b->dense_ffn;
             if ((st = ft_ir_expect(m, FT_ROLE_FFN_GATE, L, 2, F, d, 0)) ||
@@ -294,7 +306,12 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
                 b->moe.expert_ffn, b->moe.n_shared_experts, b->moe.shared_ffn, b->moe.scoring,
                 b->moe.norm_topk_prob, b->moe.has_router_bias, (double)b->moe.routed_scaling,
                 b->dense_ffn, b->act);
+        if (b->moe.n_groups || b->moe.has_sel_bias)
+            fprintf(out, "block %u groups %u/%u sel_bias %d\n", l, b->moe.n_groups_used, b->moe.n_groups,
+                    b->moe.has_sel_bias);
     }
+    if (hp->n_mtp_layers)
+        fprintf(out, "mtp_layers %u (skipped)\n", hp->n_mtp_layers);
     for (uint32_t i = 0; i < m->n_tensors; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
         fprintf(out, "tensor %s role %s layer %d %s [", t->name, ft_tensor_role_name(t->role),

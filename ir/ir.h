@@ -22,6 +22,7 @@ typedef enum ft_arch {
     FT_ARCH_QWEN3MOE = 1,
     FT_ARCH_MIXTRAL = 2, /* GGUF "llama" with experts, HF MixtralForCausalLM */
     FT_ARCH_GPT_OSS = 3, /* GGUF "gpt-oss", HF GptOssForCausalLM */
+    FT_ARCH_GLM4MOE = 4, /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -64,6 +65,12 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_GATE_EXPS_BIAS = 25, /* [n_experts, ffn] (optional, with the other two) */
     FT_ROLE_FFN_UP_EXPS_BIAS = 26,
     FT_ROLE_FFN_DOWN_EXPS_BIAS = 27, /* [n_experts, d_model] */
+    FT_ROLE_FFN_EXP_PROBS_B = 30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
+    /* The ungated shared expert beside the routed ones (DeepSeek-V3,
+     * GLM-4.5): [n_shared * shared_ffn, d] x2 and [d, n_shared * shared_ffn]. */
+    FT_ROLE_FFN_GATE_SHEXP = 31,
+    FT_ROLE_FFN_UP_SHEXP = 32,
+    FT_ROLE_FFN_DOWN_SHEXP = 33,
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -85,6 +92,9 @@ typedef struct ft_ir_hparams {
     uint32_t rope_yarn_orig_ctx;
     float rope_yarn_beta_fast, rope_yarn_beta_slow;
     int tie_embeddings;
+    /* Multi-token-prediction blocks the checkpoint carries after the
+     * n_layers it runs (GLM-4.5 nextn): their tensors are skipped. */
+    uint32_t n_mtp_layers;
 } ft_ir_hparams_t;
 
 typedef struct ft_ir_attention {
@@ -103,6 +113,7 @@ typedef struct ft_ir_moe {
     int norm_topk_prob, has_router_bias;
     float routed_scaling;
     uint32_t n_groups, n_groups_used; /* group-limited routing (DeepSeek-V3 n_group, topk_group); 0: none */
+    int has_sel_bias; /* a router selection bias (FT_ROLE_FFN_EXP_PROBS_B) is required */
 } ft_ir_moe_t;
 
 typedef struct ft_ir_block {

@@ -21,6 +21,7 @@ FT_MIRROR(ARCH, ARCH, UNKNOWN);
 FT_MIRROR(ARCH, ARCH, QWEN3MOE);
 FT_MIRROR(ARCH, ARCH, MIXTRAL);
 FT_MIRROR(ARCH, ARCH, GPT_OSS);
+FT_MIRROR(ARCH, ARCH, GLM4MOE);
 
 /* ft_norm_kind_t and plan.proto's NormKind */
 FT_MIRROR(NORM_KIND, NORM, RMS);
@@ -75,6 +76,10 @@ FT_MIRROR(TENSOR_ROLE, ROLE, FFN_ROUTER_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_EXPS_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_EXPS_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN_EXPS_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_EXP_PROBS_B);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN_SHEXP);
 
 /* ft_op_kind_t and plan.proto's OpKind */
 FT_MIRROR(OP_KIND, OP, INVALID);
@@ -99,7 +104,7 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN_EXPS_BIAS + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN_SHEXP + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
 _Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 

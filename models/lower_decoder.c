@@ -1,9 +1,20 @@
 /* The lowering shared by the pre-norm GQA decoders with a routed MoE FFN
- * (Qwen3-MoE, Mixtral): per block
+ * (Qwen3-MoE, Mixtral, GLM-4.5): per block
  *
  *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
  *   rope(q, k) ; kv append ; att = attention(q) [with sinks] ; x += att Wo [+ bias] ;
  *   h = rmsnorm(x) ; route(h [+ logit bias]) ; x += moe(h) [expert biases]
+ *
+ * (the ROUTER op takes the layer's selection bias as a second weight when
+ * the IR has one; a block with shared experts runs them, ungated, on the
+ * same h between the ROUTER and the MOE:
+ *
+ *   h = rmsnorm(x) ; route(h) ; g, u = h Wg_sh, h Wu_sh ; g = act(g) * u ;
+ *   x += g Wd_sh ; x += moe(h)
+ *
+ * so x gets the shared expert's output first, then the routed experts':
+ * the MOE stays the block's last op, as the device's graph segments and
+ * the expert dispatch expect, and the norm's consumers stay contiguous.)
  *
  * or, in a dense block (Qwen3-MoE's mlp_only_layers), after the attention
  *
@@ -24,6 +35,22 @@ typedef struct ft_lower_bufs {
     /* A dense FFN's gate and up rows, one pair per distinct width. */
     uint32_t n_ffn, ffn_width[FT_LOWER_MAX_FFN_WIDTHS], fg[FT_LOWER_MAX_FFN_WIDTHS], fu[FT_LOWER_MAX_FFN_WIDTHS];
 } ft_lower_bufs_t;
+
+/* The width of block l's dense FFN, or of its shared experts together
+ * (one wide ungated FFN), or 0. */
+static uint32_t ft_lower_ffn_width(const ft_ir_block_t *blk)
+{
+    return blk->is_moe ? blk->moe.n_shared_experts * blk->moe.shared_ffn : blk->dense_ffn;
+}
+
+/* The index of the gate/up buffer pair of this width. */
+static uint32_t ft_lower_ffn_pair(const ft_lower_bufs_t *b, uint32_t width)
+{
+    uint32_t j = 0;
+    while (j < b->n_ffn && b->ffn_width[j] != width)
+        j++;
+    return j;
+}
 
 FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
 {
@@ -48,7 +75,7 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
         return st;
     b->n_ffn = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
-        const uint32_t w = m->blocks[l].is_moe ? 0 : m->blocks[l].dense_ffn;
+        const uint32_t w = ft_lower_ffn_width(&m->blocks[l]);
         uint32_t j = 0;
         while (j < b->n_ffn && b->ffn_width[j] != w)
             j++;
@@ -179,6 +206,32 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     return FT_OK;
 }
 
+/* An ungated FFN of h into x: gate and up together, the gated
+ * activation, down, and the residual add; roles[3]: its gate, up, down. */
+FT_WARN_UNUSED static ft_status_t ft_lower_ffn(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
+                                               const ft_tensor_role_t *roles, ft_ir_ops_t *ops)
+{
+    const ft_ir_block_t *blk = &m->blocks[l];
+    const int32_t li = (int32_t)l;
+    const uint32_t j = ft_lower_ffn_pair(b, ft_lower_ffn_width(blk));
+    if (j == b->n_ffn)
+        return ft_status_make(FT_STATUS_INTERNAL, "%s: layer %u: no buffers for its FFN", m->source_name, l);
+    ft_status_t st;
+    ft_ir_op_t gu = ft_op(FT_OP_LINEAR, b->h, b->fg[j]);
+    gu.outputs[gu.n_outputs++] = b->fu[j];
+    ft_ir_op_t glu = ft_op(FT_OP_GLU, b->fg[j], b->fg[j]);
+    glu.inputs[glu.n_inputs++] = b->fu[j];
+    glu.act = blk->act;
+    ft_ir_op_t down = ft_op(FT_OP_LINEAR, b->fg[j], b->o);
+    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
+    if ((st = ft_op_weight(m, &gu, roles[0], li)) || (st = ft_op_weight(m, &gu, roles[1], li)) ||
+        (st = ft_sched_push(m, ops, &gu)) || (st = ft_sched_push(m, ops, &glu)) ||
+        (st = ft_op_weight(m, &down, roles[2], li)) || (st = ft_sched_push(m, ops, &down)) ||
+        (st = ft_sched_push(m, ops, &add)))
+        return st;
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
 {
     const ft_ir_block_t *blk = &m->blocks[l];
@@ -205,7 +258,15 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
         (st = ft_op_weight(m, &router, FT_ROLE_FFN_ROUTER, li)))
         return st;
     ft_op_bias(m, &router, FT_ROLE_FFN_ROUTER_BIAS, li); /* gpt-oss: the logits' bias */
-    if ((st = ft_sched_push(m, ops, &router)))
+    /* The selection bias (DeepSeek-V3 / GLM-4.5), when the layer has one. */
+    if ((ft_ir_find(m, FT_ROLE_FFN_EXP_PROBS_B, li) && (st = ft_op_weight(m, &router, FT_ROLE_FFN_EXP_PROBS_B, li))) ||
+        (st = ft_sched_push(m, ops, &router)))
+        return st;
+    /* The shared experts (ungated; a gated one, as Qwen2-MoE's, would need
+     * its gate here), added to x before the routed experts. */
+    static const ft_tensor_role_t shared[3] = {FT_ROLE_FFN_GATE_SHEXP, FT_ROLE_FFN_UP_SHEXP,
+                                               FT_ROLE_FFN_DOWN_SHEXP};
+    if (ft_lower_ffn_width(blk) && (st = ft_lower_ffn(m, l, b, shared, ops)))
         return st;
     const ft_tensor_role_t stacks[3] = {FT_ROLE_FFN_GATE_EXPS, FT_ROLE_FFN_UP_EXPS, FT_ROLE_FFN_DOWN_EXPS};
     const ft_tensor_role_t stack_bias[3] = {FT_ROLE_FFN_GATE_EXPS_BIAS, FT_ROLE_FFN_UP_EXPS_BIAS,
@@ -221,35 +282,17 @@ FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t 
     return FT_OK;
 }
 
-/* A dense block's FFN: norm, gate and up together, the gated activation,
- * down, and the residual add. */
+/* A dense block's FFN: its norm, then the FFN. */
 FT_WARN_UNUSED static ft_status_t ft_lower_dense(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
                                                  ft_ir_ops_t *ops)
 {
-    const ft_ir_block_t *blk = &m->blocks[l];
-    const int32_t li = (int32_t)l;
-    uint32_t j = 0;
-    while (j < b->n_ffn && b->ffn_width[j] != blk->dense_ffn)
-        j++;
-    if (j == b->n_ffn)
-        return ft_status_make(FT_STATUS_INTERNAL, "%s: layer %u: no buffers for its FFN", m->source_name, l);
-    ft_status_t st;
+    static const ft_tensor_role_t roles[3] = {FT_ROLE_FFN_GATE, FT_ROLE_FFN_UP, FT_ROLE_FFN_DOWN};
     ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
     norm.eps = m->hp.norm_eps;
-    ft_ir_op_t gu = ft_op(FT_OP_LINEAR, b->h, b->fg[j]);
-    gu.outputs[gu.n_outputs++] = b->fu[j];
-    ft_ir_op_t glu = ft_op(FT_OP_GLU, b->fg[j], b->fg[j]);
-    glu.inputs[glu.n_inputs++] = b->fu[j];
-    glu.act = blk->act;
-    ft_ir_op_t down = ft_op(FT_OP_LINEAR, b->fg[j], b->o);
-    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
-    if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)) ||
-        (st = ft_op_weight(m, &gu, FT_ROLE_FFN_GATE, li)) || (st = ft_op_weight(m, &gu, FT_ROLE_FFN_UP, li)) ||
-        (st = ft_sched_push(m, ops, &gu)) || (st = ft_sched_push(m, ops, &glu)) ||
-        (st = ft_op_weight(m, &down, FT_ROLE_FFN_DOWN, li)) || (st = ft_sched_push(m, ops, &down)) ||
-        (st = ft_sched_push(m, ops, &add)))
+    ft_status_t st;
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_FFN_NORM, (int32_t)l)) || (st = ft_sched_push(m, ops, &norm)))
         return st;
-    return FT_OK;
+    return ft_lower_ffn(m, l, b, roles, ops);
 }
 
 ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *m, ft_ir_schedule_t *s)

@@ -31,6 +31,9 @@ static const ft_role_names_t ft_layer_roles[] = {
     {FT_ROLE_FFN_GATE, "ffn_gate", "mlp.gate_proj"},
     {FT_ROLE_FFN_UP, "ffn_up", "mlp.up_proj"},
     {FT_ROLE_FFN_DOWN, "ffn_down", "mlp.down_proj"},
+    {FT_ROLE_FFN_GATE_SHEXP, "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {FT_ROLE_FFN_UP_SHEXP, "ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {FT_ROLE_FFN_DOWN_SHEXP, "ffn_down_shexp", "mlp.shared_experts.down_proj"},
 };
 
 /* Optional per-layer biases of the attention projections (Qwen2's q/k/v,
@@ -50,10 +53,11 @@ static const ft_role_names_t ft_bias_roles[] = {
 };
 
 /* The GGUF name of a per-layer role where an architecture's converter
- * writes another than the canonical one (gpt-oss: post_attention_norm). */
+ * writes another than the canonical one (gpt-oss, glm4moe:
+ * post_attention_norm). */
 static const char *ft_role_gguf_src_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
 {
-    if (m->hp.arch == FT_ARCH_GPT_OSS && rn->role == FT_ROLE_FFN_NORM)
+    if ((m->hp.arch == FT_ARCH_GPT_OSS || m->hp.arch == FT_ARCH_GLM4MOE) && rn->role == FT_ROLE_FFN_NORM)
         return "post_attention_norm";
     return rn->gguf;
 }
@@ -75,6 +79,15 @@ static const char *ft_role_hf_name(const ft_ir_model_t *m, const ft_role_names_t
             if (ft_mixtral_hf_roles[i].role == rn->role)
                 return ft_mixtral_hf_roles[i].hf;
     return rn->hf;
+}
+
+/* The GGUF (and canonical) name of a per-layer role in this architecture:
+ * llama.cpp's glm4moe calls the FFN norm post_attention_norm. */
+static const char *ft_role_gguf_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
+{
+    if (m->hp.arch == FT_ARCH_GLM4MOE && rn->role == FT_ROLE_FFN_NORM)
+        return "post_attention_norm";
+    return rn->gguf;
 }
 
 static const ft_role_names_t ft_global_roles[] = {
@@ -166,6 +179,9 @@ static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
     case FT_ROLE_FFN_GATE:
     case FT_ROLE_FFN_UP:
     case FT_ROLE_FFN_DOWN: return !b->is_moe;
+    case FT_ROLE_FFN_GATE_SHEXP:
+    case FT_ROLE_FFN_UP_SHEXP:
+    case FT_ROLE_FFN_DOWN_SHEXP: return b->is_moe && b->moe.n_shared_experts;
     default: return 1;
     }
 }
@@ -321,12 +337,54 @@ FT_WARN_UNUSED static ft_status_t ft_copy_files(const ft_src_model_t *src, ft_ir
     return FT_OK;
 }
 
+/* Block l's router selection bias (GGUF blk.L.exp_probs_b.bias, HF
+ * mlp.gate.e_score_correction_bias), when the block has one. */
+FT_WARN_UNUSED static ft_status_t ft_take_sel_bias(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m,
+                                                   uint32_t l)
+{
+    if (!m->blocks[l].is_moe || !m->blocks[l].moe.has_sel_bias)
+        return FT_OK;
+    char sname[256], iname[256];
+    snprintf(iname, sizeof(iname), "blk.%u.exp_probs_b.bias", l);
+    if (src->kind == FT_SRC_HF)
+        snprintf(sname, sizeof(sname), "model.layers.%u.mlp.gate.e_score_correction_bias", l);
+    else
+        snprintf(sname, sizeof(sname), "%s", iname);
+    int found;
+    ft_status_t st = ft_take_plain(ix, m, sname, iname, FT_ROLE_FFN_EXP_PROBS_B, (int32_t)l, &found);
+    if (!st && !found)
+        st = ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s' (the router's selection bias)", src->path,
+                            sname);
+    return st;
+}
+
+/* After the per-layer roles: the selection biases, and the tensors of the
+ * multi-token-prediction blocks after the decoder, claimed unused. */
+FT_WARN_UNUSED static ft_status_t ft_take_layer_extras(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                       ft_ir_model_t *m)
+{
+    ft_status_t st;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++)
+        if ((st = ft_take_sel_bias(ix, src, m, l)))
+            return st;
+    for (uint32_t k = 0; k < m->hp.n_mtp_layers; k++) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), src->kind == FT_SRC_HF ? "model.layers.%u." : "blk.%u.",
+                 m->hp.n_layers + k);
+        const size_t n = strlen(prefix);
+        for (uint32_t t = 0; t < src->n_tensors; t++)
+            if (strncmp(src->tensors[t].name, prefix, n) == 0)
+                ix->used[t] = 1;
+    }
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m)
 {
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
     const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 1); /* + sinks */
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 2); /* + sinks, exp_probs_b */
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -384,7 +442,7 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             if (!ft_role_wanted(b, rn->role))
                 continue;
             const char *hf_name = ft_role_hf_name(m, rn);
-            snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, rn->gguf);
+            snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, ft_role_gguf_name(m, rn));
             if (hf && ft_role_is_expert(rn->role)) {
                 st = ft_take_expert_stack(ix, m, hf_name, 0, l, b->moe.n_experts, iname, rn->role,
                                           &found);
@@ -415,6 +473,8 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             }
         }
     }
+    if ((st = ft_take_layer_extras(ix, src, m)))
+        return st;
     for (uint32_t t = 0; t < src->n_tensors; t++)
         if (!ix->used[t])
             return ft_status_make(FT_STATUS_UNSUPPORTED,

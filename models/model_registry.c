@@ -23,11 +23,15 @@ static const char *ft_src_arch(const ft_src_model_t *src)
         return "mixtral";
     if (hf && strcmp(hf, "GptOssForCausalLM") == 0)
         return "gpt-oss";
+    if (hf && strcmp(hf, "Glm4MoeForCausalLM") == 0)
+        return "glm4moe";
     const char *model_type = ft_meta_get_string(&src->meta, "model_type");
     if (model_type && strcmp(model_type, "qwen3_moe") == 0)
         return "qwen3moe";
     if (model_type && strcmp(model_type, "mixtral") == 0)
         return "mixtral";
+    if (model_type && strcmp(model_type, "glm4_moe") == 0)
+        return "glm4moe";
     return hf ? hf : model_type;
 }
 
@@ -47,9 +51,12 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
         build = ft_mixtral_build;
     if (strcmp(arch, "gpt-oss") == 0)
         build = ft_gptoss_build;
+    if (strcmp(arch, "glm4moe") == 0)
+        build = ft_glm4moe_build;
     if (!build)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss)",
+                              "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss, "
+                              "glm4moe)",
                               src->path, arch);
     ft_ir_model_t *model = NULL;
     ft_status_t st = ft_ir_model_create(&model);
@@ -72,6 +79,7 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
     case FT_ARCH_QWEN3MOE:
     case FT_ARCH_MIXTRAL: /* the same block shape; no q/k norm, its RoPE pairing: data in the IR */
     case FT_ARCH_GPT_OSS: /* the same again: biases, sinks, YaRN, its activation and windows are data */
+    case FT_ARCH_GLM4MOE: /* and leading dense blocks, shared experts, the router's bias: data too */
         return ft_lower_moe_decoder(model, out);
     case FT_ARCH_UNKNOWN:
         break;

@@ -13,7 +13,8 @@ static int ft_cg_role_is_matmul(ft_tensor_role_t r)
     case FT_ROLE_OUTPUT: case FT_ROLE_ATTN_Q: case FT_ROLE_ATTN_K: case FT_ROLE_ATTN_V:
     case FT_ROLE_ATTN_O: case FT_ROLE_FFN_ROUTER: case FT_ROLE_FFN_GATE: case FT_ROLE_FFN_UP:
     case FT_ROLE_FFN_DOWN: case FT_ROLE_FFN_GATE_EXPS: case FT_ROLE_FFN_UP_EXPS:
-    case FT_ROLE_FFN_DOWN_EXPS:
+    case FT_ROLE_FFN_DOWN_EXPS: case FT_ROLE_FFN_GATE_SHEXP: case FT_ROLE_FFN_UP_SHEXP:
+    case FT_ROLE_FFN_DOWN_SHEXP:
         return 1;
     default:
         return 0;

@@ -45,6 +45,9 @@ static int ft_cg_cuda_is_matmul(ft_tensor_role_t role, int *experts)
     case FT_ROLE_FFN_GATE:
     case FT_ROLE_FFN_UP:
     case FT_ROLE_FFN_DOWN:
+    case FT_ROLE_FFN_GATE_SHEXP:
+    case FT_ROLE_FFN_UP_SHEXP:
+    case FT_ROLE_FFN_DOWN_SHEXP:
         return 1;
     default:
         return *experts;
@@ -83,9 +86,11 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "layer %u: %u of %u experts differs from earlier layers", l,
                                   b->moe.n_experts_used, b->moe.n_experts);
-        if (b->moe.scoring != FT_ROUTER_SOFTMAX)
-            return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "layer %u: only softmax routing has a CUDA kernel", l);
+        /* A sigmoid, grouped, scaled or biased router has no CUDA kernel
+         * yet: the module still holds every other kernel, and the cuda
+         * backend refuses such a ROUTER op by name when it binds the plan
+         * (runtime/exec/dev_kernels.c), so such a model still compiles
+         * with the default targets. */
         sp->n_experts = b->moe.n_experts;
         sp->n_experts_used = b->moe.n_experts_used;
         sp->norm_topk_prob = b->moe.norm_topk_prob;

@@ -150,12 +150,13 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         if (x->bias[0])
             return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s: a router logit bias has no CUDA kernel yet "
                                   "(use --backend cpu or sim)", what);
-        if (x->scoring || x->n_groups || x->routed_scaling != 1.0f)
+        if (x->scoring || x->n_groups || x->routed_scaling != 1.0f || x->sel_bias)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "cuda: %s: a %s router%s%s has no CUDA kernel yet (softmax top-k only; use "
+                                  "cuda: %s: a %s router%s%s%s has no CUDA kernel yet (softmax top-k only; use "
                                   "--backend cpu or sim)",
                                   what, x->scoring ? "sigmoid" : "softmax", x->n_groups ? " with expert groups" : "",
-                                  x->routed_scaling != 1.0f ? " with a weight scale" : "");
+                                  x->routed_scaling != 1.0f ? " with a weight scale" : "",
+                                  x->sel_bias ? " with a selection bias" : "");
         st = ft_dev_bind_mats(ce, x, o, what);
         if (!st) st = ft_dev_fn(ce, &o->fn, "ft_router_topk_e%u_k%u", x->L->n_experts, x->L->n_used);
         break;

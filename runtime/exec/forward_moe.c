@@ -194,7 +194,7 @@ static void ft_router_worker(void *ctx, uint32_t ti, uint32_t nt)
  * experts scores the sum of its two best scores (its one score when it
  * has one expert); only the experts of the n_groups_used best groups (ties:
  * the lower group) may be chosen: the others' scores in sel become -inf.
- * gs: [n_groups] scratch. */
+ * gs: [n_groups] scratch. sel may be p (the group scores are taken first). */
 static void ft_route_groups(const float *p, uint32_t E, uint32_t n_groups, uint32_t n_used, float *sel, float *gs)
 {
     const uint32_t size = E / n_groups;
@@ -223,8 +223,10 @@ static void ft_route_groups(const float *p, uint32_t E, uint32_t n_groups, uint3
 }
 
 /* One token's choice from its router logits p (scored in place): softmax
- * or sigmoid scores, the top K of them (within the allowed groups), their
- * scores as weights, renormalized to sum 1 when asked, times the scale. */
+ * or sigmoid scores, the top K of them (plus the selection bias when the
+ * op has one, within the allowed groups, whose scores are the biased
+ * ones too), their unbiased scores as weights, renormalized to sum 1 when
+ * asked, times the scale. scratch: [2 * E]. */
 static void ft_route_token(const ft_xop_t *x, float *p, uint32_t E, uint32_t K, float *scratch, int32_t *sel,
                            float *w)
 {
@@ -233,12 +235,17 @@ static void ft_route_token(const ft_xop_t *x, float *p, uint32_t E, uint32_t K, 
             p[e] = 1.0f / (1.0f + expf(-p[e]));
     else
         ft_op_softmax(p, E);
-    if (x->n_groups) {
-        ft_route_groups(p, E, x->n_groups, x->n_groups_used, scratch, scratch + E);
-        ft_op_topk(scratch, E, K, sel);
-    } else {
-        ft_op_topk(p, E, K, sel);
+    const float *choice = p; /* the scores the experts are chosen by */
+    if (x->sel_bias) {
+        for (uint32_t e = 0; e < E; e++)
+            scratch[e] = p[e] + x->sel_bias[e];
+        choice = scratch;
     }
+    if (x->n_groups) {
+        ft_route_groups(choice, E, x->n_groups, x->n_groups_used, scratch, scratch + E);
+        choice = scratch;
+    }
+    ft_op_topk(choice, E, K, sel);
     float sum = 0.0f;
     for (uint32_t k = 0; k < K; k++)
         sum += (w[k] = p[sel[k]]);
@@ -249,13 +256,13 @@ static void ft_route_token(const ft_xop_t *x, float *p, uint32_t E, uint32_t K, 
 }
 
 /* Routing of n tokens into s->sel / s->sel_w: the plan's fused router (a
- * softmax router without groups or scale), or the router product, then
+ * softmax router without groups, scale or selection bias), or the router product, then
  * the scores, top-k and weights. */
 static void ft_route(ft_session_t *s, const ft_xop_t *x, uint32_t n, int prepared, const float *hin)
 {
     const ft_layer_t *L = x->L;
     const uint32_t E = L->n_experts, K = L->n_used, U = s->m->max_used;
-    const int plain = !x->scoring && !x->n_groups && x->routed_scaling == 1.0f && !x->bias[0];
+    const int plain = !x->scoring && !x->n_groups && x->routed_scaling == 1.0f && !x->bias[0] && !x->sel_bias;
     /* A decode token's router runs split by rows on every thread; the
      * fused kernel (per token, one thread each) pays off from a few tokens. */
     if (plain && prepared && L->router_kernel && n >= 4) {

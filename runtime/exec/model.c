@@ -108,7 +108,9 @@ FT_WARN_UNUSED static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftpl
     const int stack = op->kind == FTPLAN__OP_KIND__OP_MOE;
     const int mat = stack || op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
                     op->kind == FTPLAN__OP_KIND__OP_ROUTER;
-    for (size_t j = 0; mat && j < op->n_weights; j++) {
+    /* A ROUTER's second weight is its selection bias, a vector. */
+    const size_t n_mats = op->kind == FTPLAN__OP_KIND__OP_ROUTER ? 1 : op->n_weights;
+    for (size_t j = 0; mat && j < n_mats; j++) {
         ft_mat_t *w = &m->mats[op->weights[j]];
         if (w->data) {
             if (w->n_experts != (stack ? op->n_experts : 1))

@@ -32,16 +32,23 @@ static uint32_t ft_width(const ft_bind_ctx_t *c, uint32_t buf)
     return c->p->widths[buf];
 }
 
-FT_WARN_UNUSED static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t n,
-                               const float **out)
+/* The op's weight j as an f32 vector of n elements. */
+FT_WARN_UNUSED static ft_status_t ft_bind_vec_at(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, size_t j,
+                                                 uint32_t n, const float **out)
 {
-    const Ftplan__Tensor *t = c->b->plan->tensors[op->weights[0]];
+    const Ftplan__Tensor *t = c->b->plan->tensors[op->weights[j]];
     if (t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || t->n_shape != 1 || t->shape[0] != n)
         return FT_BIND_ERR("tensor '%s' is not an f32 vector of %u elements", t->name, n);
     const uint8_t *p;
     ft_status_t st = ft_ftw_range(c->b->weight_files[t->file], t->offset, (uint64_t)n * 4, &p);
     *out = (const float *)p; /* FTW offsets are 4096-aligned */
     return st;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_bind_vec(const ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, uint32_t n,
+                                              const float **out)
+{
+    return ft_bind_vec_at(c, op, i, 0, n, out);
 }
 
 /* The shapes of one op's matrices against its buffers. */
@@ -204,6 +211,10 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
             x->L->router.cols != c->m->d_model || x->L->router.rows != op->n_experts ||
             x->L->n_used != op->n_experts_used)
             return FT_BIND_ERR("%s", "router or experts do not match the block's buffers");
+        if (op->kind == FTPLAN__OP_KIND__OP_ROUTER && op->n_weights == 2) {
+            ft_status_t st = ft_bind_vec_at(c, op, i, 1, op->n_experts, &x->sel_bias);
+            if (st) return st;
+        }
         if (op->kind == FTPLAN__OP_KIND__OP_ROUTER && op->n_biases && op->biases[0] != FT_PLAN_NO_BIAS)
             return ft_bind_widened(c, op, i, op->biases[0], op->n_experts, "router bias", &x->bias[0]);
         if (op->kind == FTPLAN__OP_KIND__OP_MOE) {

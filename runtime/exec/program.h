@@ -46,6 +46,9 @@ typedef struct ft_xop {
      * the logits' bias [n_experts]. */
     int act;
     float act_alpha, act_limit;
+    /* ROUTER: [n_experts] added to the scores for the choice only (the
+     * chosen weights are the unbiased scores), or NULL. */
+    const float *sel_bias;
     /* Fusions, bound with the kernel module (ft_program_bind_kernels); used
      * only when a step runs the generated kernels. RMSNORM: n_prep > 0
      * writes its rows prepared for its consumers instead of as floats:

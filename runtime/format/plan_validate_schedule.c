@@ -28,7 +28,7 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_KV_APPEND] = {2, 2, 0, 0, 0, 0},
     [FTPLAN__OP_KIND__OP_ATTENTION] = {1, 1, 1, 1, 0, 1},
     [FTPLAN__OP_KIND__OP_ADD] = {1, 1, 1, 1, 0, 0},
-    [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 1},
+    [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 2}, /* logits [, selection bias] */
     [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
     [FTPLAN__OP_KIND__OP_GLU] = {2, 2, 1, 1, 0, 0},
 };
@@ -138,6 +138,13 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
                              op->n_groups_used, op->n_groups, op->n_experts_used, op->n_experts);
         if (!op->n_groups && op->n_groups_used)
             return FT_OP_ERR(FT_STATUS_FORMAT, "n_groups_used %u without groups", op->n_groups_used);
+        if (op->n_weights == 2) { /* the selection bias (indices checked before) */
+            const Ftplan__Tensor *t = c->plan->tensors[op->weights[1]];
+            if (!t || t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 || t->n_shape != 1 || t->shape[0] != op->n_experts)
+                return FT_OP_ERR(FT_STATUS_MISMATCH, "selection bias weights[1] = tensor %u ('%s') is not an f32 "
+                                 "vector of the %u experts", op->weights[1], t && t->name ? t->name : "?",
+                                 op->n_experts);
+        }
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))

@@ -40,18 +40,23 @@ ft_status_t ft_ref_build_bundle_kv(const ft_fixture_opts_t *o, ft_ref_source_t f
     return st;
 }
 
-ft_status_t ft_ref_build_cuda_bundle(const char *src, const char *out_bundle)
+ft_status_t ft_ref_build_cuda_bundle_ir(const ft_ir_model_t *m, const char *out_bundle)
 {
-    ft_ir_model_t *m = NULL;
-    ft_status_t st = ft_import_model(src, &m);
-    if (st) return st;
     ft_compile_options_t co;
     ft_compile_options_init(&co);
     co.format = FT_DTYPE_F32;
     co.kv_format = FT_DTYPE_F32; /* the float64 reference at 1e-4: an exact cache */
     co.cuda_archs[0] = 90;
     co.n_cuda_archs = 1;
-    st = ft_compile_bundle(m, &co, out_bundle);
+    return ft_compile_bundle(m, &co, out_bundle);
+}
+
+ft_status_t ft_ref_build_cuda_bundle(const char *src, const char *out_bundle)
+{
+    ft_ir_model_t *m = NULL;
+    ft_status_t st = ft_import_model(src, &m);
+    if (st) return st;
+    st = ft_ref_build_cuda_bundle_ir(m, out_bundle);
     ft_ir_model_destroy(m);
     return st;
 }

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+struct ft_ir_model;
+
 typedef enum ft_ref_source { FT_REF_FROM_GGUF = 0, FT_REF_FROM_HF = 1 } ft_ref_source_t;
 
 /* Writes the fixture o (as a GGUF file or an HF directory) under work_dir,
@@ -32,6 +34,8 @@ ft_status_t ft_ref_build_bundle_kv(const ft_fixture_opts_t *o, ft_ref_source_t f
  * (the fake CUDA driver's device), no other CUDA target, into out_bundle:
  * the cuda backend's tests against the float64 reference. */
 ft_status_t ft_ref_build_cuda_bundle(const char *src, const char *out_bundle);
+/* The same from an imported (and possibly amended) IR. */
+ft_status_t ft_ref_build_cuda_bundle_ir(const struct ft_ir_model *m, const char *out_bundle);
 
 /* The "wide" fixture: the tiny preset's layout with every row length a
  * multiple of 256 (d_model 256, 4 heads of 64 / 2 kv heads, 4 experts of

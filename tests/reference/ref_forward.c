@@ -22,6 +22,7 @@ struct ft_ref_session {
     /* Scratch for one token, sized for the widest layer. */
     double *x, *h, *q, *att, *scores, *o, *probs, *g, *u, *y;
     double *masked, *group_score; /* [max experts]: group-limited routing */
+    double *choice;               /* [max experts]: the scores the experts are chosen by */
     uint32_t *chosen;
     /* emulate_act_quant: an input vector rounded as the runtime rounds it */
     size_t n_round;   /* elements the buffers below hold */
@@ -42,6 +43,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
             att = (size_t)L->n_heads * L->value_head_dim;
         if (L->n_experts > e) e = L->n_experts;
         if (L->expert_ffn > f) f = L->expert_ffn;
+        if (L->shared_ffn > f) f = L->shared_ffn;
     }
     const size_t d = m->d_model;
     s->n_round = d > att ? d : att;
@@ -60,6 +62,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
     s->probs = malloc(e * sizeof(double));
     s->masked = malloc(e * sizeof(double));
     s->group_score = malloc(e * sizeof(double));
+    s->choice = malloc(e * sizeof(double));
     s->chosen = malloc(e * sizeof(uint32_t));
     s->g = malloc(f * sizeof(double));
     s->u = malloc(f * sizeof(double));
@@ -69,7 +72,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
         if (m->layers[l].n_experts_used > s->max_used) s->max_used = m->layers[l].n_experts_used;
     s->routes = calloc(((size_t)s->n_ctx + 1) * m->n_layers * s->max_used, sizeof(uint32_t));
     return s->routes && s->route_margin && s->x && s->h && s->o && s->y && s->q && s->att &&
-           s->scores && s->probs && s->chosen && s->g && s->u && s->masked && s->group_score;
+           s->scores && s->probs && s->chosen && s->g && s->u && s->masked && s->group_score && s->choice;
 }
 
 ft_status_t ft_ref_session_create(const ft_ref_model_t *m, uint32_t n_ctx,
@@ -107,7 +110,7 @@ void ft_ref_session_free(ft_ref_session_t *s)
     }
     free(s->k_cache);
     free(s->v_cache);
-    double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y, s->masked, s->group_score};
+    double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y, s->masked, s->group_score, s->choice};
     for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
         free(scratch[i]);
     free(s->chosen);
@@ -297,11 +300,15 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
             probs[e] = 1.0 / (1.0 + exp(-probs[e]));
     else
         ft_ref_softmax(probs, E);
+    /* The experts are chosen by the biased scores, weighted by the plain. */
+    double *choice = s->choice;
+    for (uint32_t e = 0; e < E; e++)
+        choice[e] = probs[e] + (L->sel_bias ? L->sel_bias[e] : 0.0);
     if (L->n_groups) { /* the choice among the experts of the best groups */
         const uint32_t size = E / L->n_groups;
         double *masked = s->masked;
         for (uint32_t e = 0; e < E; e++)
-            masked[e] = probs[e];
+            masked[e] = choice[e];
         for (uint32_t gi = 0; gi < L->n_groups; gi++) {
             double score_g = 0;
             uint32_t better = 0;
@@ -309,11 +316,11 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
                 const uint32_t grp = pass < L->n_groups ? pass : gi;
                 double a = -INFINITY, b = -INFINITY;
                 for (uint32_t i = grp * size; i < (grp + 1) * size; i++) {
-                    if (probs[i] > a) {
+                    if (choice[i] > a) {
                         b = a;
-                        a = probs[i];
-                    } else if (probs[i] > b) {
-                        b = probs[i];
+                        a = choice[i];
+                    } else if (choice[i] > b) {
+                        b = choice[i];
                     }
                 }
                 const double sc = size > 1 ? a + b : a;
@@ -330,19 +337,19 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
         }
         ft_ref_topk(masked, E, K, chosen);
     } else {
-        ft_ref_topk(probs, E, K, chosen);
+        ft_ref_topk(choice, E, K, chosen);
     }
     /* How near this choice was to a different one: the last chosen
-     * probability minus the best one left out. */
+     * score minus the best one left out. */
     if (K < E) {
-        double best_out = -1.0;
+        double best_out = -INFINITY;
         for (uint32_t e = 0; e < E; e++) {
             int taken = 0;
             for (uint32_t j = 0; j < K; j++)
                 taken |= chosen[j] == e;
-            if (!taken && probs[e] > best_out) best_out = probs[e];
+            if (!taken && choice[e] > best_out) best_out = choice[e];
         }
-        const double margin = probs[chosen[K - 1]] - best_out;
+        const double margin = choice[chosen[K - 1]] - best_out;
         if (margin < s->route_margin[s->n_past]) s->route_margin[s->n_past] = margin;
     }
     /* The chosen set, ascending, for ft_ref_session_same_routes. */
@@ -350,6 +357,16 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
     for (uint32_t e = 0, j = 0; e < E; e++)
         for (uint32_t t = 0; t < K; t++)
             if (chosen[t] == e) set[j++] = e;
+    if (L->shared_ffn) { /* the shared experts first, as the runtime's schedule */
+        const uint32_t S = L->shared_ffn;
+        ref_mv(s, L->sh_gate, L->fmt_sh_gate, S, d, h, g);
+        ref_mv(s, L->sh_up, L->fmt_sh_up, S, d, h, u);
+        for (uint32_t i = 0; i < S; i++)
+            g[i] = ft_ref_silu(g[i]) * u[i];
+        ref_mv(s, L->sh_down, L->fmt_sh_down, d, S, g, y);
+        for (uint32_t i = 0; i < d; i++)
+            x[i] += y[i];
+    }
     double sum = 0.0;
     for (uint32_t j = 0; j < K; j++)
         sum += probs[chosen[j]];

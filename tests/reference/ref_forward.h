@@ -1,4 +1,4 @@
-/* A float64 forward pass of Qwen3-MoE and Mixtral, read from a compiled
+/* A float64 forward pass of Qwen3-MoE, Mixtral and GLM-4.5, read from a compiled
  * bundle or straight from an imported IR (its source files): the oracle
  * the runtime's logits are tested against.
  *
@@ -24,9 +24,11 @@
  *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
- *       largest (ties: lower index; with expert groups, among the groups
- *       whose two best scores sum highest), renormalized to sum 1 when
- *       norm_topk_prob, times routed_scaling
+ *       largest of p + sel_bias (the selection bias, 0 without one; ties:
+ *       lower index; with expert groups, among the groups whose two best
+ *       biased scores sum highest); their weights the unbiased p,
+ *       renormalized to sum 1 when norm_topk_prob, times routed_scaling
+ *     x += down_sh(silu(gate_sh h) * up_sh h)   (shared experts, when present)
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
  *     (gpt-oss: logits W_r h + b_r, the top k logits' softmax as weights,
  *     gate/up/down biases, g' = min(g, 7), u' = clamp(u, -7, 7),
@@ -67,10 +69,17 @@ typedef struct ft_ref_layer {
     double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
+    double *sel_bias;        /* [n_experts] added to the scores for the choice only; NULL: none */
     double *gate, *up;       /* [n_experts, expert_ffn, d_model] */
     double *down;            /* [n_experts, d_model, expert_ffn] */
+    /* The shared experts as one ungated FFN of shared_ffn (0: none), added
+     * to x before the routed experts' outputs. */
+    uint32_t shared_ffn;
+    double *sh_gate, *sh_up; /* [shared_ffn, d_model] */
+    double *sh_down;         /* [d_model, shared_ffn] */
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
     ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_router, fmt_gate, fmt_up, fmt_down;
+    ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;
 } ft_ref_layer_t;
 
 typedef struct ft_ref_model {

@@ -212,7 +212,8 @@ void ft_ref_model_free(ft_ref_model_t *m)
         double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
                          L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
                          L->bq,        L->bk,       L->bv,     L->bo,   L->sinks,
-                         L->router_bias, L->b_gate, L->b_up,   L->b_down};
+                         L->router_bias, L->b_gate, L->b_up,   L->b_down,
+                         L->sel_bias,  L->sh_gate,  L->sh_up,  L->sh_down};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }

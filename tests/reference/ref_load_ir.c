@@ -99,10 +99,10 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
         return FT_OK;
     }
-    if (m->n_shared_experts || (b->act != FT_ACT_SILU && b->act != FT_ACT_SWIGLU_OAI) || !m->n_experts_used ||
+    if ((b->act != FT_ACT_SILU && b->act != FT_ACT_SWIGLU_OAI) || !m->n_experts_used ||
         m->n_experts_used > m->n_experts || (m->has_router_bias && (!m->norm_topk_prob || m->scoring)))
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SiLU or clamped SwiGLU MoE without shared "
-                              "experts (a router bias with gpt-oss's softmax over the chosen logits)", l);
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SiLU or clamped SwiGLU MoE (a router "
+                              "bias with gpt-oss's softmax over the chosen logits)", l);
     return FT_OK;
 }
 
@@ -178,6 +178,15 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     if (ft_ir_find(ir, FT_ROLE_ATTN_SINKS, li) &&
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_SINKS, li, L->n_heads, &L->sinks, NULL)))
         return st;
+    L->shared_ffn = dense ? 0 : b->moe.n_shared_experts * b->moe.shared_ffn;
+    const uint64_t S = L->shared_ffn;
+    if (S && ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_SHEXP, li, S * d, &L->sh_gate, &L->fmt_sh_gate)) ||
+              (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_SHEXP, li, S * d, &L->sh_up, &L->fmt_sh_up)) ||
+              (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_SHEXP, li, d * S, &L->sh_down, &L->fmt_sh_down))))
+        return st;
+    if (!dense && ft_ir_find(ir, FT_ROLE_FFN_EXP_PROBS_B, li) &&
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_EXP_PROBS_B, li, E, &L->sel_bias, NULL)))
+        return st;
     if (L->qk_norm &&
         ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
          (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
@@ -188,11 +197,11 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
 static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
 {
     const ft_ir_hparams_t *hp = &ir->hp;
-    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL && hp->arch != FT_ARCH_GPT_OSS) ||
-        hp->norm != FT_NORM_RMS ||
-        (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
+    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL && hp->arch != FT_ARCH_GPT_OSS &&
+         hp->arch != FT_ARCH_GLM4MOE) ||
+        hp->norm != FT_NORM_RMS || (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "only qwen3moe / mixtral with RMS norms and NeoX or interleaved RoPE");
+                              "only qwen3moe / mixtral / glm4moe with RMS norms and NeoX or interleaved RoPE");
     m->n_layers = hp->n_layers;
     m->d_model = hp->d_model;
     m->vocab_size = hp->vocab_size;
