@@ -17,6 +17,14 @@
 extern "C" {
 #endif
 
+/* Exports: libfreetoken.so is built with -fvisibility=hidden, and the
+ * declarations between this push and its pop (at the end of the header)
+ * are what it exports, so the shared library's symbols are exactly this
+ * header's functions. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
+
 #define FT_VERSION_MAJOR 0
 #define FT_VERSION_MINOR 1
 #define FT_VERSION_PATCH 0
@@ -496,6 +504,10 @@ void ft_sampler_reset(ft_sampler_t *sampler);
  * on any error (the status is dropped; prefer ft_sampler_next). */
 int32_t ft_sampler_sample(ft_sampler_t *sampler, const float *logits, const int32_t *history,
                           uint32_t n_history);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
