@@ -21,8 +21,8 @@
  * missing key means sigmoid, the model's scoring, and 1 (softmax) is taken
  * only when written. */
 #include "model_registry.h"
+#include "family_finish.h"
 
-#include "model_names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -229,21 +229,6 @@ ft_status_t ft_glm4moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
         else
             memset(&b->moe, 0, sizeof(b->moe));
     }
-    if (src->kind == FT_SRC_HF) {
-        int tie = 0;
-        ft_meta_get_bool(&src->meta, "tie_word_embeddings", &tie);
-        m->hp.tie_embeddings = tie;
-    } else {
-        m->hp.tie_embeddings = ft_src_find_tensor(src, "output.weight") == NULL;
-    }
-    if ((st = ft_model_names_collect(src, m)))
-        return st;
-    const ft_ir_tensor_t *embd = ft_ir_find(m, FT_ROLE_TOKEN_EMBD, -1);
-    if (!embd || embd->n_dims != 2 || embd->shape[0] > UINT32_MAX)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: no usable token embedding tensor", src->path);
-    m->hp.vocab_size = (uint32_t)embd->shape[0];
-    if (m->tok.n_tokens && m->tok.n_tokens != m->hp.vocab_size)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: tokenizer has %u tokens but the embedding has %u rows",
-                              src->path, m->tok.n_tokens, m->hp.vocab_size);
-    return FT_OK;
+    m->hp.tie_embeddings = ft_family_tied_embeddings(src);
+    return ft_family_collect(src, m);
 }

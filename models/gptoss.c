@@ -26,8 +26,8 @@
  * an HF directory is refused naming that tensor. MXFP4 expert tensors
  * (what gpt-oss ships) are refused naming the tensor too. */
 #include "model_registry.h"
+#include "family_finish.h"
 
-#include "model_names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -174,14 +174,7 @@ ft_status_t ft_gptoss_build(const ft_src_model_t *src, ft_ir_model_t *m)
         m->blocks[l].attn.sliding_window = l % 2 == 0 ? window : 0;
     }
     m->hp.tie_embeddings = 0; /* output.weight is required */
-    if ((st = ft_model_names_collect(src, m)) || (st = ft_oss_check_tensors(src, m)))
+    if ((st = ft_family_collect(src, m)))
         return st;
-    const ft_ir_tensor_t *embd = ft_ir_find(m, FT_ROLE_TOKEN_EMBD, -1);
-    if (!embd || embd->n_dims != 2 || embd->shape[0] > UINT32_MAX)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: no usable token embedding tensor", src->path);
-    m->hp.vocab_size = (uint32_t)embd->shape[0];
-    if (m->tok.n_tokens && m->tok.n_tokens != m->hp.vocab_size)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: tokenizer has %u tokens but the embedding has %u rows",
-                              src->path, m->tok.n_tokens, m->hp.vocab_size);
-    return FT_OK;
+    return ft_oss_check_tensors(src, m);
 }

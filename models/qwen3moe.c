@@ -6,8 +6,8 @@
  * per-expert matrices become one [n_experts, rows, cols] stack whose pieces
  * point at each expert's bytes. */
 #include "model_registry.h"
+#include "family_finish.h"
 
-#include "model_names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -231,29 +231,8 @@ FT_WARN_UNUSED static ft_status_t ft_q3_build(const ft_src_model_t *src, int mix
             return ft_status_make(FT_STATUS_FORMAT, "%s: layer %u is dense but the FFN size is missing",
                                   src->path, l);
     }
-    if (src->kind == FT_SRC_HF) {
-        int tie = 0;
-        ft_meta_get_bool(&src->meta, "tie_word_embeddings", &tie);
-        m->hp.tie_embeddings = tie;
-    } else {
-        m->hp.tie_embeddings = ft_src_find_tensor(src, "output.weight") == NULL;
-    }
-    if ((st = ft_model_names_collect(src, m)))
-        return st;
-    const ft_ir_tensor_t *embd = ft_ir_find(m, FT_ROLE_TOKEN_EMBD, -1);
-    if (!embd || embd->n_dims != 2 || embd->shape[0] > UINT32_MAX)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: no usable token embedding tensor", src->path);
-    m->hp.vocab_size = (uint32_t)embd->shape[0];
-    int64_t cfg_vocab;
-    if (src->kind == FT_SRC_HF && ft_meta_get_i64(&src->meta, "vocab_size", &cfg_vocab) &&
-        cfg_vocab != (int64_t)m->hp.vocab_size)
-        return ft_status_make(FT_STATUS_FORMAT,
-                              "%s: config.json vocab_size %lld disagrees with the embedding's %u rows",
-                              src->path, (long long)cfg_vocab, m->hp.vocab_size);
-    if (m->tok.n_tokens && m->tok.n_tokens != m->hp.vocab_size)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: tokenizer has %u tokens but the embedding has %u rows",
-                              src->path, m->tok.n_tokens, m->hp.vocab_size);
-    return FT_OK;
+    m->hp.tie_embeddings = ft_family_tied_embeddings(src);
+    return ft_family_collect(src, m);
 }
 
 ft_status_t ft_qwen3moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
