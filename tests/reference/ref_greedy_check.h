@@ -5,10 +5,12 @@
 #ifndef FT_REF_GREEDY_CHECK_H
 #define FT_REF_GREEDY_CHECK_H
 
+#include "ref_bundle.h"
 #include "ref_check.h"
 #include "ref_greedy.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Returns the engine's prompt logits (free()) when keep_prompt, else NULL. */
 static inline float *ft_ref_expect_greedy(const char *bundle, const ft_engine_options_t *eo, uint32_t n_ctx,
@@ -27,6 +29,30 @@ static inline float *ft_ref_expect_greedy(const char *bundle, const ft_engine_op
     if (keep_prompt) return r.prompt;
     free(r.prompt);
     return NULL;
+}
+
+/* src compiled for the fake driver's sm_90 into bundle (ft_ref_build_cuda_bundle)
+ * must be refused at open on the cuda backend (64 MiB, n_ctx tokens of
+ * plan context) with a message holding both needles (what has no CUDA
+ * kernel, and where). The caller skips where the fake driver or NVRTC is
+ * missing. */
+static inline void ft_ref_expect_cuda_refusal(const char *src, const char *bundle, uint32_t n_ctx,
+                                              const char *where, const char *what)
+{
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_CUDA;
+    eo.vram_bytes = 64ull << 20;
+    eo.plan_ctx = n_ctx;
+    ft_engine_t *e = NULL;
+    ft_status_t st = ft_engine_open(bundle, &eo, &e);
+    assert_non_null(st);
+    assert_null(e);
+    print_message("refused: %s\n", ft_status_message(st));
+    assert_non_null(strstr(ft_status_message(st), where));
+    assert_non_null(strstr(ft_status_message(st), what));
+    ft_status_free(st);
 }
 
 #endif

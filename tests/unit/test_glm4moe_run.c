@@ -274,20 +274,8 @@ static void test_glm4moe_cuda_refuses(void **state)
     char src[4200], bundle[4300];
     snprintf(src, sizeof(src), "%s/model.gguf", g_dir[0]);
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir[0]);
-    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.backend = FT_BACKEND_CUDA;
-    eo.vram_bytes = 64ull << 20;
-    eo.plan_ctx = N_CTX;
-    ft_engine_t *e = NULL;
-    ft_status_t st = ft_engine_open(bundle, &eo, &e);
-    assert_non_null(st);
-    print_message("cuda: %s\n", ft_status_message(st));
-    assert_non_null(strstr(ft_status_message(st), "cuda"));
-    assert_non_null(strstr(ft_status_message(st), "block 0"));
-    ft_status_free(st);
-    assert_null(e);
+    /* "cuda: block 0 ...": the first op without a CUDA kernel, named. */
+    ft_ref_expect_cuda_refusal(src, bundle, N_CTX, "cuda", "block 0");
 }
 
 int main(void)

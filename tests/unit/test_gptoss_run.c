@@ -289,20 +289,7 @@ static void test_cuda_refuses(void **state)
         FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
     char bundle[4200];
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    FT_REF_OK(ft_ref_build_cuda_bundle(g_gguf, bundle));
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.backend = FT_BACKEND_CUDA;
-    eo.vram_bytes = 64ull << 20;
-    eo.plan_ctx = N_CTX;
-    ft_engine_t *e = NULL;
-    ft_status_t st = ft_engine_open(bundle, &eo, &e);
-    assert_non_null(st);
-    assert_null(e);
-    print_message("refused: %s\n", ft_status_message(st));
-    assert_non_null(strstr(ft_status_message(st), "block 0 OP_"));
-    assert_non_null(strstr(ft_status_message(st), "no CUDA kernel yet"));
-    ft_status_free(st);
+    ft_ref_expect_cuda_refusal(g_gguf, bundle, N_CTX, "block 0 OP_", "no CUDA kernel yet");
 }
 
 int main(void)

@@ -243,20 +243,7 @@ static void test_cuda_refuses(void **state)
     char src[4200], bundle[4200];
     snprintf(src, sizeof(src), "%s/hf", g_dir);
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.backend = FT_BACKEND_CUDA;
-    eo.vram_bytes = 64ull << 20;
-    eo.plan_ctx = N_CTX;
-    ft_engine_t *e = NULL;
-    ft_status_t st = ft_engine_open(bundle, &eo, &e);
-    assert_non_null(st);
-    assert_null(e);
-    print_message("refused: %s\n", ft_status_message(st));
-    assert_non_null(strstr(ft_status_message(st), "block 0 OP_LINEAR"));
-    assert_non_null(strstr(ft_status_message(st), "has a bias"));
-    ft_status_free(st);
+    ft_ref_expect_cuda_refusal(src, bundle, N_CTX, "block 0 OP_LINEAR", "has a bias");
 }
 
 int main(void)
