@@ -361,14 +361,12 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     ft_engine_unlock(e);
 }
 
-
 void ft_engine_reset_stats(ft_engine_t *e)
 {
     ft_engine_lock(e);
     ft_engine_reset_stats_locked(e);
     ft_engine_unlock(e);
 }
-
 
 ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
 {
@@ -378,7 +376,6 @@ ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
     return st;
 }
 
-
 ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
 {
     ft_engine_lock(e);
@@ -386,7 +383,6 @@ ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
     ft_engine_unlock(e);
     return st;
 }
-
 
 uint64_t ft_engine_routing_counts(const ft_engine_t *e, uint64_t *out, size_t n_counts)
 {

@@ -214,9 +214,9 @@ ft_status_t ft_sched_create(ft_engine_t *e, const ft_engine_options_t *opts, ft_
     sc->step_tokens = opts->step_tokens ? opts->step_tokens : FT_SCHED_STEP_TOKENS;
     sc->items = ft_mem_calloc(e->a, sc->max_running, sizeof(ft_sched_item_t));
     if (!sc->items) {
+        const uint32_t n = sc->max_running;
         ft_mem_free(e->a, sc);
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scheduler: out of memory for %u step items",
-                              sc->max_running);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scheduler: out of memory for %u step items", n);
     }
     int made = 0;
     if (pthread_mutex_init(&sc->mu, NULL) == 0) {
