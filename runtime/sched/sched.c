@@ -216,7 +216,8 @@ ft_status_t ft_sched_create(ft_engine_t *e, const ft_engine_options_t *opts, ft_
     if (!sc->items) {
         const uint32_t n = sc->max_running;
         ft_mem_free(e->a, sc);
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scheduler: out of memory for %u step items", n);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scheduler: out of memory for %u step items",
+                              n);
     }
     int made = 0;
     if (pthread_mutex_init(&sc->mu, NULL) == 0) {
