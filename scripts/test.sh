@@ -22,7 +22,7 @@ if [ "${1:-}" != "--fast" ]; then
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
   # ThreadSanitizer over the scheduler's concurrent tests (ctest label
   # "concurrent"): only their targets are built.
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFT_TSAN=ON >/dev/null
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFT_TSAN=ON >/dev/null
   cmake --build build-tsan -j"$jobs" --target test_sched_concurrent
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L concurrent
