@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: the normal build, then the ASan/UBSan build.
-# Usage: scripts/test.sh [--fast]   (--fast skips the sanitizer build)
+# Runs every test: the normal build, the ASan/UBSan build, then the
+# ThreadSanitizer job: only the concurrent tests' targets, built with
+# FT_TSAN and run by their ctest label.
+# Usage: scripts/test.sh [--fast]   (--fast skips the sanitizer builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -28,4 +30,10 @@ if [ "${1:-}" != "--fast" ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
+  # ThreadSanitizer over the scheduler's concurrent tests (ctest label
+  # "concurrent"): only their targets are built.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFT_TSAN=ON >/dev/null
+  cmake --build build-tsan -j"$jobs" --target test_sched_concurrent
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L concurrent
 fi

@@ -93,6 +93,8 @@ const char *ft_status_code_name(ft_status_code_t code)
     case FT_STATUS_UNAVAILABLE: return "unavailable";
     case FT_STATUS_MISMATCH: return "mismatch";
     case FT_STATUS_INTERNAL: return "internal error";
+    case FT_STATUS_CANCELLED: return "cancelled";
+    case FT_STATUS_BUSY: return "busy";
     }
     return "unknown";
 }

@@ -10,6 +10,9 @@
 int ft_cli_run(int argc, char **argv);
 int ft_cli_logits(int argc, char **argv);
 int ft_cli_bench(int argc, char **argv);
+/* ft bench --parallel N (cli_bench_parallel.c): prints the report. */
+FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_prompt,
+                                                 uint32_t n_gen, int json);
 
 /* Prints "ft: error: <message>", frees st, returns 1. */
 int ft_cli_fail(ft_status_t st);

@@ -18,6 +18,7 @@ typedef struct ft_bench_opts {
     ft_engine_options_t eo;
     uint32_t replan_at;   /* decode token after which the budget changes; 0: never */
     uint64_t replan_vram;
+    uint32_t parallel;    /* --parallel N: N sessions decoding at once (cli_bench_parallel.c) */
 } ft_bench_opts_t;
 
 /* What the sim backend modelled, over all reps. */
@@ -217,7 +218,8 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
     static const struct option longopts[] = {
         {"prompt", required_argument, 0, 'p'}, {"gen", required_argument, 0, 'g'},
         {"reps", required_argument, 0, 'r'},   {"json", no_argument, 0, 'j'},
-        {"replan-at", required_argument, 0, 'R'}, FT_CLI_ENGINE_LONGOPTS, {0, 0, 0, 0}};
+        {"replan-at", required_argument, 0, 'R'}, {"parallel", required_argument, 0, 'P'},
+        FT_CLI_ENGINE_LONGOPTS, {0, 0, 0, 0}};
     *o = (ft_bench_opts_t){.n_prompt = 512, .n_gen = 128, .reps = 3};
     ft_engine_options_init(&o->eo);
     char *colon;
@@ -229,6 +231,7 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
         case 'g': st = ft_cli_parse_u32("--gen", optarg, &o->n_gen); break;
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
         case 'j': o->json = 1; break;
+        case 'P': st = ft_cli_parse_u32("--parallel", optarg, &o->parallel); break;
         case 'R':
             colon = strchr(optarg, ':');
             if (!colon) {
@@ -246,6 +249,8 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
                 return 2;
         }
     }
+    if (!st && o->parallel > 1024)
+        st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--parallel: at most 1024 sessions");
     if (!st && (o->n_prompt == 0 || o->n_gen == 0 || o->reps == 0 || o->reps > 100))
         st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--prompt and --gen must be positive, --reps 1..100");
     if (st) {
@@ -274,6 +279,12 @@ int ft_cli_bench(int argc, char **argv)
     ft_membw_result_t bw;
     double *pre = calloc(o.reps, sizeof(double)), *dec = calloc(o.reps, sizeof(double));
     ft_status_t st = pre && dec ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st && o.parallel) {
+        eo.max_running = o.parallel;
+        if (!(st = ft_cli_open_engine(o.bundle, &eo, &e)))
+            st = ft_cli_bench_parallel(e, o.parallel, o.n_prompt, o.n_gen, o.json);
+        goto out;
+    }
     if (!st)
         st = ft_cli_open_engine(o.bundle, &eo, &e);
     if (!st)
@@ -327,6 +338,6 @@ out:
     free(pre);
     free(dec);
     ft_threadpool_destroy(pool);
-    ft_engine_close(e);
+    ft_status_free(ft_engine_close(e)); /* every session was destroyed: FT_OK */
     return st ? ft_cli_fail(st) : 0;
 }

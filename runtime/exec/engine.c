@@ -5,6 +5,7 @@
 #include "../backends/cuda/cuda_backend.h"
 #include "../backends/sim/sim_device.h"
 #include "dev_engine.h"
+#include "exec_api.h"
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
 #include "../text/chat.h"
@@ -14,11 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void ft_engine_options_init(ft_engine_options_t *opts)
-{
-    memset(opts, 0, sizeof(*opts));
-}
 
 static void ft_engine_fill_info(ft_engine_t *e)
 {
@@ -154,8 +150,8 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
     return ft_offload_create(e->bundle, &hw, vram, ctx, &e->sim, e->a, &e->offload);
 }
 
-ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
-                           ft_engine_t **out_engine)
+ft_status_t ft_exec_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
+                                ft_engine_t **out_engine)
 {
     *out_engine = NULL;
     ft_engine_options_t defaults;
@@ -169,6 +165,10 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     if (opts->allocator) {
         e->alloc = *opts->allocator;
         e->a = &e->alloc;
+    }
+    if (pthread_mutex_init(&e->step_lock, NULL)) {
+        ft_mem_free(opts->allocator, e);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "engine: cannot make its step lock");
     }
     ft_status_t st;
     if ((st = ft_bundle_open(bundle_path, &e->bundle)) ||
@@ -187,11 +187,11 @@ ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *o
     *out_engine = e;
     return FT_OK;
 fail:
-    ft_engine_close(e);
+    ft_exec_engine_close(e);
     return st;
 }
 
-void ft_engine_close(ft_engine_t *e)
+void ft_exec_engine_close(ft_engine_t *e)
 {
     if (!e)
         return;
@@ -213,6 +213,7 @@ void ft_engine_close(ft_engine_t *e)
     ft_model_destroy(e->model, a);
     ft_cpu_module_free(e->kmod);
     ft_bundle_close(e->bundle);
+    pthread_mutex_destroy(&e->step_lock);
     ft_allocator_t keep = e->alloc;
     ft_mem_free(e->a ? &keep : NULL, e);
 }
@@ -265,11 +266,25 @@ void ft_engine_free(const ft_engine_t *e, void *p)
     free(p); /* tokenizer and chat results come from malloc */
 }
 
-void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
+/* The counters below change inside scheduler steps: read and reset them
+ * under the step lock (mutable state of a const engine). */
+static void ft_engine_lock(const ft_engine_t *e)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&e->step_lock);
+}
+
+static void ft_engine_unlock(const ft_engine_t *e)
+{
+    pthread_mutex_unlock((pthread_mutex_t *)&e->step_lock);
+}
+
+static void ft_engine_stats_locked(const ft_engine_t *e, ft_engine_stats_t *out)
 {
     memset(out, 0, sizeof(*out));
     ft_blob_verify_counts(e->verify, &out->blobs_checked, &out->blobs_damaged);
     out->verify_note = ft_blob_verify_note(e->verify);
+    out->expert_bytes_read = e->expert_bytes_read;
+    out->sched_steps = e->sched_steps;
     if (!e->offload)
         return;
     ft_offload_stats_t st;
@@ -295,13 +310,15 @@ void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
     out->plan_note = ft_offload_plan_note(e->offload);
 }
 
-void ft_engine_reset_stats(ft_engine_t *e)
+static void ft_engine_reset_stats_locked(ft_engine_t *e)
 {
+    e->expert_bytes_read = 0;
+    e->sched_steps = 0;
     if (e->offload)
         ft_offload_reset_stats(e->offload);
 }
 
-ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
+FT_WARN_UNUSED static ft_status_t ft_engine_replan_locked(ft_engine_t *e, uint64_t vram_bytes)
 {
     if (!e->offload)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
@@ -309,7 +326,7 @@ ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
     return ft_offload_replan(e->offload, vram_bytes);
 }
 
-ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
+FT_WARN_UNUSED static ft_status_t ft_engine_count_routing_locked(ft_engine_t *e, int on)
 {
     if (!on) {
         ft_mem_free(e->a, e->routing);
@@ -325,7 +342,7 @@ ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
     return e->routing ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "routing counts: out of memory");
 }
 
-uint64_t ft_engine_routing_counts(const ft_engine_t *e, uint64_t *out, size_t n_counts)
+static uint64_t ft_engine_routing_counts_locked(const ft_engine_t *e, uint64_t *out, size_t n_counts)
 {
     const ft_model_t *m = e->model;
     for (uint32_t l = 0; l < m->n_layers; l++)
@@ -335,4 +352,42 @@ uint64_t ft_engine_routing_counts(const ft_engine_t *e, uint64_t *out, size_t n_
                 out[i] = e->routing ? e->routing[(size_t)l * m->max_experts + x] : 0;
         }
     return e->routing_tokens;
+}
+
+void ft_engine_stats(const ft_engine_t *e, ft_engine_stats_t *out)
+{
+    ft_engine_lock(e);
+    ft_engine_stats_locked(e, out);
+    ft_engine_unlock(e);
+}
+
+void ft_engine_reset_stats(ft_engine_t *e)
+{
+    ft_engine_lock(e);
+    ft_engine_reset_stats_locked(e);
+    ft_engine_unlock(e);
+}
+
+ft_status_t ft_engine_replan(ft_engine_t *e, uint64_t vram_bytes)
+{
+    ft_engine_lock(e);
+    ft_status_t st = ft_engine_replan_locked(e, vram_bytes);
+    ft_engine_unlock(e);
+    return st;
+}
+
+ft_status_t ft_engine_count_routing(ft_engine_t *e, int on)
+{
+    ft_engine_lock(e);
+    ft_status_t st = ft_engine_count_routing_locked(e, on);
+    ft_engine_unlock(e);
+    return st;
+}
+
+uint64_t ft_engine_routing_counts(const ft_engine_t *e, uint64_t *out, size_t n_counts)
+{
+    ft_engine_lock(e);
+    uint64_t n = ft_engine_routing_counts_locked(e, out, n_counts);
+    ft_engine_unlock(e);
+    return n;
 }

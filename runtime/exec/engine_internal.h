@@ -11,6 +11,7 @@
 #include "../text/tokenizer.h"
 #include "model.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 struct ft_engine {
@@ -22,6 +23,15 @@ struct ft_engine {
     ft_threadpool_t *pool;
     ft_model_info_t info;
     uint32_t n_sessions;
+    /* Held while anything runs on the thread pool, the device or the
+     * offload state (a scheduler step, a session's device buffers being
+     * made or freed, a re-plan), and by the calls that read or reset their
+     * counters: the one lock between the scheduler and the engine's other
+     * callers (freetoken.h, "Threads"). */
+    pthread_mutex_t step_lock;
+    struct ft_sched *sched; /* runtime/sched: the engine's scheduler (owned there) */
+    uint64_t expert_bytes_read; /* ft_engine_stats_t; written under step_lock */
+    uint64_t sched_steps;       /* steps the scheduler ran (it counts them, under step_lock) */
     ft_offload_t *offload; /* sim and cuda backends: expert cache, q* dispatch, streaming; else NULL */
     struct ft_dev_engine *dev; /* a device backend (cuda; owns offload then), else NULL */
     ft_blob_verify_t *verify;  /* the weights' checks against the plan's hashes (ft_verify_kind_t) */
@@ -44,6 +54,7 @@ typedef struct ft_expert_scratch {
 
 struct ft_session {
     ft_engine_t *engine;
+    struct ft_sched_session *sched; /* runtime/sched: refcount, queue, token history */
     const ft_model_t *m;
     uint32_t n_ctx, n_batch, n_past;
     int has_logits;

@@ -308,6 +308,9 @@ ft_status_t ft_xop_moe(ft_step_t *st, const ft_xop_t *x, const uint8_t *xp_rows,
             s->e_blob[r.n_active] = NULL;
             s->e_active[r.n_active++] = (int32_t)e;
         }
+    /* Expert weights this pass reads: each active expert once, for all its tokens. */
+    s->engine->expert_bytes_read +=
+        r.n_active * (ft_mat_bytes(&L->gate) + ft_mat_bytes(&L->up) + ft_mat_bytes(&L->down));
     if (s->engine->routing) /* calibration: how often each expert is chosen */
         for (uint32_t e = 0; e < E; e++)
             s->engine->routing[(size_t)layer * m->max_experts + e] += s->e_count[e];

@@ -4,6 +4,7 @@
 
 #include "../backends/cpu/kernels.h"
 #include "dev_engine.h"
+#include "exec_api.h"
 #include "../base/alloc.h"
 #include "forward.h"
 #include "program.h"
@@ -84,8 +85,8 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     s->es = es;
 }
 
-ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
-                              ft_session_t **out_session)
+ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
+                                   ft_session_t **out_session)
 {
     *out_session = NULL;
     ft_session_options_t defaults;
@@ -137,7 +138,7 @@ ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *o
     return FT_OK;
 }
 
-void ft_session_destroy(ft_session_t *s)
+void ft_exec_session_destroy(ft_session_t *s)
 {
     if (!s)
         return;
@@ -147,7 +148,7 @@ void ft_session_destroy(ft_session_t *s)
     ft_mem_free(s->engine->a, s);
 }
 
-ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n, float *out_all_logits)
+ft_status_t ft_exec_session_check(const ft_session_t *s, const int32_t *tokens, uint32_t n)
 {
     if (n == 0 || !tokens)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "evaluate: no tokens given");
@@ -161,15 +162,12 @@ ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n, 
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                                   "evaluate: token %u of the batch is id %d, outside the vocabulary [0, %u)",
                                   i, tokens[i], s->m->vocab_size);
-    for (uint32_t done = 0; done < n;) {
-        uint32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
-        float *rows = out_all_logits ? out_all_logits + (size_t)done * s->m->vocab_size : NULL;
-        ft_status_t st = ft_forward_chunk(s, tokens + done, chunk, rows);
-        if (st)
-            return st;
-        done += chunk;
-    }
     return FT_OK;
+}
+
+ft_status_t ft_exec_session_run(ft_session_t *s, const int32_t *tokens, uint32_t n, float *out_rows)
+{
+    return ft_forward_chunk(s, tokens, n, out_rows);
 }
 
 const float *ft_session_logits(const ft_session_t *s)
@@ -192,7 +190,7 @@ uint64_t ft_session_kv_bytes(const ft_session_t *s)
     return s->dev ? ft_dev_session_kv_bytes(s->dev) : (uint64_t)s->kv_bytes;
 }
 
-ft_status_t ft_session_rewind(ft_session_t *s, uint32_t n_past)
+ft_status_t ft_exec_session_rewind(ft_session_t *s, uint32_t n_past)
 {
     if (n_past > s->n_past)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,

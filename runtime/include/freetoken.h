@@ -41,6 +41,9 @@ typedef enum ft_status_code {
     FT_STATUS_UNAVAILABLE = 7,   /* a device or library is not present */
     FT_STATUS_MISMATCH = 8,      /* hashes, versions or shapes disagree */
     FT_STATUS_INTERNAL = 9,      /* a bug in freetoken */
+    FT_STATUS_CANCELLED = 10,    /* the work was cancelled (ft_request_cancel) before it finished */
+    FT_STATUS_BUSY = 11,         /* refused for now: the engine's queue is full, or it still has
+                                    live sessions (ft_engine_close); retrying later may succeed */
 } ft_status_code_t;
 
 /* An error: a code plus a message. NULL is success. */
@@ -118,6 +121,51 @@ typedef struct ft_allocator {
 
 
 /* ------------------------------------------------------------------ */
+/* Threads.                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The concurrency contract (DESIGN.md section 10). An engine is immutable
+ * after ft_engine_open, apart from what its scheduler owns. The scheduler
+ * is one thread per engine, started by ft_engine_open: it alone runs the
+ * model, on the engine's thread pool and device, in steps. A step is a
+ * list of work items, each (session, tokens): a prefill chunk of at most
+ * the session's n_batch tokens or one decode token, chosen round-robin
+ * from the running requests up to a token budget (ft_engine_options_t
+ * step_tokens). Today a step runs its items one after another; a session's
+ * results do not depend on what else shares its step, and chunk
+ * boundaries are the session's own (n_batch), so every session's logits
+ * are bit-identical to running it alone.
+ *
+ * Any number of threads may submit work (ft_request_submit, or the
+ * synchronous ft_session_eval, which submits and waits) and read results.
+ * Per function:
+ *   - thread-safe on one engine from any thread: ft_engine_info,
+ *     ft_engine_stats, ft_engine_reset_stats, ft_engine_replan,
+ *     ft_engine_count_routing, ft_engine_routing_counts (these wait for the
+ *     step in progress), ft_engine_tokenize, ft_engine_token_bytes,
+ *     ft_engine_is_eog, ft_engine_chat_format, ft_engine_free,
+ *     ft_detokenizer_create, ft_session_create, ft_session_retain,
+ *     ft_session_destroy, and every ft_request_* call;
+ *   - thread-safe on different sessions, and on one session from several
+ *     threads (its requests run in submit order): ft_session_eval,
+ *     ft_session_rewind (refused with FT_STATUS_BUSY while the session has
+ *     an unfinished request);
+ *   - ft_session_logits, ft_session_n_past, ft_session_n_ctx,
+ *     ft_session_kv_bytes read the session without a lock: call them when
+ *     the session has no unfinished request (after ft_session_eval or
+ *     ft_request_wait returned, which orders the reads after the writes);
+ *   - ft_engine_open and ft_engine_close: once each, with no other call on
+ *     that engine in flight; close refuses (FT_STATUS_BUSY) while sessions
+ *     are live;
+ *   - detokenizers, stop matchers and samplers: one thread at a time each
+ *     (a sampler given to a request belongs to the scheduler until the
+ *     request finishes).
+ * Calls that wait for the scheduler (ft_session_eval, ft_session_rewind,
+ * ft_request_wait, ft_request_next with wait) are refused with
+ * FT_STATUS_INVALID_ARGUMENT on the scheduler's own thread (from a request
+ * callback), where they would wait for themselves. */
+
+/* ------------------------------------------------------------------ */
 /* Engines: a compiled bundle, opened for running.                     */
 /* ------------------------------------------------------------------ */
 
@@ -169,6 +217,14 @@ typedef struct ft_engine_options {
     uint32_t plan_ctx;               /* tokens of KV the VRAM plan reserves; 0: 4096 */
     int kernels;                     /* ft_kernels_kind_t; 0: FT_KERNELS_AUTO */
     int verify;                      /* ft_verify_kind_t; 0: FT_VERIFY_LAZY */
+    /* The scheduler ("Threads" above); 0 in any of these: the default. */
+    uint32_t max_queued;  /* requests from ft_request_submit waiting to start, beyond which
+                             submit refuses with FT_STATUS_BUSY (default 256; synchronous
+                             calls wait instead and are not counted) */
+    uint32_t max_running; /* requests the scheduler interleaves, one work item each per
+                             step (default 16) */
+    uint32_t step_tokens; /* token budget of a step: items are added while they fit, and a
+                             step always takes at least one (default 512) */
 } ft_engine_options_t;
 
 void ft_engine_options_init(ft_engine_options_t *opts);
@@ -178,8 +234,14 @@ void ft_engine_options_init(ft_engine_options_t *opts);
  * against the plan, and prepares the tokenizer and the thread pool. */
 FT_WARN_UNUSED ft_status_t ft_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
                            ft_engine_t **out_engine);
-/* Every session of the engine must be destroyed first. */
-void ft_engine_close(ft_engine_t *engine);
+/* Stops the scheduler and frees the engine. Refused while sessions are
+ * live (created or retained and not yet released by every holder, the
+ * requests' own references included): FT_STATUS_BUSY naming how many, and
+ * the engine stays open and usable. NULL engine: nothing, FT_OK. The one
+ * status-returning call without FT_WARN_UNUSED, so that programs written
+ * against the void close still build: one that drops the status must have
+ * destroyed its sessions first (it then always gets FT_OK). */
+ft_status_t ft_engine_close(ft_engine_t *engine);
 
 typedef struct ft_model_info {
     const char *arch;        /* "qwen3moe" */
@@ -227,6 +289,12 @@ typedef struct ft_engine_stats {
      * hashes to check. */
     uint64_t blobs_checked, blobs_damaged;
     const char *verify_note;
+    /* The scheduler (every backend): steps run, and the bytes of expert
+     * weights their forward passes read (each routed expert's gate, up and
+     * down once per pass, for all the pass's tokens routed to it; cpu and
+     * sim backends, 0 on cuda). */
+    uint64_t sched_steps;
+    uint64_t expert_bytes_read;
 } ft_engine_stats_t;
 
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);
@@ -279,14 +347,26 @@ void ft_engine_free(const ft_engine_t *engine, void *p);
 typedef struct ft_session_options {
     uint32_t n_ctx;   /* tokens of context; 0: the model's context length */
     uint32_t n_batch; /* most tokens one forward pass takes (prefill chunk); 0: 256 */
+    uint64_t max_tokens; /* the session's token limit: the most tokens it may evaluate over its
+                            life, every prompt and generated token counted once each time it is
+                            evaluated (a rewind does not give any back); 0: no limit. A prompt
+                            past it is refused (FT_STATUS_OUT_OF_RANGE); generation stops there
+                            (FT_FINISH_LIMIT). */
 } ft_session_options_t;
 
 void ft_session_options_init(ft_session_options_t *opts);
 
 /* Allocates the KV cache and every buffer the forward pass needs, so
- * evaluating tokens allocates nothing. */
+ * evaluating tokens allocates nothing. The session starts with one
+ * reference, the caller's. */
 FT_WARN_UNUSED ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
                               ft_session_t **out_session);
+/* Takes another reference (a second owner, e.g. a server's cache of
+ * conversations); each is dropped with ft_session_destroy. */
+void ft_session_retain(ft_session_t *session);
+/* Drops the caller's reference. The session is freed when the last one
+ * goes: a request holds one until it is released, so a session may be
+ * destroyed while its requests still run. NULL: nothing. */
 void ft_session_destroy(ft_session_t *session);
 
 /* Appends n tokens to the sequence and runs them through the model in
@@ -294,7 +374,9 @@ void ft_session_destroy(ft_session_t *session);
  * out_all_logits, when not NULL, receives n x vocab_size float32 logits,
  * row per position; either way ft_session_logits then holds the last
  * position's. Errors: an empty batch, an unknown token id, or a sequence
- * longer than the session's context. */
+ * longer than the session's context or its token limit (nothing is
+ * evaluated then). Synchronous: a request submitted to the scheduler and
+ * waited for (after the session's earlier requests); allocates nothing. */
 FT_WARN_UNUSED ft_status_t ft_session_eval(ft_session_t *session, const int32_t *tokens, uint32_t n,
                             float *out_all_logits);
 
@@ -307,7 +389,8 @@ uint32_t ft_session_n_ctx(const ft_session_t *session);
  * positions in the plan's kv_format (f16: 2 bytes an element, f32: 4),
  * wherever the backend keeps it (host memory, or device memory on cuda). */
 uint64_t ft_session_kv_bytes(const ft_session_t *session);
-/* Forgets every position from n_past on (n_past <= current). */
+/* Forgets every position from n_past on (n_past <= current). Refused
+ * (FT_STATUS_BUSY) while the session has an unfinished request. */
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* ------------------------------------------------------------------ */
@@ -504,6 +587,114 @@ void ft_sampler_reset(ft_sampler_t *sampler);
  * on any error (the status is dropped; prefer ft_sampler_next). */
 int32_t ft_sampler_sample(ft_sampler_t *sampler, const float *logits, const int32_t *history,
                           uint32_t n_history);
+
+/* ------------------------------------------------------------------ */
+/* Requests: asynchronous work for the scheduler.                      */
+/* ------------------------------------------------------------------ */
+
+/* A request appends tokens to a session and evaluates them (a prompt),
+ * then optionally generates: it samples a token from the last logits,
+ * evaluates it, samples the next, and so on. The last token sampled is
+ * returned but not evaluated (the session's n_past does not count it; a
+ * conversation that continues passes it first in its next prompt), as
+ * ft_session_eval + ft_sampler_next would do. Generated tokens stream out
+ * as they are made, through a callback on the scheduler's thread, through
+ * ft_request_next from any thread, or both. A session's requests run in
+ * the order they were submitted; requests of different sessions share the
+ * scheduler's steps ("Threads" above).
+ *
+ * Life cycle: ft_request_submit -> (ft_request_next | ft_request_wait |
+ * ft_request_cancel)* -> ft_request_release. A request holds a reference
+ * to its session until it is released. */
+typedef struct ft_request ft_request_t;
+
+/* Why a request finished. */
+typedef enum ft_finish_reason {
+    FT_FINISH_NONE = 0,      /* not finished */
+    FT_FINISH_EVALUATED = 1, /* max_new_tokens 0: every prompt token evaluated */
+    FT_FINISH_LENGTH = 2,    /* max_new_tokens generated */
+    FT_FINISH_EOG = 3,       /* an end-of-generation token was sampled (stop_at_eog; it is the
+                                last token returned) */
+    FT_FINISH_CONTEXT = 4,   /* the session's context is full: the last token sampled cannot be
+                                evaluated */
+    FT_FINISH_LIMIT = 5,     /* the session's token limit (max_tokens) is reached, likewise */
+    FT_FINISH_CANCELLED = 6, /* ft_request_cancel or ft_request_release before it finished */
+    FT_FINISH_ERROR = 7,     /* ft_request_wait returns the error */
+} ft_finish_reason_t;
+
+/* Called on the scheduler's thread, between steps of the scheduler's
+ * work, for each generated token (sample not NULL, index: 0, 1, ...) and
+ * once when the request finishes (sample NULL; ft_request_finish_reason
+ * says why). It must return quickly and must not wait for the scheduler
+ * (see "Threads"); it may call ft_request_cancel and the ft_engine_* and
+ * ft_detokenizer / ft_stop_matcher calls. */
+typedef void (*ft_request_fn)(void *user, ft_request_t *request, const ft_sample_t *sample,
+                              uint32_t index);
+
+typedef struct ft_request_options {
+    const int32_t *tokens;  /* the prompt: appended to the session and evaluated (copied by
+                               submit); may be empty when generating from the logits the
+                               session already has */
+    uint32_t n_tokens;
+    float *out_all_logits;  /* NULL, or n_tokens x vocab_size floats the scheduler fills (the
+                               caller's memory, read after the request finished) */
+    uint32_t max_new_tokens; /* tokens to generate; 0: evaluate the prompt only */
+    ft_sampler_t *sampler;   /* required when max_new_tokens > 0: borrowed, used only by the
+                                scheduler until the request finishes; its history is the
+                                session's tokens (every token evaluated, in order) */
+    int stop_at_eog;         /* 1: finish at an end-of-generation token (default) */
+    ft_request_fn on_token;  /* NULL: none */
+    void *user;              /* passed to on_token */
+} ft_request_options_t;
+
+/* No prompt, no generation, stop_at_eog 1, no callback. */
+void ft_request_options_init(ft_request_options_t *opts);
+
+/* Queues a request on the session. Checked at once: a NULL argument, token
+ * ids outside the vocabulary, generation without a sampler or a sampler
+ * for another vocabulary size is not checked (the caller's), nothing to
+ * do (no prompt and no generation). Refused with FT_STATUS_BUSY when
+ * max_queued requests are already waiting. Checked when it starts (its
+ * error then comes from ft_request_wait): room for the prompt in the
+ * session's context and token limit, and logits to sample from when the
+ * prompt is empty. Allocates the request (the prompt's copy and room for
+ * max_new_tokens samples) through the engine's allocator. */
+FT_WARN_UNUSED ft_status_t ft_request_submit(ft_session_t *session, const ft_request_options_t *opts,
+                                             ft_request_t **out_request);
+
+/* Takes the next generated token, in order. *out_got 1: *out is the
+ * token; 0: the request has finished and every token was taken, or (wait
+ * 0) none is ready yet. With wait 1 it blocks until a token is ready or
+ * the request finishes. Errors: NULL arguments; waiting on the scheduler's
+ * thread. */
+FT_WARN_UNUSED ft_status_t ft_request_next(ft_request_t *request, int wait, ft_sample_t *out,
+                                           int *out_got);
+
+/* Waits until the request has finished. FT_OK for FT_FINISH_EVALUATED,
+ * LENGTH, EOG, CONTEXT, LIMIT; FT_STATUS_CANCELLED when it was cancelled;
+ * else the error that stopped it (a copy: each call returns a new status).
+ * Tokens made before a cancel or an error stay evaluated in the session
+ * (ft_session_n_past says how many; ft_session_rewind undoes them). */
+FT_WARN_UNUSED ft_status_t ft_request_wait(ft_request_t *request);
+
+/* Asks the scheduler to stop the request at the next step boundary (a
+ * prefill chunk or a decode token already running finishes first).
+ * Idempotent; nothing once the request has finished. */
+void ft_request_cancel(ft_request_t *request);
+
+/* Without waiting: the finish reason (FT_FINISH_NONE while running), and
+ * the tokens generated so far. */
+ft_finish_reason_t ft_request_finish_reason(const ft_request_t *request);
+uint32_t ft_request_n_generated(const ft_request_t *request);
+/* Copies the generated tokens (at most n) into ids and returns how many it
+ * copied: the first ft_request_n_generated tokens, whatever ft_request_next
+ * has taken. */
+uint32_t ft_request_tokens(const ft_request_t *request, int32_t *ids, uint32_t n);
+
+/* Drops the caller's handle. An unfinished request is cancelled; the
+ * scheduler frees it (and drops its session reference) once it has
+ * stopped. NULL: nothing. */
+void ft_request_release(ft_request_t *request);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

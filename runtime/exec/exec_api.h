@@ -1,0 +1,38 @@
+/* What the scheduler (runtime/sched) calls to open, run and close: the
+ * executor's side of the engine and session objects. freetoken.h's
+ * ft_engine_open/close, ft_session_create/destroy/eval/rewind are the
+ * scheduler's (sched_api.c), which wraps these with its queue, refcounts
+ * and locks; these know nothing of threads beyond the engine's step_lock,
+ * which their callers hold where said. */
+#ifndef FT_EXEC_EXEC_API_H
+#define FT_EXEC_EXEC_API_H
+
+#include "engine_internal.h"
+
+/* Opens the bundle (plan, weights, model, tokenizer, thread pool, backend)
+ * without a scheduler. */
+FT_WARN_UNUSED ft_status_t ft_exec_engine_open(const char *bundle_path,
+                                               const ft_engine_options_t *opts,
+                                               ft_engine_t **out_engine);
+/* Frees everything; the scheduler is gone and no session is left. */
+void ft_exec_engine_close(ft_engine_t *engine);
+
+/* A session's KV cache and buffers (the caller holds step_lock: a device
+ * backend allocates device memory). */
+FT_WARN_UNUSED ft_status_t ft_exec_session_create(ft_engine_t *engine,
+                                                  const ft_session_options_t *opts,
+                                                  ft_session_t **out_session);
+void ft_exec_session_destroy(ft_session_t *session);
+
+/* The checks ft_session_eval made before running anything: tokens given,
+ * room in the context after n_past, every id inside the vocabulary. */
+FT_WARN_UNUSED ft_status_t ft_exec_session_check(const ft_session_t *session, const int32_t *tokens,
+                                                 uint32_t n);
+/* Runs n checked tokens (at most n_batch) through the model as one chunk;
+ * out_rows: NULL or n rows of logits. The caller holds step_lock. */
+FT_WARN_UNUSED ft_status_t ft_exec_session_run(ft_session_t *session, const int32_t *tokens,
+                                               uint32_t n, float *out_rows);
+/* Forgets every position from n_past on. */
+FT_WARN_UNUSED ft_status_t ft_exec_session_rewind(ft_session_t *session, uint32_t n_past);
+
+#endif
