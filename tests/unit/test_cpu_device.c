@@ -200,6 +200,9 @@ static void test_streams_and_events(void **state)
     assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ft_status_message(st), "event_record"));
     ft_status_free(st);
+    st = ft_dev_event_record(d, compute, copy);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
     st = ft_dev_stream_wait(d, done, done);
     assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ft_status_message(st), "stream_wait"));
