@@ -73,4 +73,11 @@ FT_WARN_UNUSED ft_status_t ft_cpu_device_pin(ft_device_t *d, const void *p, size
                                              const char *what);
 void ft_cpu_device_unpin(ft_device_t *d, const void *p);
 
+/* Those entries, for a table's initializer. */
+#define FT_CPU_DEVICE_MEMORY_ENTRIES                                                               \
+    .info = ft_cpu_device_info, .memory_info = ft_cpu_device_memory_info,                          \
+    .alloc = ft_cpu_device_alloc, .free = ft_cpu_device_free,                                      \
+    .host_alloc = ft_cpu_device_host_alloc, .host_free = ft_cpu_device_host_free,                  \
+    .pin = ft_cpu_device_pin, .unpin = ft_cpu_device_unpin
+
 #endif
