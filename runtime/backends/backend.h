@@ -9,15 +9,20 @@
  * The interface knows kernels, buffers and streams, not ops or models:
  * the executor (exec/) maps the plan's ops to launches through it, and the
  * MoE dispatch issues its expert copies through it (moe/offload_device.c,
- * the same code for every device). Implementations:
+ * the same code for every device), and sessions take their memory (KV
+ * cache, the schedule's buffers) from the engine's device on every
+ * backend. Implementations:
  *  - backends/cuda: the Driver API, through dlopen;
- *  - backends/sim: a modelled GPU on a virtual clock, whose memory is host
- *    memory; it has no kernels of its own (function and launch are NULL):
- *    the numerics run on the CPU's kernels and their cost goes on its
- *    streams through sim_device.h.
- * The cpu backend uses none of this: host memory is its device memory and
- * its kernels (the plan's CPU module, or the reference kernels) are called
- * directly by the executor.
+ *  - backends/cpu (cpu_device.h): host memory is device memory (a device
+ *    address is the host address), optionally capped at a byte budget;
+ *    work runs when issued, so streams and events are trivially in order;
+ *    no kernels of its own (function and launch are NULL): the executor
+ *    calls the CPU's kernels (the plan's CPU module, bound per matrix at
+ *    open, or the reference kernels) itself;
+ *  - backends/sim: a modelled GPU on a virtual clock: the cpu device's
+ *    memory capped at the GPU's size, and the same absence of kernels: the
+ *    numerics run on the CPU's kernels and their cost goes on its streams
+ *    through sim_device.h.
  *
  * Handles are opaque to callers. Every function is called on one device
  * from one thread at a time. */

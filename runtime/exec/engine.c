@@ -2,6 +2,7 @@
  * tokenizer, thread pool). */
 #include "engine_internal.h"
 
+#include "../backends/cpu/cpu_device.h"
 #include "../backends/cuda/cuda_backend.h"
 #include "../backends/sim/sim_device.h"
 #include "dev_engine.h"
@@ -108,13 +109,20 @@ FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine
     return st;
 }
 
-/* The backend: cpu needs nothing more; sim models the profile's GPU with
- * the offload machinery; cuda drives a real GPU with the same machinery. */
+/* The backend: cpu needs only its device (host memory, for the sessions);
+ * sim models the profile's GPU with the offload machinery; cuda drives a
+ * real GPU with the same machinery, its sessions' host side on the cpu
+ * device. */
 FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_engine_options_t *opts)
 {
+    ft_status_t st;
     switch (opts->backend) {
-    case FT_BACKEND_CPU: return FT_OK;
-    case FT_BACKEND_CUDA: return ft_engine_cuda(e, opts);
+    case FT_BACKEND_CPU:
+    case FT_BACKEND_CUDA:
+        if ((st = ft_cpu_device_create(0, e->a, &e->cpu)))
+            return st;
+        e->mem = e->cpu;
+        return opts->backend == FT_BACKEND_CUDA ? ft_engine_cuda(e, opts) : FT_OK;
     case FT_BACKEND_SIM: break;
     default: return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "unknown backend %d", (int)opts->backend);
     }
@@ -123,7 +131,6 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
     const Ftplan__Plan *plan = e->bundle->plan;
     const char *where = opts->hw_profile ? opts->hw_profile : e->bundle->plan_file->path;
     ft_hw_t hw;
-    ft_status_t st;
     if (opts->hw_profile)
         st = ft_hw_load(opts->hw_profile, &hw);
     else if (plan->hw_profile)
@@ -147,6 +154,7 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
         (st = ft_dev_stream_create(e->sim.dev, &e->sim.compute)) ||
         (st = ft_dev_stream_create(e->sim.dev, &e->sim.copy)))
         return st;
+    e->mem = e->sim.dev;
     return ft_offload_create(e->bundle, &hw, vram, ctx, &e->sim, e->a, &e->offload);
 }
 
@@ -206,6 +214,7 @@ void ft_exec_engine_close(ft_engine_t *e)
         ft_dev_stream_destroy(e->sim.dev, e->sim.copy);
         ft_dev_destroy(e->sim.dev);
     }
+    ft_dev_destroy(e->cpu);
     ft_blob_verify_destroy(e->verify);
     ft_mem_free(a, e->routing);
     ft_threadpool_destroy(e->pool);

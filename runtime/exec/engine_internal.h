@@ -36,6 +36,10 @@ struct ft_engine {
     struct ft_dev_engine *dev; /* a device backend (cuda; owns offload then), else NULL */
     ft_blob_verify_t *verify;  /* the weights' checks against the plan's hashes (ft_verify_kind_t) */
     ft_offload_device_t sim;   /* sim backend: the simulated device and its streams, else zero */
+    /* Where sessions get their memory (KV cache, the schedule's buffers,
+     * scratch): the simulated device on sim, else the cpu device below. */
+    ft_device_t *mem;
+    ft_device_t *cpu;          /* cpu and cuda backends: the cpu device (host memory), owned */
     uint64_t *routing;     /* [n_layers * max_experts] calibration counts, or NULL */
     uint64_t routing_tokens;
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
@@ -59,7 +63,7 @@ struct ft_session {
     uint32_t n_ctx, n_batch, n_past;
     int has_logits;
     int use_generated; /* this chunk runs the generated kernels (engine policy) */
-    void *block;      /* every buffer below lives in this one allocation */
+    void *block;      /* every buffer below lives in this one allocation (from engine->mem) */
     /* [n_layers][n_ctx][max_kv_dim] elements of m->kv_dtype: float, or
      * IEEE half (uint16_t bits); NULL on the cuda backend (device KV). */
     void *k_cache;

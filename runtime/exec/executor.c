@@ -2,9 +2,11 @@
  * walks the bound ops (program.h) in order, the prologue over every
  * token, each block, then the epilogue over the rows whose logits are
  * asked for, and hands each op to the engine's backend: the CPU's kernels
- * (cpu), the CPU's kernels with the modelled device's clock (sim:
- * exec_sim.c), or the device's kernels (cuda: dev_ops.c). It knows ops,
- * not models.
+ * (cpu), the CPU's kernels with the modelled device's clock (sim), or the
+ * device's kernels (cuda: dev_ops.c). On cpu and sim the buffers it reads
+ * and writes are the session's, allocated from the engine's device
+ * (session.c); neither device has kernels of its own, so the CPU's are
+ * called here. It knows ops, not models.
  *
  * Prepared activations: an RMSNORM the program fused with the preparation
  * for its consumers, or an ATTENTION that prepares its output for the

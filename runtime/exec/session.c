@@ -1,5 +1,7 @@
 /* Sessions: the KV cache and every buffer of the op schedule, allocated
- * once, so that evaluating tokens allocates nothing. */
+ * once from the engine's memory device (the cpu device, or the simulated
+ * GPU on sim: engine_internal.h), so that evaluating tokens allocates
+ * nothing. */
 #include "engine_internal.h"
 
 #include "../backends/cpu/kernels.h"
@@ -115,23 +117,21 @@ ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options
     const uint32_t n_threads = ft_threadpool_size(engine->pool);
     ft_carver_t measure = {0};
     ft_session_layout(s, &measure, n_threads);
-    s->block = ft_mem_alloc(engine->a, measure.used + 64);
-    if (!s->block) {
+    /* Device memory is host memory here, aligned beyond ft_carve's 64. */
+    ft_dptr_t block = 0;
+    ft_status_t st = ft_dev_alloc(engine->mem, measure.used, &block);
+    if (st) {
         ft_mem_free(engine->a, s);
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY,
-                              "session: cannot allocate %zu bytes (KV cache for %u tokens and buffers "
-                              "for batches of %u)",
-                              measure.used, n_ctx, n_batch);
+        return ft_status_annotate(st, "session: KV cache for %u tokens and buffers for batches of %u", n_ctx,
+                                  n_batch);
     }
-    ft_carver_t carve = {(unsigned char *)(((uintptr_t)s->block + 63) & ~(uintptr_t)63), 0};
+    s->block = (void *)(uintptr_t)block;
+    ft_carver_t carve = {s->block, 0};
     ft_session_layout(s, &carve, n_threads);
-    if (engine->dev) {
-        ft_status_t st = ft_dev_session_create(engine->dev, n_ctx, n_batch, &s->dev);
-        if (st) {
-            ft_mem_free(engine->a, s->block);
-            ft_mem_free(engine->a, s);
-            return st;
-        }
+    if (engine->dev && (st = ft_dev_session_create(engine->dev, n_ctx, n_batch, &s->dev))) {
+        ft_dev_free(engine->mem, block);
+        ft_mem_free(engine->a, s);
+        return st;
     }
     engine->n_sessions++;
     *out_session = s;
@@ -144,7 +144,7 @@ void ft_exec_session_destroy(ft_session_t *s)
         return;
     s->engine->n_sessions--;
     ft_dev_session_destroy(s->dev);
-    ft_mem_free(s->engine->a, s->block);
+    ft_dev_free(s->engine->mem, (ft_dptr_t)(uintptr_t)s->block);
     ft_mem_free(s->engine->a, s);
 }
 

@@ -1,9 +1,11 @@
 /* Allocation-failure injection (SQLite style): with an allocator hook that
  * fails its k-th call, for k = 1, 2, ... until a pass sees no failure,
- * ft_engine_open + ft_session_create and ft_engine_replan on the sim
- * backend must return a status (never crash; the ASan build checks that
- * nothing leaks), and a failed re-plan must leave the engine as it was: the
- * same counters and slots, and the same tokens afterwards. */
+ * ft_engine_open + ft_session_create on the sim and cpu backends (the
+ * session's memory comes from the simulated device or the cpu device,
+ * through the hook) and ft_engine_replan on the sim backend must return a
+ * status (never crash; the ASan build checks that nothing leaks), and a
+ * failed re-plan must leave the engine as it was: the same counters and
+ * slots, and the same tokens afterwards. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,6 +62,7 @@ static void ft_test_free(void *user, void *p)
 }
 
 static failing_t g_fail;
+static ft_backend_kind_t g_backend = FT_BACKEND_SIM;
 static const ft_allocator_t g_alloc = {ft_test_alloc, ft_test_realloc, ft_test_free, &g_fail};
 
 static void arm(uint64_t k)
@@ -89,7 +92,7 @@ static ft_status_t open_both(uint64_t vram, ft_engine_t **out_e, ft_session_t **
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
-    eo.backend = FT_BACKEND_SIM;
+    eo.backend = g_backend;
     eo.hw_profile = g_slowcpu;
     eo.vram_bytes = vram;
     eo.plan_ctx = 64;
@@ -146,9 +149,9 @@ static void reference_tokens(int32_t *tokens)
     ft_engine_close(e);
 }
 
-static void test_open_and_session(void **state)
+static void open_and_session(ft_backend_kind_t backend)
 {
-    (void)state;
+    g_backend = backend;
     int32_t want[N_GEN], got[N_GEN];
     reference_tokens(want);
     uint64_t k = 1;
@@ -173,7 +176,21 @@ static void test_open_and_session(void **state)
             break;
     }
     assert_true(k > 1 && k < MAX_K);
-    print_message("open + session create: %llu allocation points\n", (unsigned long long)(k - 1));
+    print_message("open + session create (%s): %llu allocation points\n",
+                  backend == FT_BACKEND_SIM ? "sim" : "cpu", (unsigned long long)(k - 1));
+    g_backend = FT_BACKEND_SIM;
+}
+
+static void test_open_and_session(void **state)
+{
+    (void)state;
+    open_and_session(FT_BACKEND_SIM);
+}
+
+static void test_open_and_session_cpu(void **state)
+{
+    (void)state;
+    open_and_session(FT_BACKEND_CPU);
 }
 
 /* Same counters and slots: nothing changed. */
@@ -246,6 +263,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_and_session),
+        cmocka_unit_test(test_open_and_session_cpu),
         cmocka_unit_test(test_replan_grow),
         cmocka_unit_test(test_replan_shrink),
     };

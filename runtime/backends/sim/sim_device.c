@@ -1,12 +1,12 @@
 #include "sim_device.h"
 
 #include "../../base/alloc.h"
+#include "../cpu/cpu_device.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#define FT_SIM_ALIGN 256u   /* as the CUDA backend aligns its allocations */
 #define FT_SIM_RANGES 1024u /* copies and kernel reads still in flight, checked for order */
 
 /* Device memory in flight: a copy writing [lo, hi) until `end`, or a kernel
@@ -24,12 +24,11 @@ typedef struct ft_sim_event {
     double at;
 } ft_sim_event_t;
 
+/* The cpu device's memory (host memory, capped at the modelled GPU's
+ * size) plus the clock. */
 typedef struct ft_sim_device {
-    ft_device_t base;
-    ft_device_info_t info;
-    const ft_allocator_t *a;
+    ft_cpu_device_t mem; /* first: the memory functions take the device as one */
     ft_hw_t hw;
-    uint64_t cap, used; /* device memory */
     double host;        /* the host's virtual time: work it queues starts no earlier */
     double free_h2d, free_d2h, free_gpu; /* when each engine is next free */
     double step_start;
@@ -37,12 +36,6 @@ typedef struct ft_sim_device {
     uint32_t n_writes, n_reads;
     ft_sim_counters_t c;
 } ft_sim_device_t;
-
-/* A block's header, just below the address handed out. */
-typedef struct ft_sim_block {
-    void *raw;
-    uint64_t n_bytes;
-} ft_sim_block_t;
 
 static double ft_max2(double a, double b)
 {
@@ -120,79 +113,12 @@ static void ft_sim_record(ft_sim_range_t *r, uint32_t *n, uintptr_t lo, uintptr_
 static void ft_sim_destroy(ft_device_t *dev)
 {
     ft_sim_device_t *d = ft_sim(dev);
-    ft_mem_free(d->a, d);
-}
-
-static const ft_device_info_t *ft_sim_info(const ft_device_t *dev)
-{
-    return &((const ft_sim_device_t *)dev)->info;
-}
-
-static ft_status_t ft_sim_memory_info(ft_device_t *dev, uint64_t *free_b, uint64_t *total_b)
-{
-    ft_sim_device_t *d = ft_sim(dev);
-    *free_b = d->cap - d->used;
-    *total_b = d->cap;
-    return FT_OK;
-}
-
-static ft_status_t ft_sim_alloc(ft_device_t *dev, uint64_t n, ft_dptr_t *out)
-{
-    ft_sim_device_t *d = ft_sim(dev);
-    *out = 0;
-    const uint64_t pad = FT_SIM_ALIGN + sizeof(ft_sim_block_t);
-    if (n > d->cap - d->used || n > SIZE_MAX - pad)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY,
-                              "sim: %llu bytes of device memory asked, %llu of %llu free",
-                              (unsigned long long)n, (unsigned long long)(d->cap - d->used),
-                              (unsigned long long)d->cap);
-    uint8_t *raw = ft_mem_alloc(d->a, (size_t)(n + pad));
-    if (!raw)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: %llu bytes of device memory (host memory)",
-                              (unsigned long long)n);
-    uintptr_t p = ((uintptr_t)raw + sizeof(ft_sim_block_t) + FT_SIM_ALIGN - 1) & ~(uintptr_t)(FT_SIM_ALIGN - 1);
-    ft_sim_block_t *h = (ft_sim_block_t *)p - 1;
-    h->raw = raw;
-    h->n_bytes = n;
-    d->used += n;
-    *out = (ft_dptr_t)p;
-    return FT_OK;
-}
-
-static void ft_sim_free(ft_device_t *dev, ft_dptr_t p)
-{
-    ft_sim_device_t *d = ft_sim(dev);
-    const ft_sim_block_t *h = (const ft_sim_block_t *)(uintptr_t)p - 1;
-    d->used -= h->n_bytes;
-    ft_mem_free(d->a, h->raw);
-}
-
-static ft_status_t ft_sim_host_alloc(ft_device_t *dev, size_t n, void **out)
-{
-    *out = ft_mem_alloc(ft_sim(dev)->a, n ? n : 1);
-    return *out ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: %zu bytes of host memory", n);
-}
-
-static void ft_sim_host_free(ft_device_t *dev, void *p)
-{
-    ft_mem_free(ft_sim(dev)->a, p);
-}
-
-/* Host memory is what the device reads: pinning is a no-op that works. */
-static ft_status_t ft_sim_pin(ft_device_t *dev, const void *p, size_t n, const char *what)
-{
-    (void)dev, (void)p, (void)n, (void)what;
-    return FT_OK;
-}
-
-static void ft_sim_unpin(ft_device_t *dev, const void *p)
-{
-    (void)dev, (void)p;
+    ft_mem_free(d->mem.a, d);
 }
 
 static ft_status_t ft_sim_stream_create(ft_device_t *dev, ft_dstream_t *out)
 {
-    ft_sim_stream_t *s = ft_mem_calloc(ft_sim(dev)->a, 1, sizeof(*s));
+    ft_sim_stream_t *s = ft_mem_calloc(ft_sim(dev)->mem.a, 1, sizeof(*s));
     *out = s;
     if (!s) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: a stream");
     s->tail = ft_sim(dev)->host;
@@ -201,7 +127,7 @@ static ft_status_t ft_sim_stream_create(ft_device_t *dev, ft_dstream_t *out)
 
 static void ft_sim_stream_destroy(ft_device_t *dev, ft_dstream_t s)
 {
-    ft_mem_free(ft_sim(dev)->a, s);
+    ft_mem_free(ft_sim(dev)->mem.a, s);
 }
 
 /* A host that has to wait wakes up a launch latency after the stream's
@@ -216,14 +142,14 @@ static ft_status_t ft_sim_stream_sync(ft_device_t *dev, ft_dstream_t s)
 
 static ft_status_t ft_sim_event_create(ft_device_t *dev, ft_devent_t *out)
 {
-    ft_sim_event_t *e = ft_mem_calloc(ft_sim(dev)->a, 1, sizeof(*e));
+    ft_sim_event_t *e = ft_mem_calloc(ft_sim(dev)->mem.a, 1, sizeof(*e));
     *out = e;
     return e ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim: an event");
 }
 
 static void ft_sim_event_destroy(ft_device_t *dev, ft_devent_t e)
 {
-    ft_mem_free(ft_sim(dev)->a, e);
+    ft_mem_free(ft_sim(dev)->mem.a, e);
 }
 
 static ft_status_t ft_sim_event_record(ft_device_t *dev, ft_devent_t e, ft_dstream_t s)
@@ -294,14 +220,7 @@ static ft_status_t ft_sim_memset(ft_device_t *dev, ft_dptr_t dst, uint8_t v, siz
 static const ft_device_vtable_t ft_sim_vt = {
     .name = "sim",
     .destroy = ft_sim_destroy,
-    .info = ft_sim_info,
-    .memory_info = ft_sim_memory_info,
-    .alloc = ft_sim_alloc,
-    .free = ft_sim_free,
-    .host_alloc = ft_sim_host_alloc,
-    .host_free = ft_sim_host_free,
-    .pin = ft_sim_pin,
-    .unpin = ft_sim_unpin,
+    FT_CPU_DEVICE_MEMORY_ENTRIES,
     .stream_create = ft_sim_stream_create,
     .stream_destroy = ft_sim_stream_destroy,
     .stream_sync = ft_sim_stream_sync,
@@ -323,19 +242,20 @@ ft_status_t ft_sim_device_create(const ft_hw_t *hw, uint64_t vram_bytes, const f
                                  ft_device_t **out)
 {
     *out = NULL;
-    if (hw->n_gpus == 0 || hw->gpu.h2d_gbs <= 0 || hw->gpu.hbm_gbs <= 0 || hw->dram_gbs <= 0)
+    /* A memory size of 0 would be no cap on the cpu device's memory. */
+    if (hw->n_gpus == 0 || hw->gpu.h2d_gbs <= 0 || hw->gpu.hbm_gbs <= 0 || hw->dram_gbs <= 0 ||
+        (hw->gpu.vram_bytes == 0 && vram_bytes == 0))
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                              "sim device: the hardware profile needs a GPU with H2D and memory "
-                              "bandwidths, and a DRAM bandwidth");
+                              "sim device: the hardware profile needs a GPU with a memory size (or a budget), "
+                              "H2D and memory bandwidths, and a DRAM bandwidth");
     ft_sim_device_t *d = ft_mem_calloc(alloc, 1, sizeof(*d));
     if (!d) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sim device: out of memory");
-    d->base.vt = &ft_sim_vt;
-    d->a = alloc;
+    char name[sizeof(d->mem.info.name)];
+    snprintf(name, sizeof(name), "%s (simulated)", hw->gpu.name[0] ? hw->gpu.name : "GPU");
+    ft_cpu_device_init(&d->mem, &ft_sim_vt, name, hw->gpu.vram_bytes > vram_bytes ? hw->gpu.vram_bytes : vram_bytes,
+                       alloc);
     d->hw = *hw;
-    d->cap = hw->gpu.vram_bytes > vram_bytes ? hw->gpu.vram_bytes : vram_bytes;
-    snprintf(d->info.name, sizeof(d->info.name), "%s (simulated)", hw->gpu.name[0] ? hw->gpu.name : "GPU");
-    d->info.total_bytes = d->cap;
-    *out = &d->base;
+    *out = &d->mem.base;
     return FT_OK;
 }
 

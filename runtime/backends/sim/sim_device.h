@@ -1,9 +1,10 @@
 /* The simulated device: a GPU that does not exist, modelled from a hardware
  * profile on a virtual clock, behind the device interface (backend.h).
  *
- * Its memory is host memory (a device address is the host address, so the
- * CPU computes from exactly the bytes the device would hold), capped at the
- * modelled GPU's size. Copies really copy, at once, and take virtual time:
+ * Its memory is the cpu device's (cpu_device.h: host memory, a device
+ * address is the host address, so the CPU computes from exactly the bytes
+ * the device would hold), capped at the modelled GPU's size; sessions'
+ * KV caches and buffers are allocated there too, as on a GPU. Copies really copy, at once, and take virtual time:
  * host to device on the copy engine at the profile's PCIe rate, device to
  * host on a second engine. Streams are in-order queues and events points in
  * them, with the same ordering rules as CUDA: work queued on a stream starts
