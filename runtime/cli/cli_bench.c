@@ -212,6 +212,7 @@ static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, 
            copied / 1e6, (unsigned long long)sim->streamed);
 }
 
+/* 0 when parsed, -1 when the help was asked for, else the exit code. */
 static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
 {
     static const struct option longopts[] = {
@@ -223,12 +224,13 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
     char *colon;
     ft_status_t st = FT_OK;
     int c;
-    while (!st && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while (!st && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': st = ft_cli_parse_u32("--prompt", optarg, &o->n_prompt); break;
         case 'g': st = ft_cli_parse_u32("--gen", optarg, &o->n_gen); break;
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
         case 'j': o->json = 1; break;
+        case 'h': ft_cli_print_help("bench"); return -1;
         case 'R':
             colon = strchr(optarg, ':');
             if (!colon) {
@@ -265,7 +267,7 @@ int ft_cli_bench(int argc, char **argv)
     ft_bench_opts_t o;
     int rc = ft_bench_parse(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     ft_engine_options_t eo = o.eo;
     eo.plan_ctx = o.n_prompt + o.n_gen + 1;
     ft_engine_t *e = NULL;
