@@ -7,6 +7,7 @@
  * describes (indented four). tests/e2e/test_cli_help.sh checks that every
  * option a command's getopt table accepts is listed here, and only those. */
 #include "ftc_help.h"
+#include "../runtime/cli/cli_help_text.h"
 
 #include "format/dtype.h"
 
@@ -221,11 +222,7 @@ static const char ftc_help_sizes[] =
 
 static const char ftc_help_tail[] =
     "\n"
-    "exit status:\n"
-    "  0  success\n"
-    "  1  failure: a message on stderr says what was wrong and where (file, field,\n"
-    "     offset)\n"
-    "  2  usage error: an unknown option, or a missing or malformed argument\n"
+    FT_HELP_EXIT_STATUS
     "\n"
     "examples:\n"
     "  Measure this machine, compile a model for it and look at the plan:\n"

@@ -13,6 +13,7 @@
  * Every option a command accepts is listed here with its default;
  * tests/e2e/test_cli_help.sh checks that against the getopt tables. */
 #include "cli.h"
+#include "cli_help_text.h"
 
 #include <string.h>
 
@@ -249,11 +250,7 @@ static const char ft_help_tail[] =
     "      bytes, with an optional K, M, G or T (powers of 1024) and an optional B or iB\n"
     "      after it: 512M, 8G, 1.5GiB\n"
     "\n"
-    "exit status:\n"
-    "  0  success\n"
-    "  1  failure: a message on stderr says what was wrong and where (file, field,\n"
-    "     offset)\n"
-    "  2  usage error: an unknown option, or a missing or malformed argument\n"
+    FT_HELP_EXIT_STATUS
     "\n"
     "examples:\n"
     "  Compile a model for this machine, then run a prompt:\n"
