@@ -6,6 +6,7 @@
  * them. Every speed printed here is a prediction from the profile. */
 #include "cmd_plan.h"
 
+#include "ftc_help.h"
 #include "plan_model.h"
 #include "../runtime/plan/hw_profile.h"
 
@@ -16,14 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static const char ftc_plan_usage[] =
-    "usage: ftc plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]\n"
-    "                [--format F] [--dense-format F] [--json]\n"
-    "  MODEL   a GGUF file, an HF directory, or a config.json alone (no weights needed)\n"
-    "  SIZE    e.g. 512M, 8G, 24GiB (K/M/G/T = powers of 1024; KB/MB/GB/TB = powers of 1000)\n"
-    "  F       weight format of the routed experts (e.g. q4_k, q8_0, mxfp4, bf16); the\n"
-    "          other weights use --dense-format, by default the same (or the checkpoint's)\n";
 
 int ftc_parse_size(const char *s, uint64_t *out)
 {
@@ -66,7 +59,8 @@ typedef struct ftc_plan_args {
 
 static int ftc_plan_bad(const char *what, const char *arg)
 {
-    fprintf(stderr, "ftc plan: %s '%s'\n%s", what, arg, ftc_plan_usage);
+    fprintf(stderr, "ftc plan: %s '%s'\n", what, arg);
+    ftc_help_usage("plan", stderr);
     return 2;
 }
 
@@ -123,17 +117,17 @@ static int ftc_plan_args(int argc, char **argv, ftc_plan_args_t *a, int *done)
             a->json = 1;
             break;
         case 'h':
-            fputs(ftc_plan_usage, stdout);
+            ftc_help_print("plan");
             *done = 1;
             return 0;
         default:
-            fputs(ftc_plan_usage, stderr);
+            ftc_help_usage("plan", stderr);
             return 2;
         }
     }
     if (optind + 1 != argc || !a->hw) {
         fputs("ftc plan: one MODEL and --hw PROFILE are needed\n", stderr);
-        fputs(ftc_plan_usage, stderr);
+        ftc_help_usage("plan", stderr);
         return 2;
     }
     a->model = argv[optind];

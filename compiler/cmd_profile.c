@@ -3,6 +3,7 @@
  * as JSON on stdout; a human summary goes to stdout when the profile went
  * to a file, else to stderr. Progress on stderr when it is a terminal. */
 #include "cmd_profile.h"
+#include "ftc_help.h"
 #include "profile_json.h"
 
 #include "../hwprofiles/profiler.h"
@@ -13,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char ftc_profile_usage[] =
-    "usage: ftc profile [-o FILE] [--quick] [--json] [--threads N] [--no-gpu]\n"
-    "  measures this machine (CPU, DRAM, CPU GEMV per weight format, GPUs through\n"
-    "  the CUDA driver when present) and writes the profile as text\n";
 
 static void ftc_profile_progress(void *user, const char *stage, double fraction)
 {
@@ -116,12 +112,15 @@ int ftc_cmd_profile(int argc, char **argv)
             break;
         }
         case 'n': opts.skip_gpu = 1; break;
-        case 'h': fputs(ftc_profile_usage, stdout); return 0;
-        default: fputs(ftc_profile_usage, stderr); return 2;
+        case 'h':
+            return ftc_help_print("profile");
+        default:
+            ftc_help_usage("profile", stderr);
+            return 2;
         }
     }
     if (optind != argc) {
-        fputs(ftc_profile_usage, stderr);
+        ftc_help_usage("profile", stderr);
         return 2;
     }
     if (isatty(2))

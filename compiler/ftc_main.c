@@ -1,11 +1,5 @@
-/* ftc: the freetoken compiler driver.
- *
- *   ftc inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule] [--svg FILE]
- *   ftc compile MODEL -o BUNDLE_DIR [--format F] [--kv f16|f32] [--json] [--quiet]
- *               [--cpu-isa avx512|avx2|portable|none] [--cuda-arch LIST|none]
- *               [--hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N]] [--calibrate FILE]
- *   ftc verify BUNDLE
- *   ftc plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]
+/* ftc: the freetoken compiler driver: inspect, compile, verify, profile,
+ * plan (their help, and the man page's text, is ftc_help.c).
  *
  * Human output by default, --json for machines; progress on stderr when
  * stderr is a terminal. Exit codes: 0 ok, 1 failure, 2 usage. */
@@ -16,6 +10,7 @@
 #include "compile.h"
 #include "cuda_codegen.h"
 #include "../codegen/cpu/cg_cpu.h"
+#include "ftc_help.h"
 #include "import.h"
 #include "plan_report.h"
 #include "schedule_report.h"
@@ -27,33 +22,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char ftc_usage[] =
-    "usage: ftc <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  inspect MODEL_OR_BUNDLE [--json] [--tensors] [--ir] [--schedule]\n"
-    "        what a model (GGUF file or HF directory) or a compiled bundle is\n"
-    "  compile MODEL -o BUNDLE_DIR [--format F] [--kv f16|f32] [--json] [--quiet]\n"
-    "        compile a model into BUNDLE_DIR/plan.ftp + BUNDLE_DIR/weights.ftw\n"
-    "        (--kv: the KV cache's element type, f16 by default)\n"
-    "  verify BUNDLE\n"
-    "        re-hash the bundle's weights and check them against its plan\n"
-    "  profile [-o FILE] [--quick] [--json] [--threads N] [--no-gpu]\n"
-    "        measure this machine (CPU, DRAM, GEMV, GPUs) into a hardware profile\n"
-    "  plan MODEL --hw PROFILE [--vram SIZE] [--ram SIZE] [--ctx N] [--format F] [--json]\n"
-    "        will MODEL (GGUF, HF directory or config.json alone) fit this machine, and how\n"
-    "        fast will it run (predicted)? Sizes like 512M, 8G, 24GiB\n"
-    "  version\n";
-
-/* The usage, and the weight formats --format takes (from dtype.h's table). */
-static void ftc_print_usage(FILE *f)
-{
-    char list[256];
-    fputs(ftc_usage, f);
-    fprintf(f, "\nF, a weight format: %s\n",
-            ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
-}
 
 static int ftc_fail(ft_status_t st)
 {
@@ -101,8 +69,11 @@ static int ftc_inspect(int argc, char **argv)
         case 'i': ir = 1; break;
         case 'S': schedule = 1; break;
         case 's': svg = optarg; break;
-        case 'h': ftc_print_usage(stdout); return 0;
-        default: ftc_print_usage(stderr); return 2;
+        case 'h':
+            return ftc_help_print("inspect");
+        default:
+            ftc_help_usage("inspect", stderr);
+            return 2;
         }
     }
     if (optind + 1 != argc) {
@@ -273,8 +244,12 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
                 }
             }
             break;
-        case 'h': ftc_print_usage(stdout); return -1;
-        default: ftc_print_usage(stderr); return 2;
+        case 'h':
+            ftc_help_print("compile");
+            return -1;
+        default:
+            ftc_help_usage("compile", stderr);
+            return 2;
         }
     }
     if (optind + 1 != argc || !*out_dir) {
@@ -349,7 +324,9 @@ static int ftc_compile(int argc, char **argv)
 
 static int ftc_verify(int argc, char **argv)
 {
-    if (argc != 2) {
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return ftc_help_print("verify");
+    if (argc != 2 || argv[1][0] == '-') {
         fputs("ftc verify: exactly one BUNDLE is needed\n", stderr);
         return 2;
     }
@@ -364,32 +341,55 @@ static int ftc_verify(int argc, char **argv)
     return 0;
 }
 
+static int ftc_version(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return ftc_help_print("version");
+    if (argc > 1) {
+        fputs("ftc version: takes no arguments\n", stderr);
+        return 2;
+    }
+    printf("ftc %s\n", FT_PRODUCER_VERSION);
+    return 0;
+}
+
+static int ftc_help(int argc, char **argv)
+{
+    if (argc == 1) {
+        ftc_help_overview(stdout);
+        return 0;
+    }
+    const int self = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+    if (argc > 2 || !ftc_help_find(self ? "help" : argv[1])) {
+        fprintf(stderr, "ftc help: no command '%s'; ftc help lists them\n", argv[1]);
+        return 2;
+    }
+    return ftc_help_print(self ? "help" : argv[1]);
+}
+
+/* The commands; each has its help in ftc_help.c (test_cli_help.sh checks
+ * that every command the overview lists runs). */
+static const struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+} ftc_commands[] = {
+    {"inspect", ftc_inspect},     {"compile", ftc_compile}, {"verify", ftc_verify},
+    {"profile", ftc_cmd_profile}, {"plan", ftc_cmd_plan},   {"version", ftc_version},
+    {"help", ftc_help},
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        ftc_print_usage(stderr);
+        ftc_help_overview(stderr);
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "inspect") == 0)
-        return ftc_inspect(argc - 1, argv + 1);
-    if (strcmp(cmd, "compile") == 0)
-        return ftc_compile(argc - 1, argv + 1);
-    if (strcmp(cmd, "verify") == 0)
-        return ftc_verify(argc - 1, argv + 1);
-    if (strcmp(cmd, "profile") == 0)
-        return ftc_cmd_profile(argc - 1, argv + 1);
-    if (strcmp(cmd, "plan") == 0)
-        return ftc_cmd_plan(argc - 1, argv + 1);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("ftc %s\n", FT_PRODUCER_VERSION);
-        return 0;
-    }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        ftc_print_usage(stdout);
-        return 0;
-    }
+    if (strcmp(cmd, "--version") == 0) cmd = "version";
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) cmd = "help";
+    for (size_t i = 0; i < sizeof(ftc_commands) / sizeof(ftc_commands[0]); i++)
+        if (strcmp(cmd, ftc_commands[i].name) == 0) return ftc_commands[i].main(argc - 1, argv + 1);
     fprintf(stderr, "ftc: unknown command '%s'\n\n", cmd);
-    ftc_print_usage(stderr);
+    ftc_help_overview(stderr);
     return 2;
 }

@@ -3,10 +3,8 @@
 #include "plan_report.h"
 #include "schedule_report.h"
 
+#include "../runtime/format/bundle.h"
 #include "../runtime/plan/from_plan.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -75,16 +73,6 @@ ft_status_t ft_summary_from_ir(const ft_ir_model_t *m, ft_summary_t *s)
     return FT_OK;
 }
 
-static void ft_hex(const uint8_t *p, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
 ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_file,
                                  uint64_t plan_bytes, ft_summary_t *s)
 {
@@ -139,13 +127,8 @@ ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_f
         s->eos_id = plan->tokenizer->eos_id;
     }
     s->plan_bytes = plan_bytes;
-    uint8_t h8[8];
-    XXH64_canonicalFromHash((XXH64_canonical_t *)h8, XXH3_64bits(plan_file, (size_t)plan_bytes));
-    ft_hex(h8, 8, s->plan_hash);
-    if (plan->n_weight_files) {
-        s->weights_file_bytes = plan->weight_files[0]->size;
-        ft_hex(plan->weight_files[0]->content_hash.data, 16, s->weights_hash);
-    }
+    ft_bundle_ids(plan, plan_file, plan_bytes, s->plan_hash, s->weights_hash);
+    if (plan->n_weight_files) s->weights_file_bytes = plan->weight_files[0]->size;
     s->n_expert_blocks = (uint32_t)plan->n_expert_blocks;
     s->plan = plan;
     return FT_OK;

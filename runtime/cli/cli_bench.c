@@ -1,7 +1,9 @@
 /* ft bench: prefill and decode speed, as medians of several runs, with the
  * weight bytes one decoded token reads and the share of this machine's DRAM
- * read bandwidth, measured in the same run. */
+ * read bandwidth, measured in the same run. With --json the object ends
+ * with the record of what produced it (cli_bench_info.h). */
 #include "cli.h"
+#include "cli_bench_info.h"
 
 #include "base/membw.h"
 #include "base/threadpool.h"
@@ -125,7 +127,9 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
 
 /* The sim backend's report: modelled (predicted) speeds on the profiled
  * machine, with the cache's behaviour. */
-static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, const ft_bench_sim_t *sim)
+/* info: the JSON record's members (ft_cli_bench_info), with --json. */
+static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e,
+                               const ft_bench_sim_t *sim, const char *info)
 {
     const ft_model_info_t *mi = ft_engine_info(e);
     const ft_engine_stats_t *d = &sim->decode;
@@ -141,18 +145,20 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
         ft_cli_json_string(stdout, hw, strlen(hw));
         printf(", \"plan\": \"%s\", \"vram_bytes\": %llu, \"n_slots\": %u, \"prefill_tokens\": %u, "
                "\"decode_tokens\": %u, "
-               "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"modelled_ms_per_token\": %.4f, "
+               "\"reps\": %u, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
+               "\"modelled_ms_per_token\": %.4f, "
                "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
                "\"bytes_copied_per_token\": %.1f, \"order_violations\": %llu, \"replans\": %u, "
                "\"planner_decode_tok_s\": %.3f, \"planner_prefill_tok_s\": %.3f, "
                "\"weight_bytes_per_token\": %llu, \"prefill_stream_tokens\": %u, "
-               "\"prefill_experts_streamed\": %llu, \"kv_bytes\": %llu}\n",
-               d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt,
-               o->n_gen, o->reps, pre, dec, per_tok_ms, hit_rate, (unsigned long long)d->misses_to_gpu,
-               (unsigned long long)d->misses_to_cpu, copied, (unsigned long long)d->order_violations,
-               sim->replans, d->predicted_decode_tok_s, d->predicted_prefill_tok_s,
-               (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
-               (unsigned long long)sim->streamed, (unsigned long long)sim->kv_bytes);
+               "\"prefill_experts_streamed\": %llu, \"kv_bytes\": %llu%s}\n",
+               d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots,
+               o->n_prompt, o->n_gen, o->reps, pre, dec, per_tok_ms, hit_rate,
+               (unsigned long long)d->misses_to_gpu, (unsigned long long)d->misses_to_cpu, copied,
+               (unsigned long long)d->order_violations, sim->replans, d->predicted_decode_tok_s,
+               d->predicted_prefill_tok_s, (unsigned long long)mi->weight_bytes_per_token,
+               d->prefill_stream_tokens, (unsigned long long)sim->streamed,
+               (unsigned long long)sim->kv_bytes, info);
         return;
     }
     char stream_at[32] = "no";
@@ -178,8 +184,8 @@ static void ft_bench_print_sim(const ft_bench_opts_t *o, const ft_engine_t *e, c
 
 /* The cuda backend's report: measured speeds (medians of the reps, wall
  * clock) and the offload counters of the decode phase. */
-static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, const ft_bench_sim_t *sim,
-                                double pre, double dec)
+static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e,
+                                const ft_bench_sim_t *sim, double pre, double dec, const char *info)
 {
     const ft_model_info_t *mi = ft_engine_info(e);
     const ft_engine_stats_t *d = &sim->decode;
@@ -188,17 +194,21 @@ static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, 
     const double copied = sim->decode_tok ? (double)d->bytes_copied / sim->decode_tok : 0.0;
     const double step_ms = sim->decode_tok ? 1e3 * sim->decode_s / sim->decode_tok : 0.0;
     if (o->json) {
-        printf("{\"backend\": \"cuda\", \"predicted\": false, \"cpu_expert_kernels\": \"reference\", \"plan\": \"%s\", "
-               "\"vram_bytes\": %llu, "
-               "\"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, \"reps\": %u, "
-               "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"measured_ms_per_token\": %.4f, "
-               "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
-               "\"bytes_copied_per_token\": %.1f, \"replans\": %u, \"weight_bytes_per_token\": %llu, "
-               "\"prefill_stream_tokens\": %u, \"prefill_experts_streamed\": %llu, \"kv_bytes\": %llu}\n",
-               d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots, o->n_prompt, o->n_gen, o->reps, pre, dec,
-               step_ms, hit_rate, (unsigned long long)d->misses_to_gpu, (unsigned long long)d->misses_to_cpu, copied,
-               sim->replans, (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
-               (unsigned long long)sim->streamed, (unsigned long long)sim->kv_bytes);
+        printf(
+            "{\"backend\": \"cuda\", \"predicted\": false, \"cpu_expert_kernels\": \"reference\", "
+            "\"plan\": \"%s\", "
+            "\"vram_bytes\": %llu, "
+            "\"n_slots\": %u, \"prefill_tokens\": %u, \"decode_tokens\": %u, \"reps\": %u, "
+            "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"measured_ms_per_token\": %.4f, "
+            "\"hit_rate\": %.4f, \"misses_to_gpu\": %llu, \"misses_to_cpu\": %llu, "
+            "\"bytes_copied_per_token\": %.1f, \"replans\": %u, \"weight_bytes_per_token\": %llu, "
+            "\"prefill_stream_tokens\": %u, \"prefill_experts_streamed\": %llu, \"kv_bytes\": "
+            "%llu%s}\n",
+            d->plan_stored ? "stored" : "solved", (unsigned long long)d->vram_bytes, d->n_slots,
+            o->n_prompt, o->n_gen, o->reps, pre, dec, step_ms, hit_rate,
+            (unsigned long long)d->misses_to_gpu, (unsigned long long)d->misses_to_cpu, copied,
+            sim->replans, (unsigned long long)mi->weight_bytes_per_token, d->prefill_stream_tokens,
+            (unsigned long long)sim->streamed, (unsigned long long)sim->kv_bytes, info);
         return;
     }
     printf("MEASURED on the cuda backend (experts the CPU computes run the reference kernels)\n"
@@ -213,6 +223,7 @@ static void ft_bench_print_cuda(const ft_bench_opts_t *o, const ft_engine_t *e, 
            copied / 1e6, (unsigned long long)sim->streamed);
 }
 
+/* 0 when parsed, -1 when the help was asked for, else the exit code. */
 static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
 {
     static const struct option longopts[] = {
@@ -225,13 +236,16 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
     char *colon;
     ft_status_t st = FT_OK;
     int c;
-    while (!st && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while (!st && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': st = ft_cli_parse_u32("--prompt", optarg, &o->n_prompt); break;
         case 'g': st = ft_cli_parse_u32("--gen", optarg, &o->n_gen); break;
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
         case 'j': o->json = 1; break;
         case 'P': st = ft_cli_parse_u32("--parallel", optarg, &o->parallel); break;
+        case 'h':
+            ft_cli_print_help("bench");
+            return -1;
         case 'R':
             colon = strchr(optarg, ':');
             if (!colon) {
@@ -268,15 +282,20 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
 int ft_cli_bench(int argc, char **argv)
 {
     ft_bench_opts_t o;
+    char *argv_json = ft_cli_bench_argv_json(argc, argv); /* before getopt reorders argv */
+    if (!argv_json) return ft_cli_fail(ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory"));
     int rc = ft_bench_parse(argc, argv, &o);
-    if (rc)
-        return rc;
+    if (rc) {
+        free(argv_json);
+        return rc < 0 ? 0 : rc;
+    }
     ft_engine_options_t eo = o.eo;
     eo.plan_ctx = o.n_prompt + o.n_gen + 1;
     ft_engine_t *e = NULL;
     ft_threadpool_t *pool = NULL;
     ft_bench_sim_t sim = {0};
     ft_membw_result_t bw;
+    char *info = NULL;
     double *pre = calloc(o.reps, sizeof(double)), *dec = calloc(o.reps, sizeof(double));
     ft_status_t st = pre && dec ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st && o.parallel) {
@@ -293,8 +312,16 @@ int ft_cli_bench(int argc, char **argv)
         st = ft_membw_measure(pool, 512ull << 20, 5, NULL, &bw);
     if (!st)
         st = ft_bench_run(e, &o, pre, dec, &sim);
+    if (!st && o.json) {
+        const ft_bench_info_in_t in = {.bundle = o.bundle,
+                                       .hw_path = eo.hw_profile,
+                                       .hw_modelled = eo.backend != FT_BACKEND_CPU,
+                                       .dram = &bw,
+                                       .argv_json = argv_json};
+        st = ft_cli_bench_info(&in, &info);
+    }
     if (!st && eo.backend == FT_BACKEND_SIM) {
-        ft_bench_print_sim(&o, e, &sim);
+        ft_bench_print_sim(&o, e, &sim, info);
         goto out;
     }
     if (!st) {
@@ -303,23 +330,25 @@ int ft_cli_bench(int argc, char **argv)
         qsort(dec, o.reps, sizeof(double), ft_cmp_double);
         const double p = pre[o.reps / 2], d = dec[o.reps / 2];
         if (eo.backend == FT_BACKEND_CUDA) {
-            ft_bench_print_cuda(&o, e, &sim, p, d);
+            ft_bench_print_cuda(&o, e, &sim, p, d, info);
             goto out;
         }
         const double achieved = (double)mi->weight_bytes_per_token * d / 1e9;
         const double frac = achieved / bw.median_gbs;
         if (o.json)
-            printf("{\"backend\": \"cpu\", \"kernels\": \"%s\", \"n_threads\": %u, \"prefill_tokens\": %u, "
-                   "\"decode_tokens\": %u, "
-                   "\"reps\": %u, \"prefill_tok_s\": %.3f, \"prefill_tok_s_min\": %.3f, "
-                   "\"prefill_tok_s_max\": %.3f, \"decode_tok_s\": %.3f, \"decode_tok_s_min\": %.3f, "
-                   "\"decode_tok_s_max\": %.3f, \"weight_bytes_per_token\": %llu, "
-                   "\"weight_bytes\": %llu, \"achieved_gbs\": %.3f, \"dram_read_gbs\": %.3f, "
-                   "\"dram_fraction\": %.4f, \"kv_bytes\": %llu}\n",
-                   mi->kernels, mi->n_threads, o.n_prompt, o.n_gen, o.reps, p, pre[0], pre[o.reps - 1], d, dec[0],
-                   dec[o.reps - 1], (unsigned long long)mi->weight_bytes_per_token,
-                   (unsigned long long)mi->weight_bytes, achieved, bw.median_gbs, frac,
-                   (unsigned long long)sim.kv_bytes);
+            printf(
+                "{\"backend\": \"cpu\", \"kernels\": \"%s\", \"n_threads\": %u, "
+                "\"prefill_tokens\": %u, "
+                "\"decode_tokens\": %u, "
+                "\"reps\": %u, \"prefill_tok_s\": %.3f, \"prefill_tok_s_min\": %.3f, "
+                "\"prefill_tok_s_max\": %.3f, \"decode_tok_s\": %.3f, \"decode_tok_s_min\": %.3f, "
+                "\"decode_tok_s_max\": %.3f, \"weight_bytes_per_token\": %llu, "
+                "\"weight_bytes\": %llu, \"achieved_gbs\": %.3f, \"dram_read_gbs\": %.3f, "
+                "\"dram_fraction\": %.4f, \"kv_bytes\": %llu%s}\n",
+                mi->kernels, mi->n_threads, o.n_prompt, o.n_gen, o.reps, p, pre[0], pre[o.reps - 1],
+                d, dec[0], dec[o.reps - 1], (unsigned long long)mi->weight_bytes_per_token,
+                (unsigned long long)mi->weight_bytes, achieved, bw.median_gbs, frac,
+                (unsigned long long)sim.kv_bytes, info);
         else
             printf("model      %s, %u layers, %u/%u experts, %.2f GB of weights\n"
                    "kernels    %s\n"
@@ -335,6 +364,8 @@ int ft_cli_bench(int argc, char **argv)
                    bw.n_runs, 100.0 * frac);
     }
 out:
+    free(info);
+    free(argv_json);
     free(pre);
     free(dec);
     ft_threadpool_destroy(pool);

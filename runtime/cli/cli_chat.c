@@ -137,12 +137,14 @@ int ft_cli_chat(int argc, char **argv)
     uint32_t seed = 0;
     ft_status_t st = FT_OK;
     int opt;
-    while (!st && (opt = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
+    while (!st && (opt = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 't': st = ft_cli_parse_float("--temp", optarg, &so.temperature); break;
         case 's': st = ft_cli_parse_u32("--seed", optarg, &seed); so.seed = seed; break;
         case 'n': st = ft_cli_parse_u32("-n", optarg, &c.n_predict); break;
         case 'C': st = ft_cli_parse_u32("--ctx", optarg, &sesso.n_ctx); break;
+        case 'h':
+            return ft_cli_print_help("chat");
         default:
             if (!ft_cli_engine_option(opt, optarg, &eo, &st))
                 return 2;

@@ -17,10 +17,12 @@ int ft_cli_logits(int argc, char **argv)
     ft_engine_options_init(&eo);
     ft_status_t st = FT_OK;
     int c;
-    while (!st && (c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+    while (!st && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 't': tokens = optarg; break;
         case 'o': out_path = optarg; break;
+        case 'h':
+            return ft_cli_print_help("logits");
         default:
             if (!ft_cli_engine_option(c, optarg, &eo, &st))
                 return 2;

@@ -47,6 +47,7 @@ FT_WARN_UNUSED static ft_status_t ft_run_parse_bias(ft_run_opts_t *o, const char
     return FT_OK;
 }
 
+/* 0 when parsed, -1 when the help was asked for, else the exit code. */
 static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
 {
     static const struct option longopts[] = {
@@ -68,7 +69,7 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
     ft_status_t st = FT_OK;
     int c;
     uint32_t seed32;
-    while (!st && (c = getopt_long(argc, argv, "p:n:", longopts, NULL)) != -1) {
+    while (!st && (c = getopt_long(argc, argv, "p:n:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': o->prompt = optarg; break;
         case 'T': o->prompt_tokens = optarg; break;
@@ -96,6 +97,9 @@ static int ft_run_parse(int argc, char **argv, ft_run_opts_t *o)
         case 'j': o->json = 1; break;
         case 'C': st = ft_cli_parse_u32("--ctx", optarg, &o->n_ctx); break;
         case 'b': st = ft_cli_parse_u32("--batch", optarg, &o->n_batch); break;
+        case 'h':
+            ft_cli_print_help("run");
+            return -1;
         default:
             if (!ft_cli_engine_option(c, optarg, &o->eo, &st))
                 return 2;
@@ -274,8 +278,7 @@ int ft_cli_run(int argc, char **argv)
 {
     ft_run_opts_t o;
     int rc = ft_run_parse(argc, argv, &o);
-    if (rc)
-        return rc;
+    if (rc) return rc < 0 ? 0 : rc;
     ft_engine_options_t eo = o.eo;
     eo.plan_ctx = o.n_ctx; /* the VRAM plan reserves KV for the session's context */
     ft_engine_t *e = NULL;

@@ -2,6 +2,9 @@
 
 #include "plan_file.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,4 +107,26 @@ void ft_bundle_close(ft_bundle_t *b)
     ft_mapped_file_close(b->plan_file);
     free(b->dir);
     free(b);
+}
+
+static void ft_bundle_hex(const uint8_t *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+void ft_bundle_ids(const Ftplan__Plan *plan, const uint8_t *plan_file, uint64_t plan_bytes,
+                   char plan_hex[FT_BUNDLE_PLAN_HEX_BYTES],
+                   char weights_hex[FT_BUNDLE_WEIGHTS_HEX_BYTES])
+{
+    XXH64_canonical_t h;
+    XXH64_canonicalFromHash(&h, XXH3_64bits(plan_file, (size_t)plan_bytes));
+    ft_bundle_hex(h.digest, sizeof(h.digest), plan_hex);
+    weights_hex[0] = 0;
+    if (plan->n_weight_files && plan->weight_files[0]->content_hash.len == 16)
+        ft_bundle_hex(plan->weight_files[0]->content_hash.data, 16, weights_hex);
 }

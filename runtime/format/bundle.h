@@ -26,4 +26,15 @@ FT_WARN_UNUSED ft_status_t ft_bundle_open(const char *path, ft_bundle_t **out_bu
 FT_WARN_UNUSED ft_status_t ft_bundle_verify(const ft_bundle_t *bundle);
 void ft_bundle_close(ft_bundle_t *bundle);
 
+/* A bundle's identity, as `ftc inspect --json` and `ft bench --json`
+ * report it: plan_hex, the XXH3-64 of the plan file's bytes (16 hex
+ * digits, canonical byte order), and weights_hex, the XXH3-128 content
+ * hash the plan records for its first weights file (32 hex digits; ""
+ * when it names none). */
+#define FT_BUNDLE_PLAN_HEX_BYTES 17
+#define FT_BUNDLE_WEIGHTS_HEX_BYTES 33
+void ft_bundle_ids(const Ftplan__Plan *plan, const uint8_t *plan_file, uint64_t plan_bytes,
+                   char plan_hex[FT_BUNDLE_PLAN_HEX_BYTES],
+                   char weights_hex[FT_BUNDLE_WEIGHTS_HEX_BYTES]);
+
 #endif

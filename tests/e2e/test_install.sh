@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cmake --install into a fresh prefix, then everything an embedder sees:
-# the installed files, libfreetoken.so's SONAME, its exports (exactly the
+# the installed files, the man pages (rendered, a section per command), libfreetoken.so's SONAME, its exports (exactly the
 # functions freetoken.h declares) and its dependencies (nothing of the
 # compiler), and every program of examples/ built against the installed
 # tree only, four ways (pkg-config shared and --static, find_package with
@@ -31,6 +31,25 @@ for f in bin/ft bin/ftc lib/libfreetoken.a include/freetoken.h include/ft_kernel
 done
 for p in "$src"/hwprofiles/presets/*.textproto; do
   cmp -s "$p" "$prefix/share/freetoken/presets/$(basename "$p")" || fail "preset $(basename "$p") not installed"
+done
+
+# The man pages, generated from the programs' help at build time: they
+# render without a groff warning and have a section for every command the
+# installed program's help lists, and every option its commands list.
+for name in ft ftc; do
+  page=$prefix/share/man/man1/$name.1
+  [ -f "$page" ] || fail "not installed: share/man/man1/$name.1"
+  groff -man -Tutf8 -ww -z "$page" 2> "$tmp/$name.man.err" || fail "groff $name.1: $(cat "$tmp/$name.man.err")"
+  [ ! -s "$tmp/$name.man.err" ] || fail "$name.1 renders with warnings: $(cat "$tmp/$name.man.err")"
+  groff -man -Tascii -P-bou "$page" > "$tmp/$name.man.txt" 2> /dev/null
+  cmds=$("$prefix/bin/$name" help | sed -n '/^commands:$/,/^$/s/^  \([a-z]*\) .*/\1/p')
+  [ -n "$cmds" ] || fail "$name help lists no commands"
+  for cmd in $cmds; do
+    grep -qx "   $name $cmd" "$tmp/$name.man.txt" || fail "$name.1 has no section for $name $cmd"
+    for opt in $("$prefix/bin/$name" help "$cmd" | grep -E '^  -' | grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u); do
+      grep -q -- "$opt\b" "$tmp/$name.man.txt" || fail "$name.1 does not mention $name $cmd $opt"
+    done
+  done
 done
 
 # The SONAME follows the one ABI version (runtime/CMakeLists.txt).

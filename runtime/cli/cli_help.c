@@ -1,0 +1,322 @@
+/* ft's help: the overview (`ft help`) and each command's (`ft help CMD`,
+ * `ft CMD --help`). These texts are the only documentation of the command
+ * line that is written by hand: the man page ft(1) is generated from them
+ * at build time (cmake/help2man.awk), so they follow the layout it reads:
+ *
+ *   "usage: ..." lines, then paragraphs at column 0;
+ *   a section is a line "name:" at column 0;
+ *   an entry is "  TERM  description" (two spaces, then the term, then two
+ *   or more spaces), continued by lines indented four or more spaces;
+ *   under "examples:", a line indented two spaces says what the commands
+ *   after it (indented four) do.
+ *
+ * Every option a command accepts is listed here with its default;
+ * tests/e2e/test_cli_help.sh checks that against the getopt tables. */
+#include "cli.h"
+#include "cli_help_text.h"
+
+#include <string.h>
+
+/* The options every command that opens a bundle takes (cli.h,
+ * FT_CLI_ENGINE_LONGOPTS). */
+#define FT_HELP_ENGINE                                                                             \
+    "engine options:\n"                                                                            \
+    "  --backend cpu|sim|cuda\n"                                                                   \
+    "      where the model runs (default cpu): cpu, this machine's CPU; sim, a modelled\n"         \
+    "      GPU machine (--hw) with a VRAM budget (--vram), whose expert cache, q* split\n"         \
+    "      and layer streaming really run while a virtual clock predicts the speed; cuda,\n"       \
+    "      an NVIDIA GPU through the CUDA driver (without a driver or GPU, or for a bundle\n"      \
+    "      compiled with --cuda-arch none, one line says so and the cpu backend runs)\n"           \
+    "  --hw PROFILE\n"                                                                             \
+    "      sim and cuda: the machine's hardware profile (ftc profile output or a preset,\n"        \
+    "      share/freetoken/presets/*.textproto); default: the profile the bundle was\n"            \
+    "      compiled for (ftc compile --hw), else generic figures (cuda)\n"                         \
+    "  --vram SIZE\n"                                                                              \
+    "      sim and cuda: the VRAM budget; default: the budget the bundle was compiled for,\n"      \
+    "      else the profile's free VRAM (cuda: the free VRAM, polled between steps, and\n"         \
+    "      re-planned when it changes)\n"                                                          \
+    "  --threads N\n"                                                                              \
+    "      CPU threads (default: one per online CPU)\n"                                            \
+    "  --kernels auto|generated|reference\n"                                                       \
+    "      the CPU kernels: auto (the default) runs the plan's generated kernels where\n"          \
+    "      they are the faster ones, generated runs them for every product they have,\n"           \
+    "      reference never (the portable kernels that define the numerics)\n"                      \
+    "  --verify lazy|full|off\n"                                                                   \
+    "      checking the weights against the plan's hashes: lazy (the default) checks each\n"       \
+    "      blob before its first use, full re-hashes the whole weights file at open, off\n"        \
+    "      checks only sizes and the header (weights of another compile are refused in\n"          \
+    "      every mode)\n"                                                                          \
+    "  -h, --help\n"                                                                               \
+    "      print this help and exit\n"
+
+static const char ft_help_run[] =
+    "usage: ft run BUNDLE (-p TEXT | --prompt-tokens IDS) [options]\n"
+    "\n"
+    "Evaluates the prompt and generates up to N tokens, streaming the text to stdout\n"
+    "as it is decoded (whole UTF-8 characters only), then reports prefill and decode\n"
+    "speed on stderr. Generation stops at the model's end-of-generation token, at a\n"
+    "--stop string or when the context is full. Greedy unless --temp is above 0: the\n"
+    "same bundle and options give the same tokens.\n"
+    "\n"
+    "options:\n"
+    "  -p, --prompt TEXT\n"
+    "      the prompt, tokenized with the model's tokenizer (BOS added when the model\n"
+    "      wants one); must not be empty\n"
+    "  --prompt-tokens IDS\n"
+    "      the prompt as comma-separated token ids, taken as they are: 1,2,3\n"
+    "  --chat\n"
+    "      wrap the prompt in the model's chat format as one user message\n"
+    "  -n, --n-predict N\n"
+    "      the most tokens to generate (default 128)\n"
+    "  --stop STR\n"
+    "      stop before the first occurrence of STR in the text; up to 16, repeatable\n"
+    "  --json\n"
+    "      print one JSON object instead of the text: tokens, logprobs (per token: id,\n"
+    "      logprob, top), text, n_prompt_tokens, n_generated, prefill_tok_s,\n"
+    "      decode_tok_s, stopped\n"
+    "  --ctx N\n"
+    "      tokens of context (default: the model's context length)\n"
+    "  --batch N\n"
+    "      the most prompt tokens one forward pass takes (default 256)\n"
+    "\n"
+    "sampling options:\n"
+    "  --temp T\n"
+    "      temperature (default 0: greedy, the most likely token)\n"
+    "  --seed S\n"
+    "      seed of the sampler's generator (default 0)\n"
+    "  --top-k K\n"
+    "      keep the K most likely tokens (default 40; 0: off)\n"
+    "  --top-p P\n"
+    "      keep the most likely tokens whose probabilities sum to P (default 0.95; 1: off)\n"
+    "  --min-p P\n"
+    "      keep tokens at least P times as likely as the most likely one (default 0.05;\n"
+    "      0: off)\n"
+    "  --repeat-penalty R\n"
+    "      penalize each token among the last 64 of prompt and output: a positive logit\n"
+    "      is divided by R, a negative one multiplied (default 1: off)\n"
+    "  --presence-penalty F\n"
+    "      subtract F from the logit of every token generated so far (default 0)\n"
+    "  --frequency-penalty F\n"
+    "      subtract F times the count of its generations so far from each token's logit\n"
+    "      (default 0)\n"
+    "  --logit-bias ID=BIAS\n"
+    "      add BIAS to token ID's logit; -inf bans it; up to 64, repeatable\n"
+    "  --top-logprobs N\n"
+    "      with --json, the N most likely tokens of each step, 0..20 (default 0)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  The greedy continuation of a prompt, 64 tokens:\n"
+    "    ft run qwen3-bundle -p 'The capital of France is' -n 64\n"
+    "  A sampled chat reply, the same every time for seed 7:\n"
+    "    ft run qwen3-bundle --chat -p 'Write a haiku about rain' --temp 0.8 --seed 7\n"
+    "  On a modelled 8 GiB laptop GPU:\n"
+    "    ft run qwen3-bundle -p 'Hello' --backend sim --hw rtx4060_laptop.textproto --vram 8G\n";
+
+static const char ft_help_chat[] =
+    "usage: ft chat BUNDLE [options] < MESSAGES\n"
+    "\n"
+    "A conversation on stdin: each line is a user message, rendered in the model's\n"
+    "chat format and answered on stdout, one reply a line. The session and its KV\n"
+    "cache live between turns, so each turn evaluates only its new tokens. Lines\n"
+    "that start with / are commands:\n"
+    "\n"
+    "commands:\n"
+    "  /vram SIZE\n"
+    "      re-plan the VRAM budget while the conversation lives (sim and cuda): expert\n"
+    "      slots and KV pages move, no state is dropped; prints the statistics\n"
+    "  /stats\n"
+    "      the offloading statistics: budget, slots, hit rate, bytes copied\n"
+    "  /reset\n"
+    "      forget the conversation\n"
+    "  /quit, /exit\n"
+    "      leave (so does the end of the input)\n"
+    "\n"
+    "options:\n"
+    "  -n, --n-predict N\n"
+    "      the most tokens of each reply (default 256)\n"
+    "  --temp T\n"
+    "      temperature (default 0.8; 0: greedy); top-k 40, top-p 0.95 and min-p 0.05\n"
+    "      apply\n"
+    "  --seed S\n"
+    "      seed of the sampler's generator (default 0)\n"
+    "  --ctx N\n"
+    "      tokens of context the whole conversation may fill (default: the model's\n"
+    "      context length)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  Two turns from a file, greedy:\n"
+    "    printf 'Hello\\nTell me more\\n' | ft chat qwen3-bundle --temp 0\n"
+    "  On a modelled GPU, shrinking its budget in the middle (type /vram 4G):\n"
+    "    ft chat qwen3-bundle --backend sim --hw rtx4060_laptop.textproto --vram 8G\n";
+
+static const char ft_help_logits[] =
+    "usage: ft logits BUNDLE --tokens IDS -o FILE [options]\n"
+    "\n"
+    "Evaluates a token sequence in one pass and writes the logits of every position:\n"
+    "n_tokens x vocabulary float32 values in this machine's byte order, row-major,\n"
+    "for comparing with other implementations. Says what it wrote on stderr.\n"
+    "\n"
+    "options:\n"
+    "  --tokens IDS\n"
+    "      the token ids, comma-separated: 1,2,3 (at most the model's context length)\n"
+    "  -o, --output FILE\n"
+    "      where the logits go (replaced)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  The logits of five tokens, 5 x vocabulary floats:\n"
+    "    ft logits qwen3-bundle --tokens 1,2,3,4,5 -o logits.bin\n";
+
+static const char ft_help_bench[] =
+    "usage: ft bench BUNDLE [options]\n"
+    "\n"
+    "Measures prefill and decode speed on fixed token ids (sampling is not timed):\n"
+    "each of R runs evaluates a prompt of N tokens in one batch, then decodes G tokens\n"
+    "one at a time; the medians are reported. On the cpu backend it also reports the\n"
+    "weight bytes one decoded token reads and that traffic as a share of this\n"
+    "machine's DRAM read bandwidth, measured in the same run. On sim the speeds are\n"
+    "predictions for the modelled machine and are labelled so; on cuda they are\n"
+    "measured, with the expert cache's counts.\n"
+    "\n"
+    "With --json the result is one JSON object that also records what makes it\n"
+    "reproducible: bundle (the path, plan_hash and weights_hash as ftc inspect\n"
+    "reports them, the model's architecture and the compiler), machine (this\n"
+    "machine's CPU model, cores, ISA, RAM and the DRAM bandwidth measured now),\n"
+    "profile (the machine the plan was solved for, or the --hw one on sim; null when\n"
+    "there is none), build (the freetoken version, source revision, compiler, build\n"
+    "type, flags and CMake options of this ft) and argv (the command line).\n"
+    "scripts/bench-report.sh turns a set of such files into a Markdown table and an\n"
+    "SVG plot.\n"
+    "\n"
+    "options:\n"
+    "  --prompt N\n"
+    "      prompt tokens of each run (default 512)\n"
+    "  --gen N\n"
+    "      decoded tokens of each run (default 128)\n"
+    "  --reps R\n"
+    "      runs, 1..100 (default 3)\n"
+    "  --json\n"
+    "      print one JSON object (keys in the README) instead of the report\n"
+    "  --replan-at N:SIZE\n"
+    "      sim and cuda: in the first run, re-plan to a VRAM budget of SIZE after N\n"
+    "      decoded tokens\n"
+    "  --parallel N\n"
+    "      instead, N sessions (1..1024) each evaluate the prompt and decode G tokens\n"
+    "      at once through the engine's scheduler, against one session alone in the\n"
+    "      same run: aggregate_decode_tok_s, single_decode_tok_s and the expert bytes\n"
+    "      read per step (default: off)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  This machine's speed, as a file for bench-report.sh:\n"
+    "    ft bench qwen3-bundle --json > cpu.json\n"
+    "  The predicted speed on a laptop GPU with 6 GiB for the model:\n"
+    "    ft bench qwen3-bundle --backend sim --hw rtx4060_laptop.textproto --vram 6G\n"
+    "  Both as a table and a plot:\n"
+    "    scripts/bench-report.sh --svg speed.svg cpu.json sim.json > speed.md\n";
+
+static const char ft_help_version[] =
+    "usage: ft version\n"
+    "\n"
+    "Prints ft and its version: ft 0.1.0. ft bench --json records the build in more\n"
+    "detail.\n";
+
+static const char ft_help_help[] =
+    "usage: ft help [COMMAND]\n"
+    "\n"
+    "Prints the overview of ft, or COMMAND's options, defaults and examples (as\n"
+    "ft COMMAND --help does).\n";
+
+const ft_cli_command_t ft_cli_commands[] = {
+    {"run", "generate text from a prompt, streamed to stdout", ft_help_run, ft_cli_run},
+    {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
+    {"logits", "write the logits of every position of a token sequence", ft_help_logits,
+     ft_cli_logits},
+    {"bench", "measure (or on sim, predict) prefill and decode speed", ft_help_bench, ft_cli_bench},
+    {"version", "print the version", ft_help_version, ft_cli_version},
+    {"help", "print this overview, or a command's help", ft_help_help, ft_cli_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const char ft_help_head[] =
+    "ft - run Mixture-of-Experts language models compiled by ftc\n"
+    "\n"
+    "usage: ft COMMAND BUNDLE [options]\n"
+    "       ft help [COMMAND]\n"
+    "\n"
+    "ft runs a bundle that ftc compile wrote (a directory holding plan.ftp and\n"
+    "weights.ftw) on this machine's CPU, on an NVIDIA GPU, or on a modelled GPU\n"
+    "machine that predicts its speed. BUNDLE is that directory or its plan.ftp.\n"
+    "ft COMMAND --help prints a command's options.\n"
+    "\n";
+
+static const char ft_help_tail[] =
+    "\n"
+    "sizes:\n"
+    "  SIZE\n"
+    "      bytes, with an optional K, M, G or T (powers of 1024) and an optional B or iB\n"
+    "      after it: 512M, 8G, 1.5GiB\n"
+    "\n"
+    FT_HELP_EXIT_STATUS
+    "\n"
+    "examples:\n"
+    "  Compile a model for this machine, then run a prompt:\n"
+    "    ftc profile -o host.textproto\n"
+    "    ftc compile model.gguf --hw host.textproto -o qwen3-bundle\n"
+    "    ft run qwen3-bundle -p 'Once upon a time' -n 64\n"
+    "\n"
+    "see also:\n"
+    "  ftc(1)  compiles models into bundles and measures machines\n";
+
+const ft_cli_command_t *ft_cli_command_find(const char *name)
+{
+    for (const ft_cli_command_t *c = ft_cli_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+void ft_cli_usage(FILE *out)
+{
+    fputs(ft_help_head, out);
+    fputs("commands:\n", out);
+    for (const ft_cli_command_t *c = ft_cli_commands; c->name; c++)
+        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+    fputs(ft_help_tail, out);
+}
+
+int ft_cli_print_help(const char *name)
+{
+    const ft_cli_command_t *c = ft_cli_command_find(name);
+    fputs(c ? c->help : "", stdout);
+    return 0;
+}
+
+int ft_cli_help(int argc, char **argv)
+{
+    if (argc == 1) {
+        ft_cli_usage(stdout);
+        return 0;
+    }
+    if (argc > 2) {
+        fputs("ft help: one COMMAND at most\n", stderr);
+        return 2;
+    }
+    const int self = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+    const ft_cli_command_t *c = ft_cli_command_find(self ? "help" : argv[1]);
+    if (!c) {
+        fprintf(stderr, "ft help: no command '%s'; ft help lists them\n", argv[1]);
+        return 2;
+    }
+    fputs(c->help, stdout);
+    return 0;
+}
+
+int ft_cli_version(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return ft_cli_print_help("version");
+    if (argc > 1) {
+        fputs("ft version: takes no arguments\n", stderr);
+        return 2;
+    }
+    printf("ft %d.%d.%d\n", FT_VERSION_MAJOR, FT_VERSION_MINOR, FT_VERSION_PATCH);
+    return 0;
+}
