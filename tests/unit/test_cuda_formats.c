@@ -9,7 +9,7 @@
  * sums: the float tolerance (1e-4 of the largest logit, the bound the f32
  * bundles meet on the CPU) applies to quantized bundles too, and every
  * position's top-1 token agrees. The CPU kernels instead round activations
- * to 8 bits for Q8_0/Q4_0/Q4_K/Q6_K/MXFP4/NVFP4 weights (test_forward_formats checks them
+ * to 8 bits for Q8_0/Q4_0/Q2_K..Q6_K/MXFP4/NVFP4 weights (test_forward_formats checks them
  * against a reference that rounds the same way), which is why greedy
  * generations of the two backends may part after a few tokens on quantized
  * bundles while both stay within their format's bound of the reference.
@@ -165,6 +165,24 @@ static void test_q6_k(void **state)
     check_format(FT_DTYPE_Q6_K, 1);
 }
 
+static void test_q2_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q2_K, 1);
+}
+
+static void test_q3_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q3_K, 1);
+}
+
+static void test_q5_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q5_K, 1);
+}
+
 static void test_mxfp4(void **state)
 {
     (void)state;
@@ -189,7 +207,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q8_0), cmocka_unit_test(test_q4_0),  cmocka_unit_test(test_q4_k),
         cmocka_unit_test(test_q6_k), cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4),
-        cmocka_unit_test(test_fp8),
+        cmocka_unit_test(test_fp8),  cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k),
+        cmocka_unit_test(test_q5_k),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
