@@ -1,4 +1,4 @@
-/* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K,
+/* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
  * MXFP4, NVFP4 and FP8 bundles against the float64 reference computed with
  * the same bundle's weights (dequantized exactly, then widened). Weight rounding is thus
  * common to both sides; what remains is the runtime's own arithmetic.
@@ -71,6 +71,7 @@ typedef struct run {
     ft_ref_session_t *plain, *emul; /* the reference without and with act rounding */
     double *ref_plain, *ref_emul;   /* N_PROMPT x V each */
     float *rt;                      /* the runtime's, N_PROMPT x V */
+    char bundle[4096];
 } run_t;
 
 /* Evaluates the prompt with both references and the runtime on bundle. */
@@ -94,10 +95,10 @@ static void run_bundle(const char *bundle, run_t *r)
  * work directory `name` and runs it (run_bundle). */
 static void run_opts(const ft_fixture_opts_t *o, const char *name, ft_dtype_t format, run_t *r)
 {
-    char work[4096], bundle[4096];
+    char work[4096];
     snprintf(work, sizeof(work), "%s/%s", ft_test_tmpdir("formats"), name);
-    FT_REF_OK(ft_ref_build_bundle(o, FT_REF_FROM_GGUF, format, work, bundle, sizeof(bundle)));
-    run_bundle(bundle, r);
+    FT_REF_OK(ft_ref_build_bundle(o, FT_REF_FROM_GGUF, format, work, r->bundle, sizeof(r->bundle)));
+    run_bundle(r->bundle, r);
 }
 
 /* The tiny (or wide) fixture, of seed `seed` (0: the default), in
@@ -195,6 +196,22 @@ static void test_q8_0(void **state)
 static void test_q4_0(void **state)
 {
     check_quant_format(FT_DTYPE_Q4_0, 0, 0);
+}
+/* Q4_1, Q5_0, Q5_1 round activations to Q8_0 blocks, as Q4_0. */
+static void test_q4_1(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q4_1, 0, 0);
+}
+static void test_q5_0(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q5_0, 0, 5); /* seed 1 has a near-tied route at 2 */
+}
+static void test_q5_1(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q5_1, 0, 0);
 }
 /* Q2_K, Q3_K, Q5_K: the activation rounding (Q8_K) is Q4_K's, so are the
  * bounds; the weights' own rounding is on both sides. */
@@ -335,6 +352,33 @@ static void test_f8_e4m3_checkpoint(void **state)
  * checked up to the first position where the two references route
  * differently. */
 #define FT_MIX_F32_TOL 0.6
+
+/* Every prompt position's logits from the sim backend (all experts
+ * resident in a modelled laptop GPU's VRAM); it computes with the CPU
+ * kernels, so they are the cpu backend's bits. */
+static float *sim_logits(const char *bundle, uint32_t V)
+{
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_SIM;
+    eo.hw_profile = FT_SOURCE_DIR "/hwprofiles/presets/rtx4060_laptop.textproto";
+    eo.vram_bytes = 64ull << 20;
+    eo.plan_ctx = N_CTX;
+    ft_engine_t *e = NULL;
+    FT_REF_OK(ft_engine_open(bundle, &eo, &e));
+    ft_session_options_t so;
+    ft_session_options_init(&so);
+    so.n_ctx = N_CTX;
+    ft_session_t *s = NULL;
+    FT_REF_OK(ft_session_create(e, &so, &s));
+    float *out = malloc(sizeof(float) * N_PROMPT * V);
+    assert_non_null(out);
+    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, out));
+    ft_session_destroy(s);
+    ft_engine_close(e);
+    return out;
+}
+
 static void test_q4_k_m_mix(void **state)
 {
     (void)state;
@@ -354,6 +398,9 @@ static void test_q4_k_m_mix(void **state)
     assert_int_equal(L1->fmt_down, FT_DTYPE_Q6_K);
     assert_int_equal(r.m->fmt_output, FT_DTYPE_Q6_K);
     check_quant_run("q4_k_m", 1, &r);
+    float *sim = sim_logits(r.bundle, r.m->vocab_size);
+    assert_memory_equal(sim, r.rt, sizeof(float) * N_PROMPT * r.m->vocab_size);
+    free(sim);
     o.mix = FT_FIXTURE_MIX_NONE;
     run_t f;
     run_opts(&o, "q4_k_m_f32", FT_DTYPE_INVALID, &f);
@@ -377,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_f16),  cmocka_unit_test(test_bf16), cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_k), cmocka_unit_test(test_q6_k),
         cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k), cmocka_unit_test(test_q5_k),
+        cmocka_unit_test(test_q4_1), cmocka_unit_test(test_q5_0), cmocka_unit_test(test_q5_1),
         cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4), cmocka_unit_test(test_fp8),
         cmocka_unit_test(test_mxfp4_gguf_import), cmocka_unit_test(test_nvfp4_gguf_import),
         cmocka_unit_test(test_f8_e4m3_checkpoint), cmocka_unit_test(test_q4_k_m_mix),

@@ -98,6 +98,62 @@ struct ft_fmt_q4_0 {
     }
 };
 
+/* Q4_1: fp16 d, fp16 m, qs[16]; x[l] = lo nibble * d + m, x[l + 16] = hi
+ * nibble * d + m. */
+struct ft_fmt_q4_1 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 20;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 20;
+        const float d = ft_f16(b), m = ft_f16(b + 2);
+        for (int l = 0; l < 16; l++) {
+            v[l] = (float)(b[4 + l] & 15) * d + m;
+            v[l + 16] = (float)(b[4 + l] >> 4) * d + m;
+        }
+    }
+};
+
+/* The u32 of fifth bits of Q5_0/Q5_1 (bit j: element j), read bytewise:
+ * blocks are 2-byte aligned at most. */
+__device__ __forceinline__ ft_u32 ft_qh32(const ft_u8 *p)
+{
+    return (ft_u32)p[0] | ((ft_u32)p[1] << 8) | ((ft_u32)p[2] << 16) | ((ft_u32)p[3] << 24);
+}
+
+/* Q5_0: fp16 d, u32 qh, qs[16]; x = ((nibble | fifth bit << 4) - 16) * d. */
+struct ft_fmt_q5_0 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 22;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 22;
+        const float d = ft_f16(b);
+        const ft_u32 qh = ft_qh32(b + 2);
+        for (int l = 0; l < 16; l++) {
+            /* qh is unsigned: the level goes through int before - 16. */
+            const int q0 = (int)((b[6 + l] & 15) | ((qh >> l) & 1) << 4);
+            const int q1 = (int)((b[6 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4);
+            v[l] = (float)(q0 - 16) * d;
+            v[l + 16] = (float)(q1 - 16) * d;
+        }
+    }
+};
+
+/* Q5_1: fp16 d, fp16 m, u32 qh, qs[16]; x = (nibble | fifth bit << 4) * d
+ * + m. */
+struct ft_fmt_q5_1 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 24;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 24;
+        const float d = ft_f16(b), m = ft_f16(b + 2);
+        const ft_u32 qh = ft_qh32(b + 4);
+        for (int l = 0; l < 16; l++) {
+            v[l] = (float)((b[8 + l] & 15) | ((qh >> l) & 1) << 4) * d + m;
+            v[l + 16] = (float)((b[8 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4) * d + m;
+        }
+    }
+};
+
 /* Q4_K: 256 elements in 144 bytes: fp16 d, fp16 dmin, 12 bytes of packed
  * 6-bit scales and mins (ggml get_scale_min_k4), qs[128]. Sub-block j
  * (32 elements) uses nibble j & 1 of qs[32 * (j / 2) ...]:
