@@ -30,10 +30,11 @@ static void test_unsupported_format_refused_before_writing(void **state)
     (void)state;
     ft_fixture_opts_t o;
     ft_ref_wide_opts(&o);
-    char src[4096], bundle[4096];
+    char src[4096], bundle[4096], converted[4096];
     mkdir(ft_test_tmpdir("compile_formats"), 0755);
     snprintf(src, sizeof(src), "%s/model.gguf", ft_test_tmpdir("compile_formats"));
-    snprintf(bundle, sizeof(bundle), "%s/bundle", ft_test_tmpdir("compile_formats"));
+    snprintf(bundle, sizeof(bundle), "%s/refused", ft_test_tmpdir("compile_formats"));
+    snprintf(converted, sizeof(converted), "%s/converted", ft_test_tmpdir("compile_formats"));
     OK(ft_fixture_write_gguf(&o, src));
     ft_ir_model_t *m = NULL;
     OK(ft_import_model(src, &m));
@@ -60,7 +61,7 @@ static void test_unsupported_format_refused_before_writing(void **state)
     /* --format converts it away (a supported target format): accepted. */
     t->dtype = FT_DTYPE_F32;
     co.format = FT_DTYPE_Q5_K;
-    OK(ft_compile_bundle(m, &co, bundle));
+    OK(ft_compile_bundle(m, &co, converted));
     ft_ir_model_destroy(m);
 }
 

@@ -154,6 +154,19 @@ struct ft_fmt_q5_1 {
     }
 };
 
+/* Scale and min j (0..7) of Q4_K's and Q5_K's 12 packed bytes s (ggml's
+ * get_scale_min_k4): 6 bits each. */
+__device__ __forceinline__ void ft_scale_min_k4(const ft_u8 *s, int j, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 /* Q4_K: 256 elements in 144 bytes: fp16 d, fp16 dmin, 12 bytes of packed
  * 6-bit scales and mins (ggml get_scale_min_k4), qs[128]. Sub-block j
  * (32 elements) uses nibble j & 1 of qs[32 * (j / 2) ...]:
@@ -164,15 +177,8 @@ struct ft_fmt_q4_k {
     {
         const ft_u8 *b = row + (size_t)(c >> 3) * 144;
         const int j = c & 7;
-        const ft_u8 *s = b + 4;
         int sc, m;
-        if (j < 4) {
-            sc = s[j] & 63;
-            m = s[j + 4] & 63;
-        } else {
-            sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-            m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-        }
+        ft_scale_min_k4(b + 4, j, &sc, &m);
         const float d = ft_f16(b) * (float)sc, dm = ft_f16(b + 2) * (float)m;
         const ft_u8 *q = b + 16 + 32 * (j >> 1);
         const int shift = (j & 1) * 4;
@@ -212,15 +218,8 @@ struct ft_fmt_q5_k {
     {
         const ft_u8 *b = row + (size_t)(c >> 3) * 176;
         const int j = c & 7;
-        const ft_u8 *s = b + 4;
         int sc, m;
-        if (j < 4) {
-            sc = s[j] & 63;
-            m = s[j + 4] & 63;
-        } else {
-            sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-            m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-        }
+        ft_scale_min_k4(b + 4, j, &sc, &m);
         const float d = ft_f16(b) * (float)sc, dm = ft_f16(b + 2) * (float)m;
         const ft_u8 *qh = b + 16, *q = b + 48 + 32 * (j >> 1);
         const int shift = (j & 1) * 4;
