@@ -2,6 +2,7 @@
  * weights, build the plan, calibrate through the bundle just written
  * (when asked), then store the partition solved with the calibration. */
 #include "compile.h"
+#include "compile_formats.h"
 
 #include "calibrate.h"
 #include "kernel_modules.h"
@@ -67,6 +68,8 @@ ft_status_t ft_compile_bundle(const ft_ir_model_t *model, const ft_compile_optio
     ft_calibration_t calib;
     memset(&calib, 0, sizeof(calib));
     ft_status_t st = ft_compile_paths(out_dir, wpath, ppath, sizeof(wpath));
+    if (!st)
+        st = ft_compile_check_formats(model, opts); /* before any write */
     if (st)
         return st;
     /* The plan is built from the weights' layout and solved first, so that

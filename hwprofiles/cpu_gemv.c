@@ -11,6 +11,7 @@
 const ft_dtype_t ft_hwp_gemv_formats[FT_HWP_N_GEMV_FORMATS] = {
     FT_DTYPE_Q8_0, FT_DTYPE_Q4_K, FT_DTYPE_Q6_K,  FT_DTYPE_BF16, FT_DTYPE_F16,
     FT_DTYPE_F32,  FT_DTYPE_Q4_0, FT_DTYPE_MXFP4, FT_DTYPE_NVFP4, FT_DTYPE_FP8,
+    FT_DTYPE_Q2_K, FT_DTYPE_Q3_K, FT_DTYPE_Q5_K, FT_DTYPE_Q4_1, FT_DTYPE_Q5_0, FT_DTYPE_Q5_1,
 };
 
 static const uint32_t ft_hwp_shapes[][2] = {{768, 2048}, {2048, 768}};

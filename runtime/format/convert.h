@@ -12,10 +12,20 @@
  *       magnitude, sign kept) and 16 bytes of 4-bit q = x / d + 8, element j
  *       in the low nibble of byte j and element j + 16 in its high nibble
  *       (18 bytes), as quantize_row_q4_0_ref; x = (q - 8) * d.
+ * Q4_1, Q5_1: blocks of 32 with fp16 d = (max - min) / 15 (31) and m = min,
+ *       x = q * d + m; Q5_0: d = max / -16, x = (q - 16) * d; the fifth
+ *       bits in a u32 qh (quant_legacy.c; quantize_row_q*_ref).
  * K-quants (super-blocks of 256 elements, ggml-common.h layouts):
  * Q4_K: fp16 d, fp16 dmin, 12 bytes of eight 6-bit scales and mins, 128
  *       bytes of 4-bit q (144 bytes); x = d * sc * q - dmin * m per 32
  *       elements, fitted by make_qkx2_quants (quantize_row_q4_K_ref).
+ * Q5_K: as Q4_K with 5-bit q (qh[32] high bits before qs[128]; 176 bytes),
+ *       fitted by make_qkx2_quants (quantize_row_q5_K_ref).
+ * Q3_K: 3-bit q - 4 with sixteen signed 6-bit scales per 16 elements, fp16
+ *       d (110 bytes), fitted by make_q3_quants (quantize_row_q3_K_ref).
+ * Q2_K: 2-bit q with 4-bit scales and mins per 16 elements, fp16 d and
+ *       dmin (84 bytes), fitted by make_qkx2_quants with absolute error
+ *       (quantize_row_q2_K_ref). Layouts: quant_k_low.c.
  * Q6_K: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, fp16 d
  *       at the end (210 bytes); x = d * sc * (q - 32) per 16 elements,
  *       fitted by make_qx_quants (quantize_row_q6_K_ref).
@@ -46,8 +56,14 @@
 #define FT_Q8_0_BLOCK_BYTES 34u
 #define FT_Q4_0_BLOCK_ELEMS 32u
 #define FT_Q4_0_BLOCK_BYTES 18u
+#define FT_Q4_1_BLOCK_BYTES 20u /* Q4_1, Q5_0, Q5_1: 32 elements */
+#define FT_Q5_0_BLOCK_BYTES 22u
+#define FT_Q5_1_BLOCK_BYTES 24u
 #define FT_QK_K 256u /* elements of a K-quant super-block */
+#define FT_Q2_K_BLOCK_BYTES 84u
+#define FT_Q3_K_BLOCK_BYTES 110u
 #define FT_Q4_K_BLOCK_BYTES 144u
+#define FT_Q5_K_BLOCK_BYTES 176u
 #define FT_Q6_K_BLOCK_BYTES 210u
 #define FT_Q8_K_BLOCK_BYTES 292u
 #define FT_MXFP4_BLOCK_ELEMS 32u
@@ -78,10 +94,23 @@ void ft_quantize_row_q8_0(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q8_0(const void *x, float *y, uint64_t n);
 void ft_quantize_row_q4_0(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q4_0(const void *x, float *y, uint64_t n);
+/* quant_legacy.c: Q4_1, Q5_0, Q5_1 (n a multiple of 32). */
+void ft_quantize_row_q4_1(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q4_1(const void *x, float *y, uint64_t n);
+void ft_quantize_row_q5_0(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q5_0(const void *x, float *y, uint64_t n);
+void ft_quantize_row_q5_1(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q5_1(const void *x, float *y, uint64_t n);
 
 /* K-quants (quant_k.c): n a multiple of 256. */
 void ft_quantize_row_q4_k(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q4_k(const void *x, float *y, uint64_t n);
+void ft_quantize_row_q2_k(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q2_k(const void *x, float *y, uint64_t n);
+void ft_quantize_row_q3_k(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q3_k(const void *x, float *y, uint64_t n);
+void ft_quantize_row_q5_k(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_q5_k(const void *x, float *y, uint64_t n);
 void ft_quantize_row_q6_k(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q6_k(const void *x, float *y, uint64_t n);
 void ft_quantize_row_q8_k(const float *x, void *y, uint64_t n);
@@ -105,7 +134,7 @@ void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
 
 /* 1 when ft_quantize_row / ft_dequantize_row handle the format: those
  * whose dtype.h table row has a quantize (dequantize) function (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3, and for
+ * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3, and for
  * dequantizing also F8_E5M2). */
 int ft_quant_supported(ft_dtype_t t);
 int ft_dequant_supported(ft_dtype_t t);
@@ -119,7 +148,7 @@ void ft_dequantize_row(ft_dtype_t src, const void *x, float *y, uint64_t n);
 
 /* Converts one row of n_elems elements from src to dst format, through f32.
  * src and dst may each be any format ft_quant_supported accepts except the
- * activation-only Q8_K (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
+ * activation-only Q8_K (F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K, MXFP4,
  * NVFP4, FP8 or F8_E4M3), src also F8_E5M2; the same format is a plain
  * copy, and F8_E4M3 to FP8 keeps the bytes with scale 1. Errors: FT_STATUS_UNSUPPORTED naming both formats for any
  * other pair, FT_STATUS_INVALID_ARGUMENT when n_elems is not a multiple of

@@ -37,15 +37,15 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_F8_E4M3] = {"f8_e4m3", 1, 1, -1, "F8_E4M3", FT_Q(e4m3), FT_DTYPE_INVALID, 0},
     [FT_DTYPE_F8_E5M2] = {"f8_e5m2", 1, 1, -1, "F8_E5M2", FT_READ(e5m2), FT_DTYPE_INVALID, 0},
     [FT_DTYPE_Q4_0] = {"q4_0", 32, 18, 2, NULL, FT_Q(q4_0), FT_DTYPE_Q8_0, FT_KERN_GEN},
-    [FT_DTYPE_Q4_1] = {"q4_1", 32, 20, 3, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_Q5_0] = {"q5_0", 32, 22, 6, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_Q5_1] = {"q5_1", 32, 24, 7, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_Q4_1] = {"q4_1", 32, 20, 3, NULL, FT_Q(q4_1), FT_DTYPE_Q8_0, FT_KERN},
+    [FT_DTYPE_Q5_0] = {"q5_0", 32, 22, 6, NULL, FT_Q(q5_0), FT_DTYPE_Q8_0, FT_KERN},
+    [FT_DTYPE_Q5_1] = {"q5_1", 32, 24, 7, NULL, FT_Q(q5_1), FT_DTYPE_Q8_0, FT_KERN},
     [FT_DTYPE_Q8_0] = {"q8_0", 32, 34, 8, NULL, FT_Q(q8_0), FT_DTYPE_Q8_0, FT_KERN_GEN},
     [FT_DTYPE_Q8_1] = {"q8_1", 32, 36, 9, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_Q2_K] = {"q2_k", 256, 84, 10, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_Q3_K] = {"q3_k", 256, 110, 11, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_Q2_K] = {"q2_k", 256, 84, 10, NULL, FT_Q(q2_k), FT_DTYPE_Q8_K, FT_KERN},
+    [FT_DTYPE_Q3_K] = {"q3_k", 256, 110, 11, NULL, FT_Q(q3_k), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_Q4_K] = {"q4_k", 256, 144, 12, NULL, FT_Q(q4_k), FT_DTYPE_Q8_K, FT_KERN_GEN},
-    [FT_DTYPE_Q5_K] = {"q5_k", 256, 176, 13, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_Q5_K] = {"q5_k", 256, 176, 13, NULL, FT_Q(q5_k), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_Q6_K] = {"q6_k", 256, 210, 14, NULL, FT_Q(q6_k), FT_DTYPE_Q8_K, FT_KERN_GEN},
     [FT_DTYPE_Q8_K] = {"q8_k", 256, 292, 15, NULL, FT_Q(q8_k), FT_DTYPE_INVALID, FT_DTYPE_FLAG_ACT_ONLY},
     [FT_DTYPE_IQ2_XXS] = {"iq2_xxs", 256, 66, 16, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
@@ -67,6 +67,9 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
 /* convert.h names the block geometry its code relies on: the same numbers. */
 _Static_assert(FT_Q8_0_BLOCK_ELEMS == 32 && FT_Q8_0_BLOCK_BYTES == 34 && FT_Q4_0_BLOCK_ELEMS == 32 &&
                    FT_Q4_0_BLOCK_BYTES == 18 && FT_QK_K == 256 && FT_Q4_K_BLOCK_BYTES == 144 &&
+                   FT_Q2_K_BLOCK_BYTES == 84 && FT_Q3_K_BLOCK_BYTES == 110 &&
+                   FT_Q5_K_BLOCK_BYTES == 176 && FT_Q4_1_BLOCK_BYTES == 20 &&
+                   FT_Q5_0_BLOCK_BYTES == 22 && FT_Q5_1_BLOCK_BYTES == 24 &&
                    FT_Q6_K_BLOCK_BYTES == 210 && FT_Q8_K_BLOCK_BYTES == 292 &&
                    FT_MXFP4_BLOCK_ELEMS == 32 && FT_MXFP4_BLOCK_BYTES == 17 &&
                    FT_NVFP4_BLOCK_ELEMS == 64 && FT_NVFP4_BLOCK_BYTES == 36 &&

@@ -1,4 +1,5 @@
-/* K-quants: Q4_K, Q6_K and the Q8_K activation format, ported from ggml's
+/* K-quants: Q4_K, Q6_K and the Q8_K activation format (Q2_K, Q3_K and
+ * Q5_K: quant_k_low.c, sharing the fitting helpers of quant_k_fit.h), ported from ggml's
  * reference code (ggml-quants.c: quantize_row_q4_K_ref with
  * make_qkx2_quants, quantize_row_q6_K_ref with make_qx_quants,
  * quantize_row_q8_K_ref, dequantize_row_*). The float expressions keep
@@ -10,43 +11,12 @@
  *   block_q6_K (210 B): ql[128] @0, qh[64] @128, int8 scales[16] @192,
  *                       fp16 d @208
  *   block_q8_K (292 B): float d @0, int8 qs[256] @4, int16 bsums[16] @260 */
-#include "convert.h"
+#include "quant_k_fit.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <string.h>
 
-#define FT_QK_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define FT_QK_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define FT_QK_GROUP_MAX_EPS 1e-15f
-
-/* ggml's nearest_int: round to nearest even via the 1.5 * 2^23 trick.
- * ggml asserts |fval| <= 4194303; hostile or non-finite input gives some
- * int here (no undefined behaviour) that the callers clamp. */
-static inline int ft_qk_nearest_int(float fval)
-{
-    const float val = fval + 12582912.f;
-    int i;
-    memcpy(&i, &val, sizeof(int));
-    return (i & 0x007fffff) - 0x00400000;
-}
-
-static inline void ft_qk_put_f16(uint8_t *p, float f)
-{
-    const uint16_t h = ft_fp32_to_fp16(f);
-    p[0] = (uint8_t)(h & 0xff);
-    p[1] = (uint8_t)(h >> 8);
-}
-
-static inline float ft_qk_get_f16(const uint8_t *p)
-{
-    return ft_fp16_to_fp32((uint16_t)(p[0] | (p[1] << 8)));
-}
-
-/* make_qx_quants: symmetric levels in [-nmax, nmax) for n values,
- * written as L = l + nmax; returns the scale. Weighted by qw, or with
- * rmse_type 1 and qw NULL by x^2 (the only mode Q6_K uses). */
-static float ft_qk_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type,
+float ft_qk_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type,
                                   const float *qw)
 {
     float max = 0, amax = 0;
@@ -111,10 +81,7 @@ static float ft_qk_make_qx_quants(int n, int nmax, const float *x, int8_t *L, in
     return scale;
 }
 
-/* make_qkx2_quants: asymmetric levels L in [0, nmax] with x ~ scale * L -
- * the_min, searched over nstep + 1 candidate scales with weighted least
- * squares (use_mad: absolute instead of squared error). */
-static float ft_qk_make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
+float ft_qk_make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
                                     uint8_t *L, float *the_min, uint8_t *Laux, float rmin,
                                     float rdelta, int nstep, bool use_mad)
 {
@@ -188,23 +155,11 @@ static float ft_qk_make_qkx2_quants(int n, int nmax, const float *x, const float
     return scale;
 }
 
-/* The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
-static inline void ft_qk_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+void ft_qk_fit_k4(const float *x, uint8_t *blk, uint8_t *L, int nmax, float rmin, int nstep)
 {
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-    }
-}
-
-static void ft_qk_quantize_block_q4_k(const float *x, uint8_t *blk)
-{
-    uint8_t L[FT_QK_K], Laux[32];
+    uint8_t Laux[32];
     float weights[32], mins[FT_QK_K / 32], scales[FT_QK_K / 32];
-    uint8_t *sc_bytes = blk + 4, *qs = blk + 16;
+    uint8_t *sc_bytes = blk + 4;
     float max_scale = 0; /* as we are deducting the min, scales are always positive */
     float max_min = 0;
     for (int j = 0; j < (int)FT_QK_K / 32; ++j) {
@@ -214,8 +169,8 @@ static void ft_qk_quantize_block_q4_k(const float *x, uint8_t *blk)
         const float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; ++l)
             weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = ft_qk_make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j],
-                                           Laux, -1.f, 0.1f, 20, false);
+        scales[j] = ft_qk_make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j],
+                                           Laux, rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -246,9 +201,16 @@ static void ft_qk_quantize_block_q4_k(const float *x, uint8_t *blk)
         const float dm = dmin * m;
         for (int ii = 0; ii < 32; ++ii) {
             const int l = ft_qk_nearest_int((x[32 * j + ii] + dm) / d);
-            L[32 * j + ii] = (uint8_t)FT_QK_MAX(0, FT_QK_MIN(15, l));
+            L[32 * j + ii] = (uint8_t)FT_QK_MAX(0, FT_QK_MIN(nmax, l));
         }
     }
+}
+
+static void ft_qk_quantize_block_q4_k(const float *x, uint8_t *blk)
+{
+    uint8_t L[FT_QK_K];
+    uint8_t *qs = blk + 16;
+    ft_qk_fit_k4(x, blk, L, 15, -1.f, 20);
     for (int j = 0; j < (int)FT_QK_K; j += 64) {
         for (int l = 0; l < 32; ++l)
             qs[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));

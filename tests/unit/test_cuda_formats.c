@@ -9,7 +9,7 @@
  * sums: the float tolerance (1e-4 of the largest logit, the bound the f32
  * bundles meet on the CPU) applies to quantized bundles too, and every
  * position's top-1 token agrees. The CPU kernels instead round activations
- * to 8 bits for Q8_0/Q4_0/Q4_K/Q6_K/MXFP4/NVFP4 weights (test_forward_formats checks them
+ * to 8 bits for Q8_0/Q4_0/Q2_K..Q6_K/MXFP4/NVFP4 weights (test_forward_formats checks them
  * against a reference that rounds the same way), which is why greedy
  * generations of the two backends may part after a few tokens on quantized
  * bundles while both stay within their format's bound of the reference.
@@ -60,17 +60,15 @@ static int setup(void **state)
         if (st_) fail_msg("%s: %s", #expr, ft_status_message(st_));                                \
     } while (0)
 
-/* The fixture (tiny, or wide for the K-quants) as GGUF, compiled to
- * `format` with cubins for the fake's sm_90 and no CPU module. */
-static void build(ft_dtype_t format, int wide, char *bundle, size_t cap)
+/* The fixture o as GGUF in directory `name`, compiled to `format`
+ * (FT_DTYPE_INVALID: as written) with cubins for the fake's sm_90 and no
+ * CPU module. */
+static void build_opts(const ft_fixture_opts_t *op, const char *name, ft_dtype_t format,
+                       char *bundle, size_t cap)
 {
-    ft_fixture_opts_t o;
-    if (wide)
-        ft_ref_wide_opts(&o);
-    else
-        ft_fixture_opts_init(&o);
+    const ft_fixture_opts_t o = *op;
     char dir[4096], src[4200];
-    snprintf(dir, sizeof(dir), "%s/%s", ft_test_tmpdir("cuda_formats"), ft_dtype_name(format));
+    snprintf(dir, sizeof(dir), "%s/%s", ft_test_tmpdir("cuda_formats"), name);
     mkdir(ft_test_tmpdir("cuda_formats"), 0755);
     mkdir(dir, 0755);
     snprintf(src, sizeof(src), "%s/model.gguf", dir);
@@ -88,6 +86,17 @@ static void build(ft_dtype_t format, int wide, char *bundle, size_t cap)
     ft_status_t st = ft_compile_bundle(m, &co, bundle);
     ft_ir_model_destroy(m);
     OK(st);
+}
+
+/* The fixture (tiny, or wide for the K-quants) in `format`. */
+static void build(ft_dtype_t format, int wide, char *bundle, size_t cap)
+{
+    ft_fixture_opts_t o;
+    if (wide)
+        ft_ref_wide_opts(&o);
+    else
+        ft_fixture_opts_init(&o);
+    build_opts(&o, ft_dtype_name(format), format, bundle, cap);
 }
 
 /* Every prompt position's logits from the cuda backend, all experts
@@ -115,11 +124,10 @@ static float *cuda_logits(const char *bundle, uint32_t *out_vocab)
     return out;
 }
 
-static void check_format(ft_dtype_t format, int wide)
+/* The bundle's logits on cuda against the float64 reference on its
+ * weights. */
+static void check_bundle(const char *bundle, const char *what)
 {
-    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
-    char bundle[4300];
-    build(format, wide, bundle, sizeof(bundle));
     ft_ref_model_t *m = NULL;
     OK(ft_ref_model_load(bundle, &m));
     ft_ref_session_t *rs = NULL;
@@ -131,14 +139,37 @@ static void check_format(ft_dtype_t format, int wide)
     float *gpu = cuda_logits(bundle, &V);
     assert_int_equal(V, m->vocab_size);
     const ft_ref_cmp_t c = ft_ref_compare(gpu, ref, N_PROMPT, V);
-    print_message("%s on cuda: max error %.3g at position %u; top-1 agrees on %u/%u\n",
-                  ft_dtype_name(format), c.max_err, c.worst_pos, c.n_top1_agree, N_PROMPT);
+    print_message("%s on cuda: max error %.3g at position %u; top-1 agrees on %u/%u\n", what,
+                  c.max_err, c.worst_pos, c.n_top1_agree, N_PROMPT);
     assert_true(c.max_err <= FT_FLOAT_TOL);
     assert_int_equal(c.n_top1_agree, N_PROMPT);
     free(gpu);
     free(ref);
     ft_ref_session_free(rs);
     ft_ref_model_free(m);
+}
+
+static void check_format(ft_dtype_t format, int wide)
+{
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
+    char bundle[4300];
+    build(format, wide, bundle, sizeof(bundle));
+    check_bundle(bundle, ft_dtype_name(format));
+}
+
+/* A Q4_K_M file (Q4_K, Q5_K, Q6_K and Q8_0 tensors: model_gen_mix.c), kept
+ * as it is: every tensor decodes exactly, so the float bound holds. */
+static void test_q4_k_m_mix(void **state)
+{
+    (void)state;
+    if (!g_can_run) FT_CUDA_TEST_SKIP("no NVRTC, or the fake driver does not load");
+    ft_fixture_opts_t o;
+    ft_ref_wide_opts(&o);
+    o.n_experts = 8;
+    o.mix = FT_FIXTURE_MIX_Q4_K_M;
+    char bundle[4300];
+    build_opts(&o, "q4_k_m", FT_DTYPE_INVALID, bundle, sizeof(bundle));
+    check_bundle(bundle, "q4_k_m");
 }
 
 static void test_q8_0(void **state)
@@ -165,6 +196,42 @@ static void test_q6_k(void **state)
     check_format(FT_DTYPE_Q6_K, 1);
 }
 
+static void test_q4_1(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q4_1, 0);
+}
+
+static void test_q5_0(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q5_0, 0);
+}
+
+static void test_q5_1(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q5_1, 0);
+}
+
+static void test_q2_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q2_K, 1);
+}
+
+static void test_q3_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q3_K, 1);
+}
+
+static void test_q5_k(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_Q5_K, 1);
+}
+
 static void test_mxfp4(void **state)
 {
     (void)state;
@@ -189,7 +256,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q8_0), cmocka_unit_test(test_q4_0),  cmocka_unit_test(test_q4_k),
         cmocka_unit_test(test_q6_k), cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4),
-        cmocka_unit_test(test_fp8),
+        cmocka_unit_test(test_fp8),  cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k),
+        cmocka_unit_test(test_q5_k), cmocka_unit_test(test_q4_k_m_mix), cmocka_unit_test(test_q4_1),
+        cmocka_unit_test(test_q5_0), cmocka_unit_test(test_q5_1),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,4 +1,4 @@
-/* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K,
+/* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
  * MXFP4, NVFP4 and FP8 bundles against the float64 reference computed with
  * the same bundle's weights (dequantized exactly, then widened). Weight rounding is thus
  * common to both sides; what remains is the runtime's own arithmetic.
@@ -8,9 +8,9 @@
  * so the float32 bound of test_forward_f32.c applies: FT_FLOAT_TOL = 1e-4 at
  * every position (measured ~1e-6).
  *
- * Q8_0, Q4_0, Q4_K, Q6_K, MXFP4, NVFP4: the runtime rounds every activation
+ * Q8_0, Q4_0, Q2_K..Q6_K, MXFP4, NVFP4: the runtime rounds every activation
  * row to 8-bit blocks before a product (Q8_0 blocks of 32 for
- * Q8_0/Q4_0/MXFP4/NVFP4 weights, Q8_K blocks of 256 for Q4_K/Q6_K), with
+ * Q8_0/Q4_0/MXFP4/NVFP4 weights, Q8_K blocks of 256 for Q2_K..Q6_K), with
  * scale d = amax / 127 and rounding error uniform in +-d/2: rms
  * d / sqrt(12) = amax / 440. Activations are roughly normal, amax ~2.3
  * sigma over 32 (~3 over 256), so every element
@@ -71,6 +71,7 @@ typedef struct run {
     ft_ref_session_t *plain, *emul; /* the reference without and with act rounding */
     double *ref_plain, *ref_emul;   /* N_PROMPT x V each */
     float *rt;                      /* the runtime's, N_PROMPT x V */
+    char bundle[4096];
 } run_t;
 
 /* Evaluates the prompt with both references and the runtime on bundle. */
@@ -90,8 +91,18 @@ static void run_bundle(const char *bundle, run_t *r)
     FT_REF_OK(ft_ref_runtime_logits(bundle, N_CTX, 0, 0, k_prompt, N_PROMPT, r->rt));
 }
 
-/* Compiles the tiny (or wide) fixture, of seed `seed` (0: the default),
- * to `format` and runs it (run_bundle). */
+/* Compiles the fixture o to `format` (FT_DTYPE_INVALID: as written) in
+ * work directory `name` and runs it (run_bundle). */
+static void run_opts(const ft_fixture_opts_t *o, const char *name, ft_dtype_t format, run_t *r)
+{
+    char work[4096];
+    snprintf(work, sizeof(work), "%s/%s", ft_test_tmpdir("formats"), name);
+    FT_REF_OK(ft_ref_build_bundle(o, FT_REF_FROM_GGUF, format, work, r->bundle, sizeof(r->bundle)));
+    run_bundle(r->bundle, r);
+}
+
+/* The tiny (or wide) fixture, of seed `seed` (0: the default), in
+ * `format`. */
 static void run_format(ft_dtype_t format, int wide, uint64_t seed, run_t *r)
 {
     ft_fixture_opts_t o;
@@ -101,10 +112,7 @@ static void run_format(ft_dtype_t format, int wide, uint64_t seed, run_t *r)
         ft_fixture_opts_init(&o);
     if (seed)
         o.seed = seed;
-    char work[4096], bundle[4096];
-    snprintf(work, sizeof(work), "%s/%s", ft_test_tmpdir("formats"), ft_dtype_name(format));
-    FT_REF_OK(ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, format, work, bundle, sizeof(bundle)));
-    run_bundle(bundle, r);
+    run_opts(&o, ft_dtype_name(format), format, r);
 }
 
 static void run_free(run_t *r)
@@ -129,10 +137,11 @@ static void check_float_format(ft_dtype_t format, int wide)
     run_free(&r);
 }
 
-static void check_quant_format(ft_dtype_t format, int wide, uint64_t seed)
+/* The checks of the header comment on a run of a quantized bundle (any
+ * per-tensor mix of formats whose CPU kernels round activations). */
+static void check_quant_run(const char *what, int wide, const run_t *rp)
 {
-    run_t r;
-    run_format(format, wide, seed, &r);
+    const run_t r = *rp;
     const uint32_t V = r.m->vocab_size;
     /* 1. against the reference that rounds activations as the runtime does */
     const ft_ref_cmp_t ce = ft_ref_compare(r.rt, r.ref_emul, N_PROMPT, V);
@@ -148,12 +157,12 @@ static void check_quant_format(ft_dtype_t format, int wide, uint64_t seed)
     const ft_ref_cmp_t cp_routed = ft_ref_compare(r.rt, r.ref_plain, n_same_routes, V);
     print_message("%s%s: vs act-rounding reference: max error %.3g at position %u, %u/%u "
                   "positions within %.0e\n",
-                  ft_dtype_name(format), wide ? " (wide)" : "", ce.max_err, ce.worst_pos,
+                  what, wide ? " (wide)" : "", ce.max_err, ce.worst_pos,
                   n_float_close, N_PROMPT, FT_FLOAT_TOL);
     print_message("%s%s: vs plain reference: max error %.3g at position %u over the %u "
                   "positions routed alike (%.3g at %u over all, routing margin there %.2g); "
                   "top-1 agrees on %u/%u\n",
-                  ft_dtype_name(format), wide ? " (wide)" : "", cp_routed.max_err,
+                  what, wide ? " (wide)" : "", cp_routed.max_err,
                   cp_routed.worst_pos, n_same_routes, cp.max_err, cp.worst_pos,
                   ft_ref_session_route_margin(r.plain, cp.worst_pos), cp.n_top1_agree, N_PROMPT);
     assert_true(ce.max_err <= FT_ONE_QUANTUM_TOL);
@@ -161,8 +170,16 @@ static void check_quant_format(ft_dtype_t format, int wide, uint64_t seed)
     assert_true(n_same_routes >= N_PROMPT / 2);
     assert_true(cp_routed.max_err <= FT_Q8_TOL);
     assert_true(cp.n_top1_agree >= FT_MIN_FRACTION * N_PROMPT);
+}
+
+static void check_quant_format(ft_dtype_t format, int wide, uint64_t seed)
+{
+    run_t r;
+    run_format(format, wide, seed, &r);
+    check_quant_run(ft_dtype_name(format), wide, &r);
     run_free(&r);
 }
+
 
 static void test_f16(void **state)
 {
@@ -180,6 +197,40 @@ static void test_q4_0(void **state)
 {
     check_quant_format(FT_DTYPE_Q4_0, 0, 0);
 }
+/* Q4_1, Q5_0, Q5_1 round activations to Q8_0 blocks, as Q4_0. */
+static void test_q4_1(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q4_1, 0, 0);
+}
+static void test_q5_0(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q5_0, 0, 5); /* seed 1 has a near-tied route at 2 */
+}
+static void test_q5_1(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q5_1, 0, 0);
+}
+/* Q2_K, Q3_K, Q5_K: the activation rounding (Q8_K) is Q4_K's, so are the
+ * bounds; the weights' own rounding is on both sides. */
+static void test_q2_k(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q2_K, 1, 0);
+}
+static void test_q3_k(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q3_K, 1, 3); /* seed 1 has a near-tied route at 9 */
+}
+static void test_q5_k(void **state)
+{
+    (void)state;
+    check_quant_format(FT_DTYPE_Q5_K, 1, 0);
+}
+
 static void test_q4_k(void **state)
 {
     check_quant_format(FT_DTYPE_Q4_K, 1, 0);
@@ -283,14 +334,100 @@ static void test_f8_e4m3_checkpoint(void **state)
     run_free(&r);
 }
 
+/* A Q4_K_M file as llama-quantize writes it (model_gen_mix.c): 8 experts,
+ * so Q4_K, Q5_K (attn_output), Q6_K (output, ffn_down of layer 1) and
+ * Q8_0 (attn_k, attn_v) tensors in one bundle, kept as they are. The
+ * runtime against the reference on the same weights: the Q8 bounds above.
+ * Against the f32 fixture (the weights before quantizing), the logits
+ * differ by the quantization itself: Q4_K rounds a weight with rms error
+ * ~step / sqrt(12), a step being ~1/15 of a 32-element group's range
+ * (~5 sigma), i.e. ~0.1 sigma: every product's output is off by ~10%
+ * relative, and ~15 products compound to ~0.1 * sqrt(15) ~ 0.4 of a
+ * typical logit, less where Q6_K/Q8_0 are used. FT_MIX_F32_TOL = 0.6 is
+ * that estimate with margin (measured in the message); it catches a
+ * tensor decoded in the wrong format or layout, which gives O(1) errors.
+ * It holds only while both models route alike: with 8 experts, the
+ * quantized router inputs choose another expert at some positions (and
+ * through attention the later ones then differ by O(1)), so the bound is
+ * checked up to the first position where the two references route
+ * differently. */
+#define FT_MIX_F32_TOL 0.6
+
+/* Every prompt position's logits from the sim backend (all experts
+ * resident in a modelled laptop GPU's VRAM); it computes with the CPU
+ * kernels, so they are the cpu backend's bits. */
+static float *sim_logits(const char *bundle, uint32_t V)
+{
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_SIM;
+    eo.hw_profile = FT_SOURCE_DIR "/hwprofiles/presets/rtx4060_laptop.textproto";
+    eo.vram_bytes = 64ull << 20;
+    eo.plan_ctx = N_CTX;
+    ft_engine_t *e = NULL;
+    FT_REF_OK(ft_engine_open(bundle, &eo, &e));
+    ft_session_options_t so;
+    ft_session_options_init(&so);
+    so.n_ctx = N_CTX;
+    ft_session_t *s = NULL;
+    FT_REF_OK(ft_session_create(e, &so, &s));
+    float *out = malloc(sizeof(float) * N_PROMPT * V);
+    assert_non_null(out);
+    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, out));
+    ft_session_destroy(s);
+    ft_engine_close(e);
+    return out;
+}
+
+static void test_q4_k_m_mix(void **state)
+{
+    (void)state;
+    ft_fixture_opts_t o;
+    ft_ref_wide_opts(&o);
+    o.n_experts = 8;
+    o.seed = 2; /* seed 1 has a near-tied route (margin 0.0016) at 12 */
+    o.mix = FT_FIXTURE_MIX_Q4_K_M;
+    run_t r;
+    run_opts(&o, "q4_k_m", FT_DTYPE_INVALID, &r);
+    const ft_ref_layer_t *L0 = &r.m->layers[0], *L1 = &r.m->layers[1];
+    assert_int_equal(L0->fmt_wq, FT_DTYPE_Q4_K);
+    assert_int_equal(L0->fmt_wk, FT_DTYPE_Q8_0);
+    assert_int_equal(L0->fmt_wv, FT_DTYPE_Q8_0);
+    assert_int_equal(L0->fmt_wo, FT_DTYPE_Q5_K);
+    assert_int_equal(L0->fmt_down, FT_DTYPE_Q4_K);
+    assert_int_equal(L1->fmt_down, FT_DTYPE_Q6_K);
+    assert_int_equal(r.m->fmt_output, FT_DTYPE_Q6_K);
+    check_quant_run("q4_k_m", 1, &r);
+    float *sim = sim_logits(r.bundle, r.m->vocab_size);
+    assert_memory_equal(sim, r.rt, sizeof(float) * N_PROMPT * r.m->vocab_size);
+    free(sim);
+    o.mix = FT_FIXTURE_MIX_NONE;
+    run_t f;
+    run_opts(&o, "q4_k_m_f32", FT_DTYPE_INVALID, &f);
+    uint32_t n_alike = 0;
+    while (n_alike < N_PROMPT && ft_ref_session_same_routes(r.plain, f.plain, n_alike))
+        n_alike++;
+    const ft_ref_cmp_t c = ft_ref_compare(r.rt, f.ref_plain, n_alike, r.m->vocab_size);
+    const ft_ref_cmp_t call = ft_ref_compare(r.rt, f.ref_plain, N_PROMPT, r.m->vocab_size);
+    print_message("q4_k_m vs the f32 fixture: max error %.3g at position %u over the %u "
+                  "positions routed alike (%.3g over all); top-1 agrees on %u/%u\n",
+                  c.max_err, c.worst_pos, n_alike, call.max_err, call.n_top1_agree, N_PROMPT);
+    assert_true(n_alike >= 1);
+    assert_true(c.max_err <= FT_MIX_F32_TOL);
+    run_free(&f);
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16),  cmocka_unit_test(test_bf16), cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_k), cmocka_unit_test(test_q6_k),
+        cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k), cmocka_unit_test(test_q5_k),
+        cmocka_unit_test(test_q4_1), cmocka_unit_test(test_q5_0), cmocka_unit_test(test_q5_1),
         cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4), cmocka_unit_test(test_fp8),
         cmocka_unit_test(test_mxfp4_gguf_import), cmocka_unit_test(test_nvfp4_gguf_import),
-        cmocka_unit_test(test_f8_e4m3_checkpoint),
+        cmocka_unit_test(test_f8_e4m3_checkpoint), cmocka_unit_test(test_q4_k_m_mix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

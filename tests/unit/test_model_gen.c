@@ -630,9 +630,15 @@ static void test_option_errors(void **state)
     assert_non_null(strstr(ft_status_message(st), "d_model"));
     ft_status_free(st);
     ft_fixture_opts_init(&o);
-    o.format = FT_DTYPE_Q4_0;
+    o.format = FT_DTYPE_IQ4_NL; /* no quantizer: the fixture cannot write it */
     st = ft_fixture_opts_check(&o);
     assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
+    ft_status_free(st);
+    ft_fixture_opts_init(&o);
+    o.mix = FT_FIXTURE_MIX_Q4_K_M; /* the tiny fixture's rows of 64 are not K blocks */
+    st = ft_fixture_opts_check(&o);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ft_status_message(st), "q4_k_m"));
     ft_status_free(st);
     ft_fixture_opts_init(&o);
     o.n_kv_heads = 3;

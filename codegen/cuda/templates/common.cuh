@@ -98,6 +98,75 @@ struct ft_fmt_q4_0 {
     }
 };
 
+/* Q4_1: fp16 d, fp16 m, qs[16]; x[l] = lo nibble * d + m, x[l + 16] = hi
+ * nibble * d + m. */
+struct ft_fmt_q4_1 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 20;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 20;
+        const float d = ft_f16(b), m = ft_f16(b + 2);
+        for (int l = 0; l < 16; l++) {
+            v[l] = (float)(b[4 + l] & 15) * d + m;
+            v[l + 16] = (float)(b[4 + l] >> 4) * d + m;
+        }
+    }
+};
+
+/* The u32 of fifth bits of Q5_0/Q5_1 (bit j: element j), read bytewise:
+ * blocks are 2-byte aligned at most. */
+__device__ __forceinline__ ft_u32 ft_qh32(const ft_u8 *p)
+{
+    return (ft_u32)p[0] | ((ft_u32)p[1] << 8) | ((ft_u32)p[2] << 16) | ((ft_u32)p[3] << 24);
+}
+
+/* Q5_0: fp16 d, u32 qh, qs[16]; x = ((nibble | fifth bit << 4) - 16) * d. */
+struct ft_fmt_q5_0 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 22;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 22;
+        const float d = ft_f16(b);
+        const ft_u32 qh = ft_qh32(b + 2);
+        for (int l = 0; l < 16; l++) {
+            /* qh is unsigned: the level goes through int before - 16. */
+            const int q0 = (int)((b[6 + l] & 15) | ((qh >> l) & 1) << 4);
+            const int q1 = (int)((b[6 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4);
+            v[l] = (float)(q0 - 16) * d;
+            v[l + 16] = (float)(q1 - 16) * d;
+        }
+    }
+};
+
+/* Q5_1: fp16 d, fp16 m, u32 qh, qs[16]; x = (nibble | fifth bit << 4) * d
+ * + m. */
+struct ft_fmt_q5_1 {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 24;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 24;
+        const float d = ft_f16(b), m = ft_f16(b + 2);
+        const ft_u32 qh = ft_qh32(b + 4);
+        for (int l = 0; l < 16; l++) {
+            v[l] = (float)((b[8 + l] & 15) | ((qh >> l) & 1) << 4) * d + m;
+            v[l + 16] = (float)((b[8 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4) * d + m;
+        }
+    }
+};
+
+/* Scale and min j (0..7) of Q4_K's and Q5_K's 12 packed bytes s (ggml's
+ * get_scale_min_k4): 6 bits each. */
+__device__ __forceinline__ void ft_scale_min_k4(const ft_u8 *s, int j, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 /* Q4_K: 256 elements in 144 bytes: fp16 d, fp16 dmin, 12 bytes of packed
  * 6-bit scales and mins (ggml get_scale_min_k4), qs[128]. Sub-block j
  * (32 elements) uses nibble j & 1 of qs[32 * (j / 2) ...]:
@@ -108,15 +177,8 @@ struct ft_fmt_q4_k {
     {
         const ft_u8 *b = row + (size_t)(c >> 3) * 144;
         const int j = c & 7;
-        const ft_u8 *s = b + 4;
         int sc, m;
-        if (j < 4) {
-            sc = s[j] & 63;
-            m = s[j + 4] & 63;
-        } else {
-            sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-            m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-        }
+        ft_scale_min_k4(b + 4, j, &sc, &m);
         const float d = ft_f16(b) * (float)sc, dm = ft_f16(b + 2) * (float)m;
         const ft_u8 *q = b + 16 + 32 * (j >> 1);
         const int shift = (j & 1) * 4;
@@ -143,6 +205,73 @@ struct ft_fmt_q6_k {
         for (int l = 0; l < 32; l++) {
             const int q = ((ql[l] >> sl) & 15) | (((qh[l] >> sh) & 3) << 4);
             v[l] = d * (float)sc[l >> 4] * (float)(q - 32);
+        }
+    }
+};
+
+/* Q5_K: 256 elements in 176 bytes: fp16 d, fp16 dmin, 12 scale bytes as
+ * Q4_K, qh[32], qs[128]. Sub-block j: nibble j & 1 of qs[32 (j / 2) + l]
+ * plus 16 when bit j of qh[l] is set; x = d * sc[j] * q - dmin * m[j]. */
+struct ft_fmt_q5_k {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 176;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 176;
+        const int j = c & 7;
+        int sc, m;
+        ft_scale_min_k4(b + 4, j, &sc, &m);
+        const float d = ft_f16(b) * (float)sc, dm = ft_f16(b + 2) * (float)m;
+        const ft_u8 *qh = b + 16, *q = b + 48 + 32 * (j >> 1);
+        const int shift = (j & 1) * 4;
+        for (int l = 0; l < 32; l++)
+            v[l] = d * (float)(((q[l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4)) - dm;
+    }
+};
+
+/* Q3_K: 256 elements in 110 bytes: hmask[32], qs[64], 12 bytes of sixteen
+ * 6-bit scales stored + 32, fp16 d. Chunk j = c & 7 (h = j / 4, k = j % 4)
+ * is bits 2k of qs[32h + l] and bit j of hmask[l], level - 4 when that bit
+ * is clear; scale number 2j + l / 16: x = d * (sc - 32) * q. */
+struct ft_fmt_q3_k {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 110;
+    static __device__ __forceinline__ int scale(const ft_u8 *s, int g)
+    {
+        const int lo = g < 8 ? s[g] & 15 : s[g - 8] >> 4;
+        return (lo | (((s[8 + (g & 3)] >> (2 * (g >> 2))) & 3) << 4)) - 32;
+    }
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 110;
+        const int j = c & 7;
+        const ft_u8 *q = b + 32 + 32 * (j >> 2);
+        const int shift = 2 * (j & 3);
+        const float d = ft_f16(b + 108);
+        const float d0 = d * (float)scale(b + 96, 2 * j), d1 = d * (float)scale(b + 96, 2 * j + 1);
+        for (int l = 0; l < 32; l++) {
+            const int lv = ((q[l] >> shift) & 3) - (((b[l] >> j) & 1) ? 0 : 4);
+            v[l] = (l < 16 ? d0 : d1) * (float)lv;
+        }
+    }
+};
+
+/* Q2_K: 256 elements in 84 bytes: scales[16] (low nibble scale, high
+ * nibble min, per 16 elements), qs[64], fp16 d, fp16 dmin. Chunk j = c & 7
+ * is bits 2 (j % 4) of qs[32 (j / 4) + l], scale bytes 2j and 2j + 1:
+ * x = d * sc * q - dmin * m. */
+struct ft_fmt_q2_k {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 84;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 84;
+        const int j = c & 7;
+        const ft_u8 *q = b + 16 + 32 * (j >> 2);
+        const int shift = 2 * (j & 3);
+        const float d = ft_f16(b + 80), dmin = ft_f16(b + 82);
+        for (int k = 0; k < 2; k++) {
+            const int s = b[2 * j + k];
+            const float dl = d * (float)(s & 15), ml = dmin * (float)(s >> 4);
+            for (int l = 16 * k; l < 16 * k + 16; l++)
+                v[l] = dl * (float)((q[l] >> shift) & 3) - ml;
         }
     }
 };

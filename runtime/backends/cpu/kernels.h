@@ -4,7 +4,7 @@
  *
  * Matrix products follow ggml's scheme: the activation rows are prepared
  * once per op for the weight format (quantized to Q8_0 blocks for
- * Q8_0/Q4_0/MXFP4/NVFP4 weights, to Q8_K blocks for Q4_K/Q6_K, kept as
+ * Q8_0/Q4_0/MXFP4/NVFP4 weights, to Q8_K blocks for Q2_K..Q6_K, kept as
  * float32 for F32/F16/BF16/FP8), then each weight row is read once and
  * dotted with every prepared activation row using integer dot products
  * within blocks.
@@ -20,8 +20,9 @@
 #include <stdint.h>
 
 /* 1 when the kernels compute this weight format: it has a row in
- * matmul.c's dot table (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4,
- * NVFP4, FP8). */
+ * matmul.c's dot table (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q2_K, Q3_K, Q4_K,
+ * Q5_K, Q6_K, MXFP4, NVFP4, FP8). */
 int ft_cpu_supports(ft_dtype_t wtype);
 
 /* The format activations are prepared in for weights of wtype (the
