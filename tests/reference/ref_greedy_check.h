@@ -32,20 +32,18 @@ static inline float *ft_ref_expect_greedy(const char *bundle, const ft_engine_op
     return NULL;
 }
 
-/* src compiled for the fake driver's sm_90 into bundle
- * (ft_ref_build_cuda_bundle) runs on the cuda backend against the
+/* bundle, compiled for the fake driver's sm_90 (ft_ref_build_cuda_bundle
+ * or ft_ref_build_cuda_bundle_ir), runs on the cuda backend against the
  * reference (ft_ref_expect_greedy, tolerance tol): with everything
  * resident (64 MiB), and, when small_vram is not 0, with that budget and
  * the preset hw, which must leave experts out of VRAM (the prompt then
  * misses the expert cache: copies into slots, or the CPU). The caller
  * skips where the fake driver or NVRTC is missing and points FT_CUDA_LIB
  * at the fake driver. */
-static inline void ft_ref_expect_cuda_runs(const char *src, const char *bundle, uint32_t n_ctx,
-                                           const int32_t *prompt, const ft_ref_greedy_t *ref,
-                                           double tol, const char *hw, uint64_t small_vram,
-                                           const char *name)
+static inline void ft_ref_expect_cuda_runs(const char *bundle, uint32_t n_ctx, const int32_t *prompt,
+                                           const ft_ref_greedy_t *ref, double tol, const char *hw,
+                                           uint64_t small_vram, const char *name)
 {
-    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.backend = FT_BACKEND_CUDA;

@@ -285,7 +285,8 @@ static void test_glm4moe_cuda(void **state)
     char src[4200], bundle[4300];
     snprintf(src, sizeof(src), "%s/model.gguf", g_dir[0]);
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir[0]);
-    ft_ref_expect_cuda_runs(src, bundle, N_CTX, k_prompt, &g_ref, FT_GLM_TOL, g_hw, 2700ull << 10,
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_GLM_TOL, g_hw, 2700ull << 10,
                             "glm4moe");
 }
 

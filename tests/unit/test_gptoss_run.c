@@ -293,7 +293,8 @@ static void test_cuda(void **state)
     if (!g_ref.vocab) reference();
     char bundle[4200];
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    ft_ref_expect_cuda_runs(g_gguf, bundle, N_CTX, k_prompt, &g_ref, FT_OSS_TOL, g_hw,
+    FT_REF_OK(ft_ref_build_cuda_bundle(g_gguf, bundle));
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_OSS_TOL, g_hw,
                             2500ull << 10, "gpt-oss");
 }
 

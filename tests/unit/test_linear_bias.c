@@ -246,7 +246,8 @@ static void test_cuda(void **state)
     char src[4200], bundle[4200];
     snprintf(src, sizeof(src), "%s/hf", g_dir);
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    ft_ref_expect_cuda_runs(src, bundle, N_CTX, k_prompt, &g_ref, FT_BIAS_TOL, g_hw, 2500ull << 10,
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_BIAS_TOL, g_hw, 2500ull << 10,
                             "biased");
 }
 
