@@ -105,7 +105,8 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
             (role >= FT_ROLE_FFN_ROUTER_BIAS && role <= FT_ROLE_FFN_DOWN_EXPS_BIAS))
             sp->variants |= FT_CG_CUDA_VAR_BIAS; /* LINEAR, router logit and expert biases */
         if (role == FT_ROLE_ATTN_SINKS) sp->variants |= FT_CG_CUDA_VAR_SINKS;
-        if (role == FT_ROLE_FFN_EXP_PROBS_B) sp->variants |= FT_CG_CUDA_VAR_ROUTER_EXT; /* a selection bias */
+        if (role == FT_ROLE_FFN_EXP_PROBS_B)
+            sp->variants |= FT_CG_CUDA_VAR_ROUTER_EXT; /* a selection bias */
     }
     for (uint32_t i = 0; i < model->n_tensors; i++) {
         int experts;

@@ -145,14 +145,17 @@ static void gk_check_attention_sinks(gk_t *g)
             ref[h * GK_HD + i] = acc / sum;
         }
     }
-    ft_cu_deviceptr dq = gk_upload(g, q, sizeof(float) * nq), dk = gk_upload(g, k, sizeof(float) * nkv);
-    ft_cu_deviceptr dv = gk_upload(g, v, sizeof(float) * nkv), dout = gk_upload(g, y, sizeof(float) * nq),
+    ft_cu_deviceptr dq = gk_upload(g, q, sizeof(float) * nq),
+                    dk = gk_upload(g, k, sizeof(float) * nkv);
+    ft_cu_deviceptr dv = gk_upload(g, v, sizeof(float) * nkv),
+                    dout = gk_upload(g, y, sizeof(float) * nq),
                     dsk = gk_upload(g, sinks, sizeof(sinks)), dscr;
     GK_OK(ft_cuda_alloc(g->dev, sizeof(float) * GK_HEADS * POS, &dscr));
     int stride = STRIDE, n_pos = POS, max_pos = POS;
     void *p[] = {&dq, &dk, &dv, &stride, &n_pos, &dscr, &max_pos, &dout, &dsk};
     char name[64];
-    GK_OK(ft_cuda_kernel_attn_name(FT_CUDA_ATTN_SINKS, GK_HD, GK_HEADS, GK_KV, name, sizeof(name)) < 0
+    GK_OK(ft_cuda_kernel_attn_name(FT_CUDA_ATTN_SINKS, GK_HD, GK_HEADS, GK_KV, name, sizeof(name)) <
+                  0
               ? ft_status_make(FT_STATUS_INTERNAL, "attention kernel name does not fit")
               : FT_OK);
     gk_launch(g, name, GK_HEADS, 1, 128, p);
@@ -165,7 +168,8 @@ static void gk_check_attention_sinks(gk_t *g)
 
 /* forward_moe.c's choice for a sigmoid router with a selection bias,
  * groups and a scale (renormalized). */
-static void gk_route(const float *lg, const float *bias, int n_groups, int used, float scale, int32_t *ids, double *w)
+static void gk_route(const float *lg, const float *bias, int n_groups, int used, float scale,
+                     int32_t *ids, double *w)
 {
     float p[GK_EXPERTS], c[GK_EXPERTS], gs[GK_EXPERTS];
     const int size = GK_EXPERTS / n_groups;
@@ -207,7 +211,8 @@ static void gk_check_router_ext(gk_t *g)
     for (int e = 0; e < GK_EXPERTS; e++)
         bias[e] = 0.3f * gk_randn(g);
     for (int t = 0; t < TOK; t++)
-        gk_route(logits + t * GK_EXPERTS, bias, GROUPS, USED, 2.5f, want + t * GK_USED, ref + t * GK_USED);
+        gk_route(logits + t * GK_EXPERTS, bias, GROUPS, USED, 2.5f, want + t * GK_USED,
+                 ref + t * GK_USED);
     ft_cu_deviceptr dl = gk_upload(g, logits, sizeof(logits)), di = gk_upload(g, ids, sizeof(ids));
     ft_cu_deviceptr dw = gk_upload(g, w, sizeof(w)), db = gk_upload(g, bias, sizeof(bias));
     int tok = TOK, scoring = 1, groups = GROUPS, used = USED, norm = 1;
@@ -225,7 +230,8 @@ static void gk_check_router_ext(gk_t *g)
         same &= ids[i] == want[i];
     gk_report(g, "ft_router_ext experts chosen (1 = differ)", same ? 0.0 : 1.0, 0.0);
     gk_report(g, name, gk_nerr(w, ref, TOK * GK_USED), 1e-5);
-    ft_cuda_free(g->dev, dl), ft_cuda_free(g->dev, di), ft_cuda_free(g->dev, dw), ft_cuda_free(g->dev, db);
+    ft_cuda_free(g->dev, dl), ft_cuda_free(g->dev, di), ft_cuda_free(g->dev, dw),
+        ft_cuda_free(g->dev, db);
 }
 
 void gk_check_variants(gk_t *g)

@@ -40,9 +40,10 @@ static inline float *ft_ref_expect_greedy(const char *bundle, const ft_engine_op
  * misses the expert cache: copies into slots, or the CPU). The caller
  * skips where the fake driver or NVRTC is missing and points FT_CUDA_LIB
  * at the fake driver. */
-static inline void ft_ref_expect_cuda_runs(const char *bundle, uint32_t n_ctx, const int32_t *prompt,
-                                           const ft_ref_greedy_t *ref, double tol, const char *hw,
-                                           uint64_t small_vram, const char *name)
+static inline void ft_ref_expect_cuda_runs(const char *bundle, uint32_t n_ctx,
+                                           const int32_t *prompt, const ft_ref_greedy_t *ref,
+                                           double tol, const char *hw, uint64_t small_vram,
+                                           const char *name)
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);

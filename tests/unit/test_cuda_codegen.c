@@ -133,32 +133,39 @@ static void test_kernel_names_table(void **state)
         for (uint32_t i = 0; i < spec.n_matmuls; i++) {
             const ft_cg_cuda_matmul_t *m = &spec.matmuls[i];
             for (int k = FT_CUDA_GEMV; k <= FT_CUDA_GEMM; k++) {
-                assert_true(ft_cuda_kernel_matmul_name((ft_cuda_matmul_kind_t)k, m->wtype, m->cols, name,
-                                                       sizeof(name)) > 0);
+                assert_true(ft_cuda_kernel_matmul_name((ft_cuda_matmul_kind_t)k, m->wtype, m->cols,
+                                                       name, sizeof(name)) > 0);
                 if (k == FT_CUDA_GEMV_EXPERTS && !m->experts) continue;
                 if (!emitted(&src, name)) fail_msg("%s not emitted", name);
             }
         }
-        assert_true(ft_cuda_kernel_rmsnorm_name(spec.d_model, name, sizeof(name)) > 0 && emitted(&src, name));
-        assert_true(ft_cuda_kernel_rmsnorm_name(spec.head_dim, name, sizeof(name)) > 0 && emitted(&src, name));
+        assert_true(ft_cuda_kernel_rmsnorm_name(spec.d_model, name, sizeof(name)) > 0 &&
+                    emitted(&src, name));
+        assert_true(ft_cuda_kernel_rmsnorm_name(spec.head_dim, name, sizeof(name)) > 0 &&
+                    emitted(&src, name));
         for (int neox = 0; neox < 2; neox++) {
-            assert_true(ft_cuda_kernel_rope_name(neox, spec.head_dim, spec.rope_dim, name, sizeof(name)) > 0);
+            assert_true(ft_cuda_kernel_rope_name(neox, spec.head_dim, spec.rope_dim, name,
+                                                 sizeof(name)) > 0);
             assert_true(emitted(&src, name));
-            assert_true(ft_cuda_kernel_rope_table_name(neox, spec.head_dim, spec.rope_dim, name, sizeof(name)) > 0);
+            assert_true(ft_cuda_kernel_rope_table_name(neox, spec.head_dim, spec.rope_dim, name,
+                                                       sizeof(name)) > 0);
             assert_int_equal(emitted(&src, name), with);
         }
         for (unsigned f = 0; f < 8; f++) {
-            assert_true(ft_cuda_kernel_attn_name(f, spec.head_dim, spec.n_heads, spec.n_kv_heads, name,
-                                                 sizeof(name)) > 0);
-            if (emitted(&src, name) != (with || !(f & FT_CUDA_ATTN_SINKS))) fail_msg("%s: emitted?", name);
+            assert_true(ft_cuda_kernel_attn_name(f, spec.head_dim, spec.n_heads, spec.n_kv_heads,
+                                                 name, sizeof(name)) > 0);
+            if (emitted(&src, name) != (with || !(f & FT_CUDA_ATTN_SINKS)))
+                fail_msg("%s: emitted?", name);
         }
-        assert_true(ft_cuda_kernel_router_name(0, spec.n_experts, spec.n_experts_used, name, sizeof(name)) > 0);
+        assert_true(ft_cuda_kernel_router_name(0, spec.n_experts, spec.n_experts_used, name,
+                                               sizeof(name)) > 0);
         assert_true(emitted(&src, name));
-        assert_true(ft_cuda_kernel_router_name(1, spec.n_experts, spec.n_experts_used, name, sizeof(name)) > 0);
+        assert_true(ft_cuda_kernel_router_name(1, spec.n_experts, spec.n_experts_used, name,
+                                               sizeof(name)) > 0);
         assert_int_equal(emitted(&src, name), with);
-        static const char *const fixed[] = {FT_CUDA_KERNEL_KV_APPEND,        FT_CUDA_KERNEL_KV_APPEND_F16,
-                                            FT_CUDA_KERNEL_EXPERT_COPY,      FT_CUDA_KERNEL_ROWS_GATHER,
-                                            FT_CUDA_KERNEL_ROWS_SCATTER_ADD, FT_CUDA_KERNEL_SWIGLU};
+        static const char *const fixed[] = {
+            FT_CUDA_KERNEL_KV_APPEND,   FT_CUDA_KERNEL_KV_APPEND_F16,    FT_CUDA_KERNEL_EXPERT_COPY,
+            FT_CUDA_KERNEL_ROWS_GATHER, FT_CUDA_KERNEL_ROWS_SCATTER_ADD, FT_CUDA_KERNEL_SWIGLU};
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
             if (!emitted(&src, fixed[i])) fail_msg("%s not emitted", fixed[i]);
         assert_int_equal(emitted(&src, FT_CUDA_KERNEL_BIAS_ADD), with);
@@ -169,7 +176,8 @@ static void test_kernel_names_table(void **state)
     char small[8];
     assert_int_equal(ft_cuda_kernel_attn_name(7, 64, 8, 2, small, sizeof(small)), -1);
     assert_string_equal(small, "");
-    assert_int_equal(ft_cuda_kernel_matmul_name(FT_CUDA_GEMV, FT_DTYPE_COUNT, 64, small, sizeof(small)), -1);
+    assert_int_equal(
+        ft_cuda_kernel_matmul_name(FT_CUDA_GEMV, FT_DTYPE_COUNT, 64, small, sizeof(small)), -1);
 }
 
 /* The variants a model needs come from its IR: gpt-oss's biases, sinks,
@@ -188,8 +196,8 @@ static void test_spec_variants(void **state)
     FT_CG_ASSERT_OK(ft_model_build_ir(src, &ir));
     ft_cg_cuda_spec_t spec;
     FT_CG_ASSERT_OK(ft_cg_cuda_spec_from_ir(ir, &spec));
-    assert_int_equal(spec.variants, FT_CG_CUDA_VAR_BIAS | FT_CG_CUDA_VAR_SINKS | FT_CG_CUDA_VAR_ROPE_TABLE |
-                                        FT_CG_CUDA_VAR_SWIGLU_OAI);
+    assert_int_equal(spec.variants, FT_CG_CUDA_VAR_BIAS | FT_CG_CUDA_VAR_SINKS |
+                                        FT_CG_CUDA_VAR_ROPE_TABLE | FT_CG_CUDA_VAR_SWIGLU_OAI);
     ft_ir_model_destroy(ir);
     ft_src_model_destroy(src);
     /* A plain Qwen3-MoE needs none. */

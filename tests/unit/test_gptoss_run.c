@@ -294,8 +294,8 @@ static void test_cuda(void **state)
     char bundle[4200];
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
     FT_REF_OK(ft_ref_build_cuda_bundle(g_gguf, bundle));
-    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_OSS_TOL, g_hw,
-                            2500ull << 10, "gpt-oss");
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_OSS_TOL, g_hw, 2500ull << 10,
+                            "gpt-oss");
 }
 
 int main(void)

@@ -228,7 +228,8 @@ static void check_router(router_kind_t k, const char *label)
         snprintf(cuda, sizeof(cuda), "%s-cuda", bundle);
         FT_REF_OK(ft_ref_build_cuda_bundle_ir(ir, cuda));
         ft_ir_model_destroy(ir);
-        ft_ref_expect_cuda_runs(cuda, N_CTX, k_prompt, &ref, FT_BIAS_TOL, g_hw, 2500ull << 10, label);
+        ft_ref_expect_cuda_runs(cuda, N_CTX, k_prompt, &ref, FT_BIAS_TOL, g_hw, 2500ull << 10,
+                                label);
     } else {
         /* as cuda_test_skip.h: a build with NVRTC must run it */
         const char *why = fake ? "no NVRTC" : "the fake CUDA driver does not load";
