@@ -35,10 +35,12 @@ FT_WARN_UNUSED static ft_status_t ft_dev_named(ft_dev_engine_t *ce, ft_dfn_t *ou
     return ft_dev_fn(ce, out, "%s", name);
 }
 
-/* A shared kernel the op's variant needs, bound at its first use. */
-FT_WARN_UNUSED static ft_status_t ft_dev_shared(ft_dev_engine_t *ce, ft_dfn_t *fn, const char *name)
+/* A shared kernel the op's variant needs, bound at its first use (a
+ * plan compiled without the variant lacks it: the error names the op). */
+FT_WARN_UNUSED static ft_status_t ft_dev_shared(ft_dev_engine_t *ce, ft_dfn_t *fn, const char *name,
+                                                const char *what)
 {
-    return *fn ? FT_OK : ft_dev_fn(ce, fn, "%s", name);
+    return *fn ? FT_OK : ft_status_annotate(ft_dev_fn(ce, fn, "%s", name), "cuda: %s", what);
 }
 
 /* A matrix's kernels, after checking its rows carry no padding (the
@@ -84,7 +86,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_mats(ft_dev_engine_t *ce, const ft
         o->w[j].rows = w->rows;
         o->w[j].cols = w->cols;
         st = ft_dev_mat_kernels(ce, w, what, &o->w[j].gemv, &o->w[j].gemm, NULL);
-        if (!st && x->bias[j]) st = ft_dev_shared(ce, &ce->bias_add, FT_CUDA_KERNEL_BIAS_ADD);
+        if (!st && x->bias[j]) st = ft_dev_shared(ce, &ce->bias_add, FT_CUDA_KERNEL_BIAS_ADD, what);
     }
     return st;
 }
@@ -110,10 +112,10 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_experts(ft_dev_engine_t *ce, const
         ex[i].c->rows = ex[i].w->rows;
         ex[i].c->cols = ex[i].w->cols;
         st = ft_dev_mat_kernels(ce, ex[i].w, what, NULL, &ex[i].c->gemm, &ex[i].c->gemv_experts);
-        if (!st && x->bias[i]) st = ft_dev_shared(ce, &ce->bias_add, FT_CUDA_KERNEL_BIAS_ADD);
+        if (!st && x->bias[i]) st = ft_dev_shared(ce, &ce->bias_add, FT_CUDA_KERNEL_BIAS_ADD, what);
     }
     if (!st && x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
-        st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI);
+        st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI, what);
     return ft_status_annotate(st, "cuda: %s", what);
 }
 
@@ -131,9 +133,11 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_router(ft_dev_engine_t *ce, const 
     char name[96];
     ft_status_t st = ft_dev_bind_mats(ce, x, o, what);
     if (!st)
-        st = ft_dev_named(
-            ce, &o->fn,
-            ft_cuda_kernel_router_name(o->ext, L->n_experts, L->n_used, name, sizeof(name)), name);
+        st = ft_status_annotate(
+            ft_dev_named(ce, &o->fn,
+                         ft_cuda_kernel_router_name(o->ext, L->n_experts, L->n_used, name, sizeof(name)),
+                         name),
+            "cuda: %s", what);
     return st;
 }
 
@@ -154,7 +158,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         return FT_OK;
     case FTPLAN__OP_KIND__OP_GLU: /* the shared SwiGLU, or the clamped one */
         if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
-            st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI);
+            st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI, what);
         break;
     case FTPLAN__OP_KIND__OP_RMSNORM:
         st = ft_dev_named(ce, &o->fn, ft_cuda_kernel_rmsnorm_name(x->width, name, sizeof(name)),
