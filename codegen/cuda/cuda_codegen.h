@@ -22,6 +22,14 @@
  *   ft_kv_append_f16(...)   the same into an f16 cache (round to nearest even)
  * Both KV element types are emitted; the runtime binds the plan's kv_format.
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
+ * Only where the model has the variant (spec.variants):
+ *   ft_bias_add(y, b, sel, n_rows, cols)
+ *   ft_swiglu_oai(g, u, h, n, alpha, limit)
+ *   ft_attn_decode[_pos]_sink[_f16]_h<HD>_q<NH>_kv<NKV>(..., out, sinks)
+ *   ft_rope_tab_{neox,norm}_h<HD>_r<RD>(x, n_heads, pos, n_tok, inv_freq, mscale)
+ *   ft_router_ext_e<NE>_k<K>(logits, n_tok, ids, weights, sel_bias, scoring,
+ *                            n_groups, n_groups_used, scale, norm)
+ * Every name comes from the one table, runtime/include/ft_cuda_kernels.h.
  * Launch shapes are in cuda_codegen's kernel table (ft_cg_cuda_kernel_t).
  * Generated source carries a "do not edit" banner and is never committed.
  * Compiler side only: the runtime never links NVRTC. */
@@ -50,8 +58,23 @@ typedef enum ft_cg_cuda_op {
     FT_CG_CUDA_OP_SWIGLU = 10,
     FT_CG_CUDA_OP_KV_APPEND = 11,
     FT_CG_CUDA_OP_ATTN_DECODE_POS = 12,
-    FT_CG_CUDA_OP_ROPE_NORM = 13, /* adjacent pairs; FT_CG_CUDA_OP_ROPE: NeoX pairs */
+    FT_CG_CUDA_OP_ROPE_NORM = 13,  /* adjacent pairs; FT_CG_CUDA_OP_ROPE: NeoX pairs */
+    FT_CG_CUDA_OP_ROPE_TABLE = 14, /* either layout, frequencies and scale from the launch (YaRN) */
+    FT_CG_CUDA_OP_ROUTER_EXT = 15, /* sigmoid/grouped/biased/scaled routing */
+    FT_CG_CUDA_OP_BIAS_ADD = 16,
+    FT_CG_CUDA_OP_SWIGLU_OAI = 17,
 } ft_cg_cuda_op_t;
+
+/* The op variants a model needs kernels for beyond the plain decoder's
+ * (ft_cg_cuda_spec_t.variants; templates/variants.cuh). */
+enum {
+    FT_CG_CUDA_VAR_BIAS = 1,       /* LINEAR, router logit or expert biases: ft_bias_add */
+    FT_CG_CUDA_VAR_SWIGLU_OAI = 2, /* clamped SwiGLU: ft_swiglu_oai */
+    FT_CG_CUDA_VAR_SINKS = 4,      /* attention sinks: the ft_attn_decode*_sink* forms */
+    FT_CG_CUDA_VAR_ROPE_TABLE = 8, /* YaRN RoPE: ft_rope_tab_{neox,norm} */
+    FT_CG_CUDA_VAR_ROUTER_EXT =
+        16 /* sigmoid, grouped, selection-biased or scaled router: ft_router_ext */
+};
 
 /* One weight matrix shape the model multiplies by: format and columns
  * (the reduction length). experts != 0: also emit the grouped GEMV. */
@@ -70,6 +93,7 @@ typedef struct ft_cg_cuda_spec {
     float norm_eps;
     uint32_t n_experts, n_experts_used; /* 0 experts: no router kernel */
     int norm_topk_prob;
+    unsigned variants; /* FT_CG_CUDA_VAR_* */
     uint32_t n_matmuls;
     ft_cg_cuda_matmul_t matmuls[FT_CG_CUDA_MAX_MATMULS];
 } ft_cg_cuda_spec_t;

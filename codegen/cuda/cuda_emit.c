@@ -109,19 +109,32 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_kernel(ft_cg_cuda_source_t *s, ft_c
     return ft_cg_cuda_source_append(s, section, text);
 }
 
-FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_matmul(ft_cg_cuda_source_t *s, const ft_cg_cuda_matmul_t *m)
+/* A kernel's name from the shared table (ft_cuda_kernels.h); INTERNAL when
+ * it names no kernel or does not fit. */
+#define FT_CG_NAME(call, what)                                                                     \
+    do {                                                                                           \
+        if ((call) < 0)                                                                            \
+            return ft_status_make(FT_STATUS_INTERNAL, "CUDA emitter: no kernel name for %s",       \
+                                  what);                                                           \
+    } while (0)
+
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_matmul(ft_cg_cuda_source_t *s,
+                                                         const ft_cg_cuda_matmul_t *m)
 {
     const char *f = ft_cuda_kernel_format(m->wtype);
     char name[64];
     ft_status_t st;
-    snprintf(name, sizeof(name), "ft_gemv_%s_k%u", f, m->cols);
+    FT_CG_NAME(ft_cuda_kernel_matmul_name(FT_CUDA_GEMV, m->wtype, m->cols, name, sizeof(name)),
+               "a GEMV");
     st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_GEMV, m->wtype, m->cols, 128, name,
                            "extern \"C\" __global__ void __launch_bounds__(128)\n"
                            "%s(const ft_u8 *w, const float *x, float *y, int rows)\n"
                            "{ ft_gemv_body<ft_fmt_%s, %u>(w, x, y, rows); }\n",
                            name, f, m->cols);
     if (!st && m->experts) {
-        snprintf(name, sizeof(name), "ft_gemv_experts_%s_k%u", f, m->cols);
+        FT_CG_NAME(
+            ft_cuda_kernel_matmul_name(FT_CUDA_GEMV_EXPERTS, m->wtype, m->cols, name, sizeof(name)),
+            "a grouped GEMV");
         st = ft_cg_cuda_kernel(
             s, FT_CG_CUDA_OP_GEMV_EXPERTS, m->wtype, m->cols, 128, name,
             "extern \"C\" __global__ void __launch_bounds__(128)\n"
@@ -131,7 +144,8 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_matmul(ft_cg_cuda_source_t *s,
             name, f, m->cols);
     }
     if (!st) {
-        snprintf(name, sizeof(name), "ft_gemm_%s_k%u", f, m->cols);
+        FT_CG_NAME(ft_cuda_kernel_matmul_name(FT_CUDA_GEMM, m->wtype, m->cols, name, sizeof(name)),
+                   "a GEMM");
         st = ft_cg_cuda_kernel(
             s, FT_CG_CUDA_OP_GEMM, m->wtype, m->cols, 256, name,
             "extern \"C\" __global__ void __launch_bounds__(256)\n"
@@ -142,27 +156,17 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_matmul(ft_cg_cuda_source_t *s,
     return st;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s, const ft_cg_cuda_spec_t *sp)
+/* RoPE: both pair layouts, whatever the model's (the schedule's ROPE op
+ * says which one to launch, and the module then runs either); with
+ * FT_CG_CUDA_VAR_ROPE_TABLE also the table-driven forms (YaRN). */
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_rope(ft_cg_cuda_source_t *s,
+                                                       const ft_cg_cuda_spec_t *sp)
 {
     char name[64];
     ft_status_t st = FT_OK;
-    const uint32_t dims[2] = {sp->d_model, sp->head_dim};
-    for (int i = 0; i < 2 && !st; i++) {
-        if (i == 1 && dims[1] == dims[0]) break;
-        snprintf(name, sizeof(name), "ft_rmsnorm_d%u", dims[i]);
-        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_RMSNORM, FT_DTYPE_INVALID, dims[i], 256, name,
-                               "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                               "%s(const float *x, const float *w, float *y, int n_rows)\n"
-                               "{ ft_rmsnorm_body<%u>(x, w, y, n_rows, %.9gf); }\n",
-                               name, dims[i], (double)sp->norm_eps);
-    }
-    /* Both pair layouts, whatever the model's: the schedule's ROPE op says
-     * which one to launch, and the module then runs either. */
     for (int neox = 1; neox >= 0 && !st; neox--) {
-        if (ft_cuda_kernel_rope_name(neox, sp->head_dim, sp->rope_dim, name, sizeof(name)) < 0)
-            return ft_status_make(FT_STATUS_INTERNAL,
-                                  "CUDA emitter: RoPE kernel name for head_dim %u does not fit",
-                                  sp->head_dim);
+        FT_CG_NAME(ft_cuda_kernel_rope_name(neox, sp->head_dim, sp->rope_dim, name, sizeof(name)),
+                   "RoPE");
         st = ft_cg_cuda_kernel(s, neox ? FT_CG_CUDA_OP_ROPE : FT_CG_CUDA_OP_ROPE_NORM,
                                FT_DTYPE_INVALID, sp->head_dim, sp->rope_dim / 2, name,
                                "extern \"C\" __global__ void\n"
@@ -170,53 +174,119 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s, 
                                "{ ft_rope_%s_body<%u, %u>(x, n_heads, pos, n_tok, %.17g); }\n",
                                name, neox ? "neox" : "norm", sp->head_dim, sp->rope_dim,
                                sp->rope_theta);
-    }
-    /* Attention over either KV element type (the runtime binds the plan's
-     * kv_format): "" float32, "_f16" IEEE half; the table marks the f16
-     * forms with wtype FT_DTYPE_F16. Each also in the decode step's
-     * graph-friendly form (position from device memory). */
-    for (int kv16 = 0; kv16 < 2 && !st; kv16++) {
-        const char *sfx = kv16 ? "_f16" : "", *et = kv16 ? "ft_u16" : "float";
-        const ft_dtype_t kt = kv16 ? FT_DTYPE_F16 : FT_DTYPE_INVALID;
-        snprintf(name, sizeof(name), "ft_attn_decode%s_h%u_q%u_kv%u", sfx, sp->head_dim, sp->n_heads,
-                 sp->n_kv_heads);
+        if (st || !(sp->variants & FT_CG_CUDA_VAR_ROPE_TABLE)) continue;
+        FT_CG_NAME(
+            ft_cuda_kernel_rope_table_name(neox, sp->head_dim, sp->rope_dim, name, sizeof(name)),
+            "table RoPE");
         st = ft_cg_cuda_kernel(
-            s, FT_CG_CUDA_OP_ATTN_DECODE, kt, sp->head_dim, 128, name,
-            "extern \"C\" __global__ void __launch_bounds__(128)\n"
-            "%s(const float *q, const %s *k, const %s *v, int kv_stride, int n_pos,\n"
-            "    float *scratch, int max_pos, float *out)\n"
-            "{ ft_attn_decode_body<%u, %u, %u, %s>(q, k, v, kv_stride, n_pos, scratch, max_pos, out); "
-            "}\n",
-            name, et, et, sp->head_dim, sp->n_heads, sp->n_kv_heads, et);
-        if (st) break;
-        snprintf(name, sizeof(name), "ft_attn_decode_pos%s_h%u_q%u_kv%u", sfx, sp->head_dim, sp->n_heads,
-                 sp->n_kv_heads);
-        st = ft_cg_cuda_kernel(
-            s, FT_CG_CUDA_OP_ATTN_DECODE_POS, kt, sp->head_dim, 128, name,
-            "extern \"C\" __global__ void __launch_bounds__(128)\n"
-            "%s(const float *q, const %s *k, const %s *v, int kv_stride, const int *pos,\n"
-            "    float *scratch, int max_pos, float *out)\n"
-            "{ ft_attn_decode_body<%u, %u, %u, %s>(q, k, v, kv_stride, pos[0] + 1, scratch, max_pos, out); "
-            "}\n",
-            name, et, et, sp->head_dim, sp->n_heads, sp->n_kv_heads, et);
+            s, FT_CG_CUDA_OP_ROPE_TABLE, FT_DTYPE_INVALID, sp->head_dim, sp->rope_dim / 2, name,
+            "extern \"C\" __global__ void\n"
+            "%s(float *x, int n_heads, const int *pos, int n_tok, const float *inv_freq,\n"
+            "    float mscale)\n"
+            "{ ft_rope_tab_body<%u, %u, %s>(x, n_heads, pos, n_tok, inv_freq, mscale); }\n",
+            name, sp->head_dim, sp->rope_dim, neox ? "true" : "false");
     }
-    /* written out in the layer template: table entries only */
-    if (!st)
-        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_INVALID, 0, 256, "ft_kv_append", "%s", "");
-    if (!st)
-        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_F16, 0, 256, "ft_kv_append_f16", "%s", "");
     return st;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_moe(ft_cg_cuda_source_t *s, const ft_cg_cuda_spec_t *sp)
+/* Attention over either KV element type (the runtime binds the plan's
+ * kv_format): "" float32, "_f16" IEEE half; the table marks the f16 forms
+ * with wtype FT_DTYPE_F16. Each also in the decode step's graph-friendly
+ * form (position from device memory), and with FT_CG_CUDA_VAR_SINKS each
+ * also with a sink logit per head. */
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_attention(ft_cg_cuda_source_t *s,
+                                                            const ft_cg_cuda_spec_t *sp)
+{
+    char name[64];
+    ft_status_t st = FT_OK;
+    const unsigned n_forms = sp->variants & FT_CG_CUDA_VAR_SINKS ? 8 : 4;
+    for (unsigned form = 0; form < n_forms && !st; form++) {
+        /* f32 plain, f32 pos, f16 plain, f16 pos, then the same with sinks */
+        const unsigned flags = (form & 1 ? FT_CUDA_ATTN_POS : 0) |
+                               (form & 2 ? FT_CUDA_ATTN_F16 : 0) |
+                               (form & 4 ? FT_CUDA_ATTN_SINKS : 0);
+        const int kv16 = (flags & FT_CUDA_ATTN_F16) != 0, pos = (flags & FT_CUDA_ATTN_POS) != 0;
+        const int sink = (flags & FT_CUDA_ATTN_SINKS) != 0;
+        const char *et = kv16 ? "ft_u16" : "float";
+        FT_CG_NAME(ft_cuda_kernel_attn_name(flags, sp->head_dim, sp->n_heads, sp->n_kv_heads, name,
+                                            sizeof(name)),
+                   "attention");
+        st = ft_cg_cuda_kernel(s, pos ? FT_CG_CUDA_OP_ATTN_DECODE_POS : FT_CG_CUDA_OP_ATTN_DECODE,
+                               kv16 ? FT_DTYPE_F16 : FT_DTYPE_INVALID, sp->head_dim, 128, name,
+                               "extern \"C\" __global__ void __launch_bounds__(128)\n"
+                               "%s(const float *q, const %s *k, const %s *v, int kv_stride, %s,\n"
+                               "    float *scratch, int max_pos, float *out%s)\n"
+                               "{ ft_attn_decode_body<%u, %u, %u, %s>(q, k, v, kv_stride, %s, "
+                               "scratch, max_pos, out%s); "
+                               "}\n",
+                               name, et, et, pos ? "const int *pos" : "int n_pos",
+                               sink ? ", const float *sinks" : "", sp->head_dim, sp->n_heads,
+                               sp->n_kv_heads, et, pos ? "pos[0] + 1" : "n_pos",
+                               sink ? ", sinks" : "");
+    }
+    return st;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s,
+                                                        const ft_cg_cuda_spec_t *sp)
+{
+    char name[64];
+    ft_status_t st = FT_OK;
+    const uint32_t dims[2] = {sp->d_model, sp->head_dim};
+    for (int i = 0; i < 2 && !st; i++) {
+        if (i == 1 && dims[1] == dims[0]) break;
+        FT_CG_NAME(ft_cuda_kernel_rmsnorm_name(dims[i], name, sizeof(name)), "RMSNorm");
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_RMSNORM, FT_DTYPE_INVALID, dims[i], 256, name,
+                               "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                               "%s(const float *x, const float *w, float *y, int n_rows)\n"
+                               "{ ft_rmsnorm_body<%u>(x, w, y, n_rows, %.9gf); }\n",
+                               name, dims[i], (double)sp->norm_eps);
+    }
+    if (!st) st = ft_cg_cuda_emit_rope(s, sp);
+    if (!st) st = ft_cg_cuda_emit_attention(s, sp);
+    /* written out in the layer template: table entries only */
+    if (!st)
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_INVALID, 0, 256,
+                               FT_CUDA_KERNEL_KV_APPEND, "%s", "");
+    if (!st)
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_KV_APPEND, FT_DTYPE_F16, 0, 256,
+                               FT_CUDA_KERNEL_KV_APPEND_F16, "%s", "");
+    return st;
+}
+
+/* The variants' fixed-shape kernels (templates/variants.cuh), each only
+ * when the model has the variant. */
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_variants(ft_cg_cuda_source_t *s,
+                                                           const ft_cg_cuda_spec_t *sp)
+{
+    ft_status_t st = FT_OK;
+    if (sp->variants & FT_CG_CUDA_VAR_BIAS)
+        st = ft_cg_cuda_kernel(
+            s, FT_CG_CUDA_OP_BIAS_ADD, FT_DTYPE_INVALID, 0, 256, FT_CUDA_KERNEL_BIAS_ADD,
+            "extern \"C\" __global__ void __launch_bounds__(256)\n"
+            "%s(float *y, const float *b, const int *sel, int n_rows, int cols)\n"
+            "{ ft_bias_add_body(y, b, sel, n_rows, cols); }\n",
+            FT_CUDA_KERNEL_BIAS_ADD);
+    if (!st && (sp->variants & FT_CG_CUDA_VAR_SWIGLU_OAI))
+        st = ft_cg_cuda_kernel(
+            s, FT_CG_CUDA_OP_SWIGLU_OAI, FT_DTYPE_INVALID, 0, 256, FT_CUDA_KERNEL_SWIGLU_OAI,
+            "extern \"C\" __global__ void __launch_bounds__(256)\n"
+            "%s(const float *g, const float *u, float *h, int n, float alpha, float limit)\n"
+            "{ ft_swiglu_oai_body(g, u, h, n, alpha, limit); }\n",
+            FT_CUDA_KERNEL_SWIGLU_OAI);
+    return st;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_moe(ft_cg_cuda_source_t *s,
+                                                      const ft_cg_cuda_spec_t *sp)
 {
     static const struct {
         const char *name;
         ft_cg_cuda_op_t op;
-    } fixed[] = {{"ft_expert_copy", FT_CG_CUDA_OP_EXPERT_COPY},
-                 {"ft_rows_gather", FT_CG_CUDA_OP_ROWS_GATHER},
-                 {"ft_rows_scatter_add", FT_CG_CUDA_OP_ROWS_SCATTER_ADD},
-                 {"ft_swiglu", FT_CG_CUDA_OP_SWIGLU}};
+    } fixed[] = {{FT_CUDA_KERNEL_EXPERT_COPY, FT_CG_CUDA_OP_EXPERT_COPY},
+                 {FT_CUDA_KERNEL_ROWS_GATHER, FT_CG_CUDA_OP_ROWS_GATHER},
+                 {FT_CUDA_KERNEL_ROWS_SCATTER_ADD, FT_CG_CUDA_OP_ROWS_SCATTER_ADD},
+                 {FT_CUDA_KERNEL_SWIGLU, FT_CG_CUDA_OP_SWIGLU}};
     ft_status_t st = FT_OK;
     /* The fixed kernels are written out in the moe template itself; they
      * only need table entries (an empty wrapper section). */
@@ -224,13 +294,28 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_moe(ft_cg_cuda_source_t *s, co
         st = ft_cg_cuda_kernel(s, fixed[i].op, FT_DTYPE_INVALID, 0, 256, fixed[i].name, "%s", "");
     if (!st && sp->n_experts) {
         char name[64];
-        snprintf(name, sizeof(name), "ft_router_topk_e%u_k%u", sp->n_experts, sp->n_experts_used);
+        FT_CG_NAME(
+            ft_cuda_kernel_router_name(0, sp->n_experts, sp->n_experts_used, name, sizeof(name)),
+            "router");
         st = ft_cg_cuda_kernel(
             s, FT_CG_CUDA_OP_ROUTER_TOPK, FT_DTYPE_INVALID, sp->n_experts, 128, name,
             "extern \"C\" __global__ void __launch_bounds__(128)\n"
             "%s(const float *logits, int n_tok, int *ids, float *weights)\n"
             "{ ft_router_topk_body<%u, %u, %s>(logits, n_tok, ids, weights); }\n",
             name, sp->n_experts, sp->n_experts_used, sp->norm_topk_prob ? "true" : "false");
+        if (st || !(sp->variants & FT_CG_CUDA_VAR_ROUTER_EXT)) return st;
+        FT_CG_NAME(
+            ft_cuda_kernel_router_name(1, sp->n_experts, sp->n_experts_used, name, sizeof(name)),
+            "router");
+        st = ft_cg_cuda_kernel(
+            s, FT_CG_CUDA_OP_ROUTER_EXT, FT_DTYPE_INVALID, sp->n_experts, 32, name,
+            "extern \"C\" __global__ void __launch_bounds__(32)\n"
+            "%s(const float *logits, int n_tok, int *ids, float *weights, const float *sel_bias,\n"
+            "    int scoring, int n_groups, int n_groups_used, float scale, int norm)\n"
+            "{ ft_router_ext_body<%u, %u>(logits, n_tok, ids, weights, sel_bias, scoring, "
+            "n_groups,\n"
+            "                             n_groups_used, scale, norm); }\n",
+            name, sp->n_experts, sp->n_experts_used);
     }
     return st;
 }
@@ -313,6 +398,7 @@ ft_status_t ft_cg_cuda_emit(const ft_cg_cuda_spec_t *spec, ft_cg_cuda_source_t *
     }
     if (!st) st = ft_cg_cuda_emit_layer(out, spec);
     if (!st) st = ft_cg_cuda_emit_moe(out, spec);
+    if (!st) st = ft_cg_cuda_emit_variants(out, spec);
     if (st) ft_cg_cuda_source_free(out);
     return st;
 }

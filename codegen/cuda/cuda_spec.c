@@ -74,8 +74,12 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
     sp->rope_dim = hp->rope_dim ? hp->rope_dim : b0->attn.head_dim;
     sp->rope_theta = hp->rope_theta;
     sp->norm_eps = hp->norm_eps;
+    if (hp->rope_yarn_factor != 0.0f) sp->variants |= FT_CG_CUDA_VAR_ROPE_TABLE;
     for (uint32_t l = 0; l < hp->n_layers; l++) {
         const ft_ir_block_t *b = &model->blocks[l];
+        if (b->attn.has_sinks) sp->variants |= FT_CG_CUDA_VAR_SINKS;
+        if (b->attn.has_bias) sp->variants |= FT_CG_CUDA_VAR_BIAS;
+        if (b->act == FT_ACT_SWIGLU_OAI) sp->variants |= FT_CG_CUDA_VAR_SWIGLU_OAI;
         if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
             b->attn.head_dim != sp->head_dim || b->attn.value_head_dim != b0->attn.value_head_dim)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
@@ -86,14 +90,23 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "layer %u: %u of %u experts differs from earlier layers", l,
                                   b->moe.n_experts_used, b->moe.n_experts);
-        /* A sigmoid, grouped, scaled or biased router has no CUDA kernel
-         * yet: the module still holds every other kernel, and the cuda
-         * backend refuses such a ROUTER op by name when it binds the plan
-         * (runtime/exec/dev_kernels.c), so such a model still compiles
-         * with the default targets. */
+        /* A sigmoid, grouped, selection-biased or scaled router: the
+         * extended router kernel too. */
+        if (b->moe.scoring != FT_ROUTER_SOFTMAX || b->moe.n_groups || b->moe.has_sel_bias ||
+            (b->moe.routed_scaling != 0.0f && b->moe.routed_scaling != 1.0f))
+            sp->variants |= FT_CG_CUDA_VAR_ROUTER_EXT;
         sp->n_experts = b->moe.n_experts;
         sp->n_experts_used = b->moe.n_experts_used;
         sp->norm_topk_prob = b->moe.norm_topk_prob;
+    }
+    for (uint32_t i = 0; i < model->n_tensors; i++) {
+        const ft_tensor_role_t role = model->tensors[i].role;
+        if ((role >= FT_ROLE_ATTN_Q_BIAS && role <= FT_ROLE_ATTN_O_BIAS) ||
+            (role >= FT_ROLE_FFN_ROUTER_BIAS && role <= FT_ROLE_FFN_DOWN_EXPS_BIAS))
+            sp->variants |= FT_CG_CUDA_VAR_BIAS; /* LINEAR, router logit and expert biases */
+        if (role == FT_ROLE_ATTN_SINKS) sp->variants |= FT_CG_CUDA_VAR_SINKS;
+        if (role == FT_ROLE_FFN_EXP_PROBS_B)
+            sp->variants |= FT_CG_CUDA_VAR_ROUTER_EXT; /* a selection bias */
     }
     for (uint32_t i = 0; i < model->n_tensors; i++) {
         int experts;

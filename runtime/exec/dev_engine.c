@@ -68,7 +68,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_pin_weights(ft_dev_engine_t *ce)
     return FT_OK;
 }
 
-/* The resident weights: every op's matrices and norm vectors, each once
+/* The resident weights: every op's matrices, vectors and biases, each once
  * (a tied output head is the embedding's bytes; the embedding itself
  * stays on the host, which gathers its rows). */
 typedef struct ft_dev_upload {
@@ -91,35 +91,88 @@ static uint32_t ft_dev_upload_put(ft_dev_upload_t *u, const void *src, uint64_t 
     return u->n++;
 }
 
+/* The entries of one op: its matrices, its vector, its biases. */
+enum {
+    FT_DEV_UP_VEC = FT_XOP_MAX_ARGS,
+    FT_DEV_UP_BIAS = FT_XOP_MAX_ARGS + 1,
+    FT_DEV_UP_SLOTS = 2 * FT_XOP_MAX_ARGS + 1
+};
+
+/* The f32 vector an op reads besides its matrices, with its length in
+ * floats (program.c widened it): the norms' weights, ATTENTION's sinks,
+ * a scaled ROPE's frequencies (YaRN), the ROUTER's selection bias. */
+static const float *ft_dev_op_vec(const ft_xop_t *x, uint64_t *n)
+{
+    switch (x->kind) {
+    case FTPLAN__OP_KIND__OP_RMSNORM:
+        *n = x->width;
+        return x->vec;
+    case FTPLAN__OP_KIND__OP_HEAD_NORM:
+        *n = x->head_dim;
+        return x->vec;
+    case FTPLAN__OP_KIND__OP_ATTENTION:
+        *n = x->n_heads;
+        return x->sinks;
+    case FTPLAN__OP_KIND__OP_ROPE:
+        *n = x->rope_dim / 2;
+        return x->rope_mscale != 1.0f ? x->inv_freq : NULL;
+    case FTPLAN__OP_KIND__OP_ROUTER:
+        *n = x->L->n_experts;
+        return x->sel_bias;
+    default:
+        *n = 0;
+        return NULL;
+    }
+}
+
+/* Floats of bias j of op x: a LINEAR's weight rows, the ROUTER's experts,
+ * a MOE stack's experts times rows. */
+static uint64_t ft_dev_bias_floats(const ft_xop_t *x, uint32_t j)
+{
+    if (x->kind == FTPLAN__OP_KIND__OP_LINEAR) return x->w[j]->rows;
+    if (x->kind == FTPLAN__OP_KIND__OP_ROUTER) return x->L->n_experts;
+    const ft_mat_t *stack[3] = {&x->L->gate, &x->L->up, &x->L->down};
+    return (uint64_t)x->L->n_experts * stack[j]->rows;
+}
+
 /* Every weight of the ops in list, with the entry each op reads (written
  * to the ops' addresses once the allocation exists: ft_dev_upload_bind). */
 static void ft_dev_upload_list(ft_dev_upload_t *u, const ft_xops_t *l, uint32_t *idx)
 {
     for (uint32_t i = 0; i < l->n; i++) {
         const ft_xop_t *x = &l->ops[i];
-        uint32_t *k = idx + (size_t)x->id * (FT_XOP_MAX_ARGS + 1);
-        for (uint32_t j = 0; j <= FT_XOP_MAX_ARGS; j++)
+        uint32_t *k = idx + (size_t)x->id * FT_DEV_UP_SLOTS;
+        for (uint32_t j = 0; j < FT_DEV_UP_SLOTS; j++)
             k[j] = UINT32_MAX;
         if (x->kind == FTPLAN__OP_KIND__OP_LINEAR)
             for (uint32_t j = 0; j < x->n_w; j++)
                 k[j] = ft_dev_upload_put(u, x->w[j]->data, ft_mat_bytes(x->w[j]));
         else if (x->kind == FTPLAN__OP_KIND__OP_ROUTER)
             k[0] = ft_dev_upload_put(u, x->L->router.data, ft_mat_bytes(&x->L->router));
-        if (x->kind == FTPLAN__OP_KIND__OP_RMSNORM)
-            k[FT_XOP_MAX_ARGS] = ft_dev_upload_put(u, x->vec, (uint64_t)x->width * 4);
-        else if (x->kind == FTPLAN__OP_KIND__OP_HEAD_NORM)
-            k[FT_XOP_MAX_ARGS] = ft_dev_upload_put(u, x->vec, (uint64_t)x->head_dim * 4);
+        uint64_t n;
+        const float *v = ft_dev_op_vec(x, &n);
+        if (v) k[FT_DEV_UP_VEC] = ft_dev_upload_put(u, v, n * 4);
+        const int biased = x->kind == FTPLAN__OP_KIND__OP_LINEAR ||
+                           x->kind == FTPLAN__OP_KIND__OP_ROUTER ||
+                           x->kind == FTPLAN__OP_KIND__OP_MOE;
+        for (uint32_t j = 0; biased && j < FT_XOP_MAX_ARGS; j++)
+            if (x->bias[j])
+                k[FT_DEV_UP_BIAS + j] =
+                    ft_dev_upload_put(u, x->bias[j], ft_dev_bias_floats(x, j) * 4);
     }
 }
 
 static void ft_dev_upload_bind(ft_dev_engine_t *ce, const ft_dev_upload_t *u, const uint32_t *idx)
 {
     for (uint32_t id = 0; id < ce->prog->n_ops; id++) {
-        const uint32_t *k = idx + (size_t)id * (FT_XOP_MAX_ARGS + 1);
+        const uint32_t *k = idx + (size_t)id * FT_DEV_UP_SLOTS;
         ft_dev_op_t *o = &ce->ops[id];
-        for (uint32_t j = 0; j < FT_XOP_MAX_ARGS; j++)
+        for (uint32_t j = 0; j < FT_XOP_MAX_ARGS; j++) {
             if (k[j] != UINT32_MAX) o->w[j].w = ce->dense + u->at[k[j]];
-        if (k[FT_XOP_MAX_ARGS] != UINT32_MAX) o->vec = ce->dense + u->at[k[FT_XOP_MAX_ARGS]];
+            if (k[FT_DEV_UP_BIAS + j] != UINT32_MAX)
+                o->bias[j] = ce->dense + u->at[k[FT_DEV_UP_BIAS + j]];
+        }
+        if (k[FT_DEV_UP_VEC] != UINT32_MAX) o->vec = ce->dense + u->at[k[FT_DEV_UP_VEC]];
     }
 }
 
@@ -128,7 +181,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_upload_dense(ft_dev_engine_t *ce)
 {
     const ft_program_t *p = ce->prog;
     ft_dev_upload_t u = {0};
-    u.cap = p->n_ops * (FT_XOP_MAX_ARGS + 1) + 1;
+    u.cap = p->n_ops * FT_DEV_UP_SLOTS + 1;
     u.src = ft_mem_calloc(ce->a, u.cap, sizeof(*u.src));
     u.len = ft_mem_calloc(ce->a, u.cap, sizeof(*u.len));
     u.at = ft_mem_calloc(ce->a, u.cap, sizeof(*u.at));

@@ -30,13 +30,21 @@ typedef struct ft_dev_xmat {
  * resident weights and the module's kernels for its shapes. */
 typedef struct ft_dev_op {
     ft_dev_mat_t w[FT_XOP_MAX_ARGS]; /* LINEAR's matrices; ROUTER: w[0] the router */
-    ft_dptr_t vec;                   /* RMSNORM, HEAD_NORM: the weight (f32) */
-    /* RMSNORM, HEAD_NORM: the norm of the row width; ROPE: the rotation;
-     * ATTENTION: attention at a given position count; ROUTER: softmax +
-     * top-k. */
+    /* f32 vectors: RMSNORM, HEAD_NORM: the weight; ATTENTION: the sink
+     * logits [n_heads]; ROPE with a table (YaRN): inv_freq [rope_dim / 2];
+     * ROUTER: the selection bias [n_experts]; 0 for none. */
+    ft_dptr_t vec;
+    /* f32 biases (ft_xop_t.bias), 0 for none: LINEAR's per weight, the
+     * ROUTER's logit bias in [0], MOE's gate, up and down stacks. */
+    ft_dptr_t bias[FT_XOP_MAX_ARGS];
+    /* RMSNORM, HEAD_NORM: the norm of the row width; ROPE: the rotation
+     * (from the table when vec is set); ATTENTION: attention at a given
+     * position count (with sinks when vec is set); ROUTER: softmax + top-k,
+     * or the extended router (ext). */
     ft_dfn_t fn;
-    ft_dfn_t fn_pos;                 /* ATTENTION: reading positions from device memory, or NULL */
-    ft_dev_xmat_t gate, up, down;    /* MOE */
+    int ext;                      /* ROUTER: fn is ft_router_ext */
+    ft_dfn_t fn_pos;              /* ATTENTION: reading positions from device memory, or NULL */
+    ft_dev_xmat_t gate, up, down; /* MOE */
 } ft_dev_op_t;
 
 struct ft_dev_engine {
@@ -50,9 +58,12 @@ struct ft_dev_engine {
     /* Kernels every op shares. kv_append: NULL in plans compiled before it
      * (then: copies, and no graphs). */
     ft_dfn_t gather, scatter_add, swiglu, kv_append;
-    ft_dev_op_t *ops;        /* [prog->n_ops] */
-    uint32_t n_moe;          /* MOE ops: a decode step has n_moe + 1 graph segments */
-    ft_dptr_t dense;         /* every resident weight, one allocation */
+    /* The variants' kernels (templates/variants.cuh), NULL where the plan
+     * has no op that needs them. */
+    ft_dfn_t bias_add, swiglu_oai;
+    ft_dev_op_t *ops; /* [prog->n_ops] */
+    uint32_t n_moe;   /* MOE ops: a decode step has n_moe + 1 graph segments */
+    ft_dptr_t dense;  /* every resident weight, one allocation */
     uint64_t dense_bytes;
     uint8_t *pinned_ok;      /* [n_weight_files] 1: registered */
     ft_offload_t *off;       /* the expert cache, q* dispatch, and the slots in device memory */
@@ -123,6 +134,7 @@ struct ft_dev_session {
     const ft_xop_t *seg_moe;  /* the MOE op whose combine opened the segment, or NULL */
     ft_dptr_t moe_in;         /* the MOE op in flight (dev_moe.c): its input rows */
     const ft_dev_op_t *moe_op;
+    const ft_xop_t *moe_x; /* its op: biases and activation */
 };
 
 /* dev_kernels.c: binds every op of the program to the module's kernels
@@ -133,8 +145,15 @@ FT_WARN_UNUSED ft_status_t ft_dev_engine_kernels(ft_dev_engine_t *ce);
 FT_WARN_UNUSED ft_status_t ft_dev_run(ft_dev_engine_t *ce, ft_dfn_t fn, uint32_t gx, uint32_t gy, uint32_t block,
                                       void **params);
 /* y [n, rows] = x [n, cols] W^T; GEMV for one token, GEMM otherwise. */
-FT_WARN_UNUSED ft_status_t ft_dev_linear(ft_dev_engine_t *ce, const ft_dev_mat_t *w, ft_dptr_t x, ft_dptr_t y,
-                                         uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_dev_linear(ft_dev_engine_t *ce, const ft_dev_mat_t *w, ft_dptr_t x,
+                                         ft_dptr_t y, uint32_t n);
+/* y[r] += b + (sel ? sel[r] : 0) * cols for n rows of cols floats; b 0: nothing. */
+FT_WARN_UNUSED ft_status_t ft_dev_bias_add(ft_dev_engine_t *ce, ft_dptr_t y, ft_dptr_t b,
+                                           ft_dptr_t sel, uint32_t n, uint32_t cols);
+/* h = act(g) * u over n floats: SwiGLU, or the clamped SwiGLU of act
+ * ACT_SWIGLU_OAI (x: the GLU or MOE op, its alpha and limit). */
+FT_WARN_UNUSED ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g,
+                                      ft_dptr_t u, ft_dptr_t h, uint32_t n);
 /* y[idx[i]] += weight[i] * in[i] for n rows of cols floats. */
 FT_WARN_UNUSED ft_status_t ft_dev_scatter_add(ft_dev_engine_t *ce, ft_dptr_t in, ft_dptr_t idx, ft_dptr_t weight,
                                               uint32_t n, ft_dptr_t y, uint32_t cols);

@@ -21,14 +21,16 @@
 
 /* Per-layer host tables, packed for one upload: the blob table of the
  * grouped GEMV (u64 device pointers), then n * K ints each of scatter
- * rows (GPU experts), gather rows and scatter rows (CPU experts), then the
- * router weights slot-major [K][n]. */
+ * rows (GPU experts), gather rows and scatter rows (CPU experts), the
+ * router weights slot-major [K][n], then the expert of each blob table
+ * entry (the bias rows of the grouped GEMV's outputs). */
 typedef struct ft_dev_meta {
     uint64_t *tab;
     int32_t *sidx, *gidx, *cidx;
     float *wt;
+    int32_t *eid;
     uint64_t bytes;
-    uint64_t off_sidx, off_gidx, off_cidx, off_wt;
+    uint64_t off_sidx, off_gidx, off_cidx, off_wt, off_eid;
 } ft_dev_meta_t;
 
 static void ft_dev_meta_layout(ft_dev_session_t *s, uint32_t n, ft_dev_meta_t *mt)
@@ -39,12 +41,14 @@ static void ft_dev_meta_layout(ft_dev_session_t *s, uint32_t n, ft_dev_meta_t *m
     mt->off_gidx = mt->off_sidx + nk;
     mt->off_cidx = mt->off_gidx + nk;
     mt->off_wt = mt->off_cidx + nk;
-    mt->bytes = mt->off_wt + nk;
+    mt->off_eid = mt->off_wt + nk;
+    mt->bytes = mt->off_eid + (uint64_t)m->max_experts * 4; /* dev_session.c sizes meta so */
     mt->tab = (uint64_t *)s->meta_host;
     mt->sidx = (int32_t *)(s->meta_host + mt->off_sidx);
     mt->gidx = (int32_t *)(s->meta_host + mt->off_gidx);
     mt->cidx = (int32_t *)(s->meta_host + mt->off_cidx);
     mt->wt = (float *)(s->meta_host + mt->off_wt);
+    mt->eid = (int32_t *)(s->meta_host + mt->off_eid);
 }
 
 /* The router's choices and weights to the host: the one wait of the
@@ -88,49 +92,61 @@ FT_WARN_UNUSED static ft_status_t ft_dev_group(ft_dev_session_t *s, uint32_t lay
 }
 
 /* Decode: the experts of a group (hits, or copied misses) in one grouped
- * GEMV each for gate, up and down. base: the group's first table entry. */
-FT_WARN_UNUSED static ft_status_t ft_dev_group_gemv(ft_dev_session_t *s, uint32_t layer, uint32_t base,
-                                      uint32_t n_g, ft_dptr_t sidx)
+ * GEMV each for gate, up and down, each product's bias rows by the
+ * entries' experts. base: the group's first table entry. */
+FT_WARN_UNUSED static ft_status_t ft_dev_group_gemv(ft_dev_session_t *s, uint32_t layer,
+                                                    uint32_t base, uint32_t n_g, ft_dptr_t sidx)
 {
     ft_dev_engine_t *ce = s->ce;
     const ft_dev_op_t *C = s->moe_op;
     const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
+    ft_dev_meta_t mt;
+    ft_dev_meta_layout(s, 1, &mt);
     ft_dptr_t tab = s->meta + (uint64_t)base * 8, g = s->g + (uint64_t)base * ffn * 4,
-                    u = s->u + (uint64_t)base * ffn * 4, dn = s->dn + (uint64_t)base * d * 4;
+              u = s->u + (uint64_t)base * ffn * 4, dn = s->dn + (uint64_t)base * d * 4,
+              eid = s->meta + mt.off_eid + (uint64_t)base * 4;
     uint64_t zero = 0, x_ffn = ffn;
     uint64_t og = C->gate.offset, ou = C->up.offset, od = C->down.offset;
-    int r_ffn = (int)ffn, r_d = (int)d, total = (int)(n_g * ffn);
+    int r_ffn = (int)ffn, r_d = (int)d;
     void *pg[] = {&tab, &og, &s->moe_in, &zero, &g, &r_ffn};
     void *pu[] = {&tab, &ou, &s->moe_in, &zero, &u, &r_ffn};
-    void *ps[] = {&g, &u, &g, &total};
     void *pd[] = {&tab, &od, &g, &x_ffn, &dn, &r_d};
     ft_status_t st = ft_dev_run(ce, C->gate.gemv_experts, (ffn + 3) / 4, n_g, 128, pg);
     if (!st) st = ft_dev_run(ce, C->up.gemv_experts, (ffn + 3) / 4, n_g, 128, pu);
-    if (!st) st = ft_dev_run(ce, ce->swiglu, (n_g * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_dev_bias_add(ce, g, C->bias[0], eid, n_g, ffn);
+    if (!st) st = ft_dev_bias_add(ce, u, C->bias[1], eid, n_g, ffn);
+    if (!st) st = ft_dev_glu(ce, s->moe_x, g, u, g, n_g * ffn);
     if (!st) st = ft_dev_run(ce, C->down.gemv_experts, (d + 3) / 4, n_g, 128, pd);
+    if (!st) st = ft_dev_bias_add(ce, dn, C->bias[2], eid, n_g, d);
     return st ? st : ft_dev_scatter_add(ce, dn, sidx, s->ones, n_g, s->eo, d);
 }
 
-/* Prefill: one expert over its gathered tokens with the GEMM kernels. */
-FT_WARN_UNUSED static ft_status_t ft_dev_expert_gemm(ft_dev_session_t *s, uint32_t layer, ft_dptr_t blob,
-                                       ft_dptr_t gidx, ft_dptr_t sidx, uint32_t n_e)
+/* Prefill: expert e over its gathered tokens with the GEMM kernels. */
+FT_WARN_UNUSED static ft_status_t ft_dev_expert_gemm(ft_dev_session_t *s, uint32_t e,
+                                                     ft_dptr_t blob, ft_dptr_t gidx, ft_dptr_t sidx,
+                                                     uint32_t n_e)
 {
     ft_dev_engine_t *ce = s->ce;
     const ft_dev_op_t *C = s->moe_op;
     const uint32_t d = ce->m->d_model, ffn = C->gate.rows;
-    ft_dptr_t wg = blob + C->gate.offset, wu = blob + C->up.offset,
-                    wd = blob + C->down.offset;
-    int ld_d = (int)d, ld_f = (int)ffn, n = (int)n_e, total = (int)(n_e * ffn);
+    ft_dptr_t wg = blob + C->gate.offset, wu = blob + C->up.offset, wd = blob + C->down.offset;
+    int ld_d = (int)d, ld_f = (int)ffn, n = (int)n_e;
     void *pa[] = {&s->moe_in, &ld_d, &gidx, &n, &s->xg, &ld_d};
     void *pg[] = {&wg, &s->xg, &ld_d, &s->g, &ld_f, &ld_f, &n};
     void *pu[] = {&wu, &s->xg, &ld_d, &s->u, &ld_f, &ld_f, &n};
-    void *ps[] = {&s->g, &s->u, &s->g, &total};
     void *pd[] = {&wd, &s->g, &ld_f, &s->dn, &ld_d, &ld_d, &n};
+    /* Expert e's rows of the bias stacks (none: 0). */
+    const ft_dptr_t bg = C->bias[0] ? C->bias[0] + (uint64_t)e * ffn * 4 : 0,
+                    bu = C->bias[1] ? C->bias[1] + (uint64_t)e * ffn * 4 : 0,
+                    bd = C->bias[2] ? C->bias[2] + (uint64_t)e * d * 4 : 0;
     ft_status_t st = ft_dev_run(ce, ce->gather, n_e, 1, 256, pa);
     if (!st) st = ft_dev_run(ce, C->gate.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pg);
     if (!st) st = ft_dev_run(ce, C->up.gemm, (ffn + 31) / 32, (n_e + 31) / 32, 256, pu);
-    if (!st) st = ft_dev_run(ce, ce->swiglu, (n_e * ffn + 255) / 256, 1, 256, ps);
+    if (!st) st = ft_dev_bias_add(ce, s->g, bg, 0, n_e, ffn);
+    if (!st) st = ft_dev_bias_add(ce, s->u, bu, 0, n_e, ffn);
+    if (!st) st = ft_dev_glu(ce, s->moe_x, s->g, s->u, s->g, n_e * ffn);
     if (!st) st = ft_dev_run(ce, C->down.gemm, (d + 31) / 32, (n_e + 31) / 32, 256, pd);
+    if (!st) st = ft_dev_bias_add(ce, s->dn, bd, 0, n_e, d);
     return st ? st : ft_dev_scatter_add(ce, s->dn, sidx, s->ones, n_e, s->eo, d);
 }
 
@@ -156,6 +172,7 @@ static void ft_dev_tables(ft_dev_session_t *s, uint32_t layer, uint32_t n,
                 mt->cidx[c_row++] = (int32_t)((list[j] % K) * n + list[j] / K);
             continue;
         }
+        mt->eid[n_gpu] = (int32_t)e;
         mt->tab[n_gpu++] = ft_offload_blob(ce->off, layer, it, (int32_t)e);
         for (uint32_t j = 0; j < n_e; j++, g_row++) {
             mt->gidx[g_row] = (int32_t)(list[j] / K);
@@ -214,8 +231,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_gpu_experts(ft_dev_session_t *s, uint32
             if ((st = ft_dev_stream_wait(ce->dev, ce->cs, ft_offload_copied(ce->off)))) break;
         }
         const uint32_t n_e = s->e_active_count[it->index];
-        st = ft_dev_expert_gemm(s, layer, mt->tab[g++], s->meta + mt->off_gidx + 4ull * row,
-                                 s->meta + mt->off_sidx + 4ull * row, n_e);
+        st = ft_dev_expert_gemm(s, (uint32_t)s->e_active[it->index], mt->tab[g++],
+                                s->meta + mt->off_gidx + 4ull * row,
+                                s->meta + mt->off_sidx + 4ull * row, n_e);
         row += n_e;
     }
     return st;
@@ -231,7 +249,7 @@ typedef struct ft_dev_cpu_run {
 } ft_dev_cpu_run_t;
 
 /* One expert over its tokens on the CPU, from the mapped weights:
- * down(silu(gate x) * up x) into its rows of cpu_out. Generated kernels
+ * down(act(gate x) * up x), with its biases, into its rows of cpu_out. Generated kernels
  * (the fused expert, else per product) when the engine runs them for this
  * many tokens, as the cpu backend's forward does. */
 static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_cpu_scratch_t *sc,
@@ -247,7 +265,8 @@ static void ft_dev_cpu_expert(ft_dev_session_t *s, const ft_layer_t *L, ft_dev_c
     for (uint32_t j = 0; j < n_e; j++)
         memcpy(sc->xrows + (size_t)j * d, s->h_host + (size_t)(list[j] / K) * d, d * sizeof(float));
     ft_cpu_act_prepare(L->gate.dtype, sc->xrows, d, n_e, d, sc->xp);
-    ft_cpu_expert(L, gen, NULL, wg, wu, wd, sc->xrows, sc->xp, n_e, sc->g, sc->u, sc->ap, out); /* cuda: plain experts */
+    const ft_expert_params_t ep = ft_expert_params(s->moe_x, e);
+    ft_cpu_expert(L, gen, &ep, wg, wu, wd, sc->xrows, sc->xp, n_e, sc->g, sc->u, sc->ap, out);
 }
 
 static void ft_dev_cpu_worker(void *ctx, uint32_t ti, uint32_t nt)
@@ -286,6 +305,7 @@ ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint
     const uint32_t layer = (uint32_t)x->layer;
     s->moe_in = h;
     s->moe_op = &ce->ops[x->id];
+    s->moe_x = x;
     const uint32_t d = ce->m->d_model, K = ce->m->layers[layer].n_used;
     uint32_t n_active = 0, n_cpu_rows = 0, n_cpu = 0;
     ft_status_t st = ft_dev_read_routes(s, layer, n);

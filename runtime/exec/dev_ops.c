@@ -57,7 +57,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft
         void *p[] = {&k, &v, &kc, &vc, &kv_stride, &s->pos, &rows};
         return ft_dev_run(ce, ce->kv_append, n, 1, 256, p);
     }
-    /* no kernel (f32 plans before it; ft_dev_engine_kernels requires one for f16): the rows as they are */
+    /* no kernel (f32 plans before it; ft_dev_engine_kernels requires one for f16): the rows as they
+     * are */
     const uint64_t row_off = layer_off + (uint64_t)(s->n_past + row0) * kvd * 4;
     ft_status_t st = ft_dev_copy_d2d(ce->dev, s->k_cache + row_off, k, (size_t)n * kvd * 4, ce->cs);
     return st ? st : ft_dev_copy_d2d(ce->dev, s->v_cache + row_off, v, (size_t)n * kvd * 4, ce->cs);
@@ -75,8 +76,10 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
     int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;
+    /* With sinks (o->vec), the _sink kernels take them last. */
     if (n == 1 && o->fn_pos && !x->sliding_window) {
-        void *p[] = {&q, &kc, &vc, &kv_stride, &s->pos, &s->scores, &max_pos, &att};
+        void *p[] = {&q,         &kc,      &vc,  &kv_stride,     &s->pos,
+                     &s->scores, &max_pos, &att, (void *)&o->vec};
         return ft_dev_run(ce, o->fn_pos, x->n_heads, 1, 128, p);
     }
     ft_status_t st = FT_OK;
@@ -88,7 +91,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
         const uint64_t skip = (uint64_t)first * kvd * ce->m->kv_elem_bytes;
         ft_dptr_t qt = q + (uint64_t)t * qd * 4, out = att + (uint64_t)t * qd * 4, kt = kc + skip, vt = vc + skip;
         int n_pos = (int)(pos + 1 - first);
-        void *p[] = {&qt, &kt, &vt, &kv_stride, &n_pos, &s->scores, &max_pos, &out};
+        void *p[] = {&qt,        &kt,      &vt,  &kv_stride,     &n_pos,
+                     &s->scores, &max_pos, &out, (void *)&o->vec};
         st = ft_dev_run(ce, o->fn, x->n_heads, 1, 128, p);
     }
     return st;
@@ -108,12 +112,14 @@ FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft
         return ft_dev_run(ce, o->fn, n, 1, 256, p);
     }
     case FTPLAN__OP_KIND__OP_LINEAR: {
-        /* The logits buffer takes the rows from its row 0. */
+        /* The logits buffer takes the rows from its row 0; a bias is added
+         * to the product's rows. */
         ft_status_t st = FT_OK;
         for (uint32_t j = 0; j < x->n_w && !st; j++) {
             const uint32_t ob = x->out[j];
-            st = ft_dev_linear(ce, &o->w[j], ft_dev_row(s, x->in[0], row0),
-                               ft_dev_row(s, ob, (int32_t)ob == ce->prog->logits_buf ? 0 : row0), n);
+            const ft_dptr_t y = ft_dev_row(s, ob, (int32_t)ob == ce->prog->logits_buf ? 0 : row0);
+            st = ft_dev_linear(ce, &o->w[j], ft_dev_row(s, x->in[0], row0), y, n);
+            if (!st) st = ft_dev_bias_add(ce, y, o->bias[j], 0, n, o->w[j].rows);
         }
         return st;
     }
@@ -127,8 +133,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft
         ft_dptr_t q = ft_dev_row(s, x->in[0], row0), k = ft_dev_row(s, x->in[1], row0);
         ft_dptr_t pos = s->pos + (uint64_t)row0 * 4;
         int heads = (int)x->n_heads, kv_heads = (int)x->n_kv_heads;
-        void *pq[] = {&q, &heads, &pos, &rows};
-        void *pk[] = {&k, &kv_heads, &pos, &rows};
+        float mscale = x->rope_mscale; /* the table forms (o->vec: the frequencies) take two more */
+        void *pq[] = {&q, &heads, &pos, &rows, (void *)&o->vec, &mscale};
+        void *pk[] = {&k, &kv_heads, &pos, &rows, (void *)&o->vec, &mscale};
         ft_status_t st = ft_dev_run(ce, o->fn, n, x->n_heads, x->rope_dim / 2, pq);
         return st ? st : ft_dev_run(ce, o->fn, n, x->n_kv_heads, x->rope_dim / 2, pk);
     }
@@ -136,20 +143,27 @@ FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft
         return ft_dev_kv_append(s, x, row0, n);
     case FTPLAN__OP_KIND__OP_ATTENTION:
         return ft_dev_attention(s, x, o, row0, n);
-    case FTPLAN__OP_KIND__OP_GLU: { /* out = silu(gate) * up */
-        ft_dptr_t g = ft_dev_row(s, x->in[0], row0), u = ft_dev_row(s, x->in[1], row0),
-                  out = ft_dev_row(s, x->out[0], row0);
-        int total = (int)(n * x->width);
-        void *p[] = {&g, &u, &out, &total};
-        return ft_dev_run(ce, ce->swiglu, (n * x->width + 255) / 256, 1, 256, p);
-    }
+    case FTPLAN__OP_KIND__OP_GLU: /* out = silu(gate) * up, or the clamped form */
+        return ft_dev_glu(ce, x, ft_dev_row(s, x->in[0], row0), ft_dev_row(s, x->in[1], row0),
+                          ft_dev_row(s, x->out[0], row0), n * x->width);
     case FTPLAN__OP_KIND__OP_ADD: /* out += 1 * in, row for row */
         return ft_dev_scatter_add(ce, ft_dev_row(s, x->in[0], row0), s->iota, s->ones, n,
                                   ft_dev_row(s, x->out[0], row0), x->width);
-    case FTPLAN__OP_KIND__OP_ROUTER: { /* logits, softmax, top-k: the choices stay on the device */
+    case FTPLAN__OP_KIND__OP_ROUTER: { /* logits (+ bias), scores, top-k: the choices stay on the
+                                          device */
         ft_status_t st = ft_dev_linear(ce, &o->w[0], ft_dev_row(s, x->in[0], row0), s->rl, n);
+        if (!st) st = ft_dev_bias_add(ce, s->rl, o->bias[0], 0, n, x->L->n_experts);
+        if (st) return st;
+        if (o->ext) { /* one warp per token; the selection bias is o->vec */
+            int scoring = x->scoring, groups = (int)x->n_groups, used = (int)x->n_groups_used,
+                norm = x->L->norm_topk_prob;
+            float scale = x->routed_scaling;
+            void *p[] = {&s->rl,   &rows,   &s->ids, &s->wts, (void *)&o->vec,
+                         &scoring, &groups, &used,   &scale,  &norm};
+            return ft_dev_run(ce, o->fn, n, 1, 32, p);
+        }
         void *p[] = {&s->rl, &rows, &s->ids, &s->wts};
-        return st ? st : ft_dev_run(ce, o->fn, (n + 3) / 4, 1, 128, p);
+        return ft_dev_run(ce, o->fn, (n + 3) / 4, 1, 128, p);
     }
     default:
         return ft_status_make(FT_STATUS_INTERNAL, "cuda: op kind %d has no launches", x->kind);

@@ -68,7 +68,7 @@ static void ft_dev_session_layout_dev(ft_dev_session_t *s, ft_dev_carver_t *c)
     /* Per MOE op: the blob table of the grouped GEMV (8 bytes per active
      * expert), gather, scatter and CPU-row indices (B * K ints each), and
      * the router weights slot-major (K * B floats). */
-    s->meta_bytes = E * 8 + 4 * B * K * 4;
+    s->meta_bytes = E * 8 + 4 * B * K * 4 + E * 4; /* dev_moe.c: ft_dev_meta_layout */
     s->meta = ft_dev_carve(c, s->meta_bytes);
 }
 

@@ -24,6 +24,19 @@ static void ft_rows_bias(float *y, const float *b, uint32_t n, uint32_t rows)
             y[(size_t)t * rows + r] += b[r];
 }
 
+ft_expert_params_t ft_expert_params(const ft_xop_t *x, uint32_t e)
+{
+    const ft_layer_t *L = x->L;
+    const uint32_t ffn = L->expert_ffn, dm = L->down.rows;
+    const ft_expert_params_t ep = {x->bias[0] ? x->bias[0] + (size_t)e * ffn : NULL,
+                                   x->bias[1] ? x->bias[1] + (size_t)e * ffn : NULL,
+                                   x->bias[2] ? x->bias[2] + (size_t)e * dm : NULL,
+                                   x->act,
+                                   x->act_alpha,
+                                   x->act_limit};
+    return ep;
+}
+
 void ft_cpu_expert(const ft_layer_t *L, int gen, const ft_expert_params_t *ep, const uint8_t *wg,
                    const uint8_t *wu, const uint8_t *wd, const float *xrows, void *xp, uint32_t n, float *g,
                    float *u, void *ap, float *out)

@@ -5,6 +5,7 @@
 #define FT_EXEC_EXPERT_CPU_H
 
 #include "model.h"
+#include "program.h"
 
 #include <stdint.h>
 
@@ -25,6 +26,10 @@ typedef struct ft_expert_params {
     int act;
     float alpha, limit;
 } ft_expert_params_t;
+
+/* Expert e's parameters in the MOE op x: its rows of x's bias stacks,
+ * x's activation. */
+ft_expert_params_t ft_expert_params(const ft_xop_t *x, uint32_t e);
 
 void ft_cpu_expert(const ft_layer_t *L, int gen, const ft_expert_params_t *ep, const uint8_t *wg,
                    const uint8_t *wu, const uint8_t *wd, const float *xrows, void *xp, uint32_t n, float *g,

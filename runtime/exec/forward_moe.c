@@ -33,11 +33,7 @@ static void ft_expert(ft_session_t *s, const ft_xop_t *x, ft_expert_scratch_t *e
                       const uint8_t *blob, const uint8_t *xp_rows, const float *hin)
 {
     const ft_layer_t *L = x->L;
-    const uint32_t ffn = L->expert_ffn, dm = L->down.rows;
-    const ft_expert_params_t ep = {x->bias[0] ? x->bias[0] + (size_t)e * ffn : NULL,
-                                   x->bias[1] ? x->bias[1] + (size_t)e * ffn : NULL,
-                                   x->bias[2] ? x->bias[2] + (size_t)e * dm : NULL, x->act, x->act_alpha,
-                                   x->act_limit};
+    const ft_expert_params_t ep = ft_expert_params(x, e);
     /* Weights from an offload slot or stream buffer when the dispatcher put
      * the expert there, else from the mapped FTW stacks. */
     const uint8_t *wg = blob ? blob + L->off_gate : ft_mat_expert(&L->gate, e);

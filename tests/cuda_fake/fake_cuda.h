@@ -68,7 +68,7 @@ typedef struct ft_fake_spec {
     int norm_topk_prob;
 } ft_fake_spec_t;
 
-enum { FT_FAKE_MAX_ARGS = 8 };
+enum { FT_FAKE_MAX_ARGS = 12 };
 
 typedef struct ft_fake_kind ft_fake_kind_t;
 
@@ -78,6 +78,7 @@ typedef struct ft_fake_kernel {
     const ft_fake_kind_t *kind;
     ft_dtype_t wtype; /* matmuls; FT_DTYPE_INVALID otherwise */
     uint32_t dims[3];
+    int sinks;           /* attention: the _sink forms (one more argument, the sink logits) */
     ft_fake_spec_t spec; /* the module's, copied at lookup */
 } ft_fake_kernel_t;
 
@@ -155,6 +156,12 @@ int ft_fake_run_expert_copy(const ft_fake_kernel_t *k, const ft_fake_launch_t *l
 int ft_fake_run_rows_gather(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rows_scatter_add(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_swiglu(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+/* fake_variants.c: the op variants' kernels (templates/variants.cuh). */
+int ft_fake_run_bias_add(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_swiglu_oai(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_rope_tab_neox(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_rope_tab_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_router_ext(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 
 /* Reads argument i of a launch as type T (params[i] points at it). */
 #define FT_FAKE_ARG(l, i, T) (*(T const *)(l)->params[i])

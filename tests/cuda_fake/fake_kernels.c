@@ -11,8 +11,12 @@
  *   ft_rope_norm_h<HD>_r<RD>               {HD, RD}
  *   ft_attn_decode_h<HD>_q<NH>_kv<NKV>     {HD, NH, NKV}
  *   ft_attn_decode_f16_h<HD>_q<NH>_kv<NKV> {HD, NH, NKV}    wtype = f16 (KV)
- *   (and the _pos_ forms of both)
+ *   (and the _pos_ forms of both, and the _sink forms of all four:
+ *    ft_attn_decode[_pos]_sink[_f16]_h..., sinks = 1)
  *   ft_router_topk_e<NE>_k<K>              {NE, K}
+ *   ft_router_ext_e<NE>_k<K>               {NE, K}
+ *   ft_rope_tab_neox_h<HD>_r<RD>, ft_rope_tab_norm_h<HD>_r<RD>  {HD, RD}
+ *   ft_bias_add, ft_swiglu_oai
  *   ft_kv_append, ft_kv_append_f16
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
  *   ft_empty (the profiler's launch-latency kernel: does nothing)
@@ -92,6 +96,17 @@ static int ft_fake_parse_attn_f16(const char *rest, ft_fake_kernel_t *k)
     return 1;
 }
 
+/* The forms with sink logits. */
+static int ft_fake_parse_attn_sink(const char *rest, ft_fake_kernel_t *k)
+{
+    return ft_fake_parse_attn(rest, k) && (k->sinks = 1);
+}
+
+static int ft_fake_parse_attn_sink_f16(const char *rest, ft_fake_kernel_t *k)
+{
+    return ft_fake_parse_attn_f16(rest, k) && (k->sinks = 1);
+}
+
 static int ft_fake_parse_router(const char *rest, ft_fake_kernel_t *k)
 {
     if (!ft_fake_number(&rest, 1024, &k->dims[0]) || strncmp(rest, "_k", 2) != 0) return 0;
@@ -154,6 +169,62 @@ static const ft_fake_kind_t ft_fake_kinds[] = {
      ft_fake_run_attn_decode_pos,
      8,
      {8, 8, 8, 4, 8, 8, 4, 8}},
+    /* the four forms with sinks: (..., out, sinks) */
+    {"ft_attn_decode_sink_h",
+     0,
+     0,
+     ft_fake_parse_attn_sink,
+     ft_fake_run_attn_decode,
+     9,
+     {8, 8, 8, 4, 4, 8, 4, 8, 8}},
+    {"ft_attn_decode_pos_sink_h",
+     0,
+     0,
+     ft_fake_parse_attn_sink,
+     ft_fake_run_attn_decode_pos,
+     9,
+     {8, 8, 8, 4, 8, 8, 4, 8, 8}},
+    {"ft_attn_decode_sink_f16_h",
+     0,
+     0,
+     ft_fake_parse_attn_sink_f16,
+     ft_fake_run_attn_decode,
+     9,
+     {8, 8, 8, 4, 4, 8, 4, 8, 8}},
+    {"ft_attn_decode_pos_sink_f16_h",
+     0,
+     0,
+     ft_fake_parse_attn_sink_f16,
+     ft_fake_run_attn_decode_pos,
+     9,
+     {8, 8, 8, 4, 8, 8, 4, 8, 8}},
+    /* (x, n_heads, pos, n_tok, inv_freq, mscale) */
+    {"ft_rope_tab_neox_h",
+     0,
+     0,
+     ft_fake_parse_rope,
+     ft_fake_run_rope_tab_neox,
+     6,
+     {8, 4, 8, 4, 8, 4}},
+    {"ft_rope_tab_norm_h",
+     0,
+     0,
+     ft_fake_parse_rope,
+     ft_fake_run_rope_tab_norm,
+     6,
+     {8, 4, 8, 4, 8, 4}},
+    /* (logits, n_tok, ids, weights, sel_bias, scoring, n_groups, n_groups_used, scale, norm) */
+    {"ft_router_ext_e",
+     0,
+     0,
+     ft_fake_parse_router,
+     ft_fake_run_router_ext,
+     10,
+     {8, 4, 8, 8, 8, 4, 4, 4, 4, 4}},
+    /* (y, b, sel, n_rows, cols) */
+    {"ft_bias_add", 1, 0, NULL, ft_fake_run_bias_add, 5, {8, 8, 8, 4, 4}},
+    /* (g, u, h, n, alpha, limit) */
+    {"ft_swiglu_oai", 1, 0, NULL, ft_fake_run_swiglu_oai, 6, {8, 8, 8, 4, 4, 4}},
     /* (k, v, k_cache, v_cache, kv_dim, pos, n_tok) */
     {"ft_kv_append", 1, 0, NULL, ft_fake_run_kv_append, 7, {8, 8, 8, 8, 4, 8, 4}},
     {"ft_kv_append_f16", 1, 0, NULL, ft_fake_run_kv_append_f16, 7, {8, 8, 8, 8, 4, 8, 4}},

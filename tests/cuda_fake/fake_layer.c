@@ -7,7 +7,9 @@
  * and the weighted sum of V by threads). Sums follow the templates'
  * order; eps and theta come from the module's ft_spec. The KV cache is
  * float32, or IEEE half for the _f16 kernels (kernel wtype F16): stored
- * rounded to nearest even (cvt.rn.f16.f32), read widened exactly. */
+ * rounded to nearest even (cvt.rn.f16.f32), read widened exactly. The
+ * _sink forms join each head's sink logit to its softmax's max and (last)
+ * to its denominator. */
 #include "fake_cuda.h"
 
 #include "format/convert.h"
@@ -117,6 +119,8 @@ static void ft_fake_attn_head(const ft_fake_kernel_t *k, const ft_fake_launch_t 
     float mx = red[0];
     for (uint32_t i = 1; i < n_warps; i++)
         mx = fmaxf(mx, red[i]);
+    const float *sinks = k->sinks ? FT_FAKE_ARG(l, 8, float *) : NULL;
+    if (sinks) mx = fmaxf(mx, sinks[h]);
     memset(part, 0, sizeof(float) * bd);
     for (uint32_t t = 0; t < bd; t++)
         for (int p = (int)t; p < n_pos; p += (int)bd) {
@@ -128,6 +132,7 @@ static void ft_fake_attn_head(const ft_fake_kernel_t *k, const ft_fake_launch_t 
     float sum = 0.0f;
     for (uint32_t i = 0; i < n_warps; i++)
         sum += red[i];
+    if (sinks) sum += expf(sinks[h] - mx); /* the sink's share, added last as the template does */
     const float inv = 1.0f / sum;
     for (uint32_t d = 0; d < hd; d++) {
         float acc = 0.0f;
@@ -155,8 +160,8 @@ int ft_fake_run_attn_decode_pos(const ft_fake_kernel_t *k, const ft_fake_launch_
 {
     const int *pos = FT_FAKE_ARG(l, 4, int *);
     int n_pos = pos[0] + 1;
-    void *params[8];
-    memcpy(params, l->params, sizeof(params));
+    void *params[9] = {0}; /* the _sink forms: one more */
+    memcpy(params, l->params, sizeof(void *) * (k->sinks ? 9 : 8));
     params[4] = &n_pos;
     ft_fake_launch_t by_value = *l;
     by_value.params = params;

@@ -146,5 +146,7 @@ void gk_check_matmuls(gk_t *g);
 void gk_bench_matmuls(gk_t *g);
 /* gpu_layer.c */
 void gk_check_layer_ops(gk_t *g);
+/* gpu_variants.c: the op variants' kernels (templates/variants.cuh) */
+void gk_check_variants(gk_t *g);
 
 #endif

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     if (check) {
         gk_check_matmuls(&g);
         gk_check_layer_ops(&g);
+        gk_check_variants(&g);
         printf("%d checks, %d failed\n", g.n_checks, g.n_failures);
     }
     if (bench) gk_bench_matmuls(&g);

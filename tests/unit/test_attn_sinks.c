@@ -13,7 +13,10 @@
  *    logits within 1e-4 (normalized error; f32 weights and KV) and 32
  *    greedy tokens equal; GGUF and HF imports give the same logits;
  *  - the validator refuses sinks of the wrong length or format, naming
- *    the op; the cuda backend (fake driver) refuses the plan by op. */
+ *    the op;
+ *  - the cuda backend (fake driver, the _sink attention kernels) within
+ *    the same tolerance with the same greedy tokens, everything resident
+ *    and with experts through slots and the CPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,23 +206,28 @@ static void test_validator(void **state)
     ft_bundle_close(b);
 }
 
-/* The cuda backend has no sink kernel yet: it refuses the plan by op. */
-static void test_cuda_refuses(void **state)
+/* The cuda backend (fake driver) with the _sink attention kernels,
+ * everything resident and with experts through slots. */
+static void test_cuda(void **state)
 {
     (void)state;
     void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
     if (fake) dlclose(fake);
     if (!fake || !ft_cg_cuda_nvrtc_available())
         FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
+    if (!g_ref.vocab) reference();
     char src[4200], bundle[4200];
     snprintf(src, sizeof(src), "%s/hf", g_dir);
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    ft_ref_expect_cuda_refusal(src, bundle, N_CTX, "block 0 OP_ATTENTION", "attention sinks");
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_SINK_TOL, g_hw, 2500ull << 10,
+                            "sinks");
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lowering), cmocka_unit_test(test_cpu_and_sim),
-                                       cmocka_unit_test(test_validator), cmocka_unit_test(test_cuda_refuses)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lowering), cmocka_unit_test(test_cpu_and_sim),
+        cmocka_unit_test(test_validator), cmocka_unit_test(test_cuda)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

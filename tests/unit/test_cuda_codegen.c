@@ -6,6 +6,7 @@
 #include "cuda_codegen_test.h"
 #include "cuda_test_skip.h"
 
+#include "ft_cuda_kernels.h"
 #include "gguf.h"
 #include "model_gen.h"
 #include "model_registry.h"
@@ -105,6 +106,112 @@ static void test_spec_from_fixture(void **state)
     ft_src_model_destroy(src);
 }
 
+/* 1 when src emits a kernel called name (its table entry, and its
+ * definition in the text: a wrapper, or a template's own kernel). */
+static int emitted(const ft_cg_cuda_source_t *src, const char *name)
+{
+    char def[128];
+    snprintf(def, sizeof(def), "%s(", name);
+    for (uint32_t k = 0; k < src->n_kernels; k++)
+        if (strcmp(src->kernels[k].name, name) == 0) return strstr(src->text, def) != NULL;
+    return 0;
+}
+
+/* The one table of kernel names (ft_cuda_kernels.h): every name the
+ * launcher (runtime/exec/dev_kernels.c) can ask for, built from the spec's
+ * shapes through the table, is a kernel the emitter wrote for that spec;
+ * the variants' kernels only where the spec has the variant. */
+static void test_kernel_names_table(void **state)
+{
+    ft_cg_cuda_spec_t spec;
+    ft_cg_cuda_test_spec(&spec);
+    for (int with = 1; with >= 0; with--) {
+        if (!with) spec.variants = 0;
+        ft_cg_cuda_source_t src;
+        FT_CG_ASSERT_OK(ft_cg_cuda_emit(&spec, &src));
+        char name[96];
+        for (uint32_t i = 0; i < spec.n_matmuls; i++) {
+            const ft_cg_cuda_matmul_t *m = &spec.matmuls[i];
+            for (int k = FT_CUDA_GEMV; k <= FT_CUDA_GEMM; k++) {
+                assert_true(ft_cuda_kernel_matmul_name((ft_cuda_matmul_kind_t)k, m->wtype, m->cols,
+                                                       name, sizeof(name)) > 0);
+                if (k == FT_CUDA_GEMV_EXPERTS && !m->experts) continue;
+                if (!emitted(&src, name)) fail_msg("%s not emitted", name);
+            }
+        }
+        assert_true(ft_cuda_kernel_rmsnorm_name(spec.d_model, name, sizeof(name)) > 0 &&
+                    emitted(&src, name));
+        assert_true(ft_cuda_kernel_rmsnorm_name(spec.head_dim, name, sizeof(name)) > 0 &&
+                    emitted(&src, name));
+        for (int neox = 0; neox < 2; neox++) {
+            assert_true(ft_cuda_kernel_rope_name(neox, spec.head_dim, spec.rope_dim, name,
+                                                 sizeof(name)) > 0);
+            assert_true(emitted(&src, name));
+            assert_true(ft_cuda_kernel_rope_table_name(neox, spec.head_dim, spec.rope_dim, name,
+                                                       sizeof(name)) > 0);
+            assert_int_equal(emitted(&src, name), with);
+        }
+        for (unsigned f = 0; f < 8; f++) {
+            assert_true(ft_cuda_kernel_attn_name(f, spec.head_dim, spec.n_heads, spec.n_kv_heads,
+                                                 name, sizeof(name)) > 0);
+            if (emitted(&src, name) != (with || !(f & FT_CUDA_ATTN_SINKS)))
+                fail_msg("%s: emitted?", name);
+        }
+        assert_true(ft_cuda_kernel_router_name(0, spec.n_experts, spec.n_experts_used, name,
+                                               sizeof(name)) > 0);
+        assert_true(emitted(&src, name));
+        assert_true(ft_cuda_kernel_router_name(1, spec.n_experts, spec.n_experts_used, name,
+                                               sizeof(name)) > 0);
+        assert_int_equal(emitted(&src, name), with);
+        static const char *const fixed[] = {
+            FT_CUDA_KERNEL_KV_APPEND,   FT_CUDA_KERNEL_KV_APPEND_F16,    FT_CUDA_KERNEL_EXPERT_COPY,
+            FT_CUDA_KERNEL_ROWS_GATHER, FT_CUDA_KERNEL_ROWS_SCATTER_ADD, FT_CUDA_KERNEL_SWIGLU};
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            if (!emitted(&src, fixed[i])) fail_msg("%s not emitted", fixed[i]);
+        assert_int_equal(emitted(&src, FT_CUDA_KERNEL_BIAS_ADD), with);
+        assert_int_equal(emitted(&src, FT_CUDA_KERNEL_SWIGLU_OAI), with);
+        ft_cg_cuda_source_free(&src);
+    }
+    /* Names that do not fit, or name no format, are refused. */
+    char small[8];
+    assert_int_equal(ft_cuda_kernel_attn_name(7, 64, 8, 2, small, sizeof(small)), -1);
+    assert_string_equal(small, "");
+    assert_int_equal(
+        ft_cuda_kernel_matmul_name(FT_CUDA_GEMV, FT_DTYPE_COUNT, 64, small, sizeof(small)), -1);
+}
+
+/* The variants a model needs come from its IR: gpt-oss's biases, sinks,
+ * YaRN and clamped SwiGLU (its softmax router is the plain kernel). */
+static void test_spec_variants(void **state)
+{
+    ft_fixture_opts_t o;
+    ft_fixture_opts_init(&o);
+    ft_fixture_opts_gpt_oss(&o);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/oss.gguf", ft_test_tmpdir("cuda_spec_variants"));
+    FT_CG_ASSERT_OK(ft_fixture_write_gguf(&o, path));
+    ft_src_model_t *src = NULL;
+    ft_ir_model_t *ir = NULL;
+    FT_CG_ASSERT_OK(ft_gguf_import(path, &src));
+    FT_CG_ASSERT_OK(ft_model_build_ir(src, &ir));
+    ft_cg_cuda_spec_t spec;
+    FT_CG_ASSERT_OK(ft_cg_cuda_spec_from_ir(ir, &spec));
+    assert_int_equal(spec.variants, FT_CG_CUDA_VAR_BIAS | FT_CG_CUDA_VAR_SINKS |
+                                        FT_CG_CUDA_VAR_ROPE_TABLE | FT_CG_CUDA_VAR_SWIGLU_OAI);
+    ft_ir_model_destroy(ir);
+    ft_src_model_destroy(src);
+    /* A plain Qwen3-MoE needs none. */
+    ft_fixture_opts_init(&o);
+    snprintf(path, sizeof(path), "%s/plain.gguf", ft_test_tmpdir("cuda_spec_variants"));
+    FT_CG_ASSERT_OK(ft_fixture_write_gguf(&o, path));
+    FT_CG_ASSERT_OK(ft_gguf_import(path, &src));
+    FT_CG_ASSERT_OK(ft_model_build_ir(src, &ir));
+    FT_CG_ASSERT_OK(ft_cg_cuda_spec_from_ir(ir, &spec));
+    assert_int_equal(spec.variants, 0);
+    ft_ir_model_destroy(ir);
+    ft_src_model_destroy(src);
+}
+
 static void test_spec_errors(void **state)
 {
     ft_cg_cuda_spec_t spec;
@@ -195,6 +302,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_emit_kernel_table),
         cmocka_unit_test(test_spec_from_fixture),
+        cmocka_unit_test(test_kernel_names_table),
+        cmocka_unit_test(test_spec_variants),
         cmocka_unit_test(test_spec_errors),
         cmocka_unit_test(test_parse_archs),
         cmocka_unit_test(test_compile_default_archs),

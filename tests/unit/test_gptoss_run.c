@@ -19,7 +19,9 @@
  *  - the validator refuses misshapen router/expert biases, a bad YaRN
  *    range and bad clamped-SwiGLU constants, naming the op;
  *  - MXFP4 weights are refused at import naming the tensor;
- *  - the cuda backend (fake driver) refuses the plan by op and parameter.
+ *  - the cuda backend (fake driver) within the same tolerance and with
+ *    the same greedy tokens, everything resident and with experts through
+ *    slots and the CPU.
  *
  * Not here: an HF GptOssForCausalLM import (gptoss.c refuses it, and so the
  * GGUF-vs-HF comparison), which needs the fused gate_up_proj transposed
@@ -278,25 +280,29 @@ static void test_mxfp4_refused(void **state)
     ft_status_free(st);
 }
 
-/* The cuda backend refuses the plan by op instead of computing without a
- * parameter it has no kernel for. */
-static void test_cuda_refuses(void **state)
+/* The cuda backend (fake driver): biased LINEARs, sinks, YaRN's table
+ * RoPE, the router's logit bias, biased clamped-SwiGLU experts, with
+ * everything resident and with experts through slots and the CPU. */
+static void test_cuda(void **state)
 {
     (void)state;
     void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
     if (fake) dlclose(fake);
     if (!fake || !ft_cg_cuda_nvrtc_available())
         FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
+    if (!g_ref.vocab) reference();
     char bundle[4200];
     snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    ft_ref_expect_cuda_refusal(g_gguf, bundle, N_CTX, "block 0 OP_", "no CUDA kernel yet");
+    FT_REF_OK(ft_ref_build_cuda_bundle(g_gguf, bundle));
+    ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_OSS_TOL, g_hw, 2500ull << 10,
+                            "gpt-oss");
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_schedule), cmocka_unit_test(test_cpu_and_sim),
-                                       cmocka_unit_test(test_sim_cache), cmocka_unit_test(test_validator),
-                                       cmocka_unit_test(test_mxfp4_refused),
-                                       cmocka_unit_test(test_cuda_refuses)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_schedule),      cmocka_unit_test(test_cpu_and_sim),
+        cmocka_unit_test(test_sim_cache),     cmocka_unit_test(test_validator),
+        cmocka_unit_test(test_mxfp4_refused), cmocka_unit_test(test_cuda)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

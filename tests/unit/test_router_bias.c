@@ -11,8 +11,10 @@
  *  - sigmoid, 8 experts in 4 groups of which 2 are used (the groups scored
  *    by their biased scores), weights times 2.5;
  *
- * each on the cpu backend (reference and generated kernels) and the sim:
- * a 20-token prompt's logits within 1e-4 (normalized error; f32 weights, as
+ * each on the cpu backend (reference and generated kernels), the sim, and
+ * the cuda backend through the fake driver (ft_router_ext; everything
+ * resident and with experts out of VRAM): a 20-token prompt's logits
+ * within 1e-4 (normalized error; f32 weights, as
  * test_router_variants) with the same argmax, 32 greedy tokens equal; and
  * the reference with the bias is far from the one without (the bias
  * changes the choice). Applying the bias to the weights too (the mutant
@@ -26,6 +28,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cuda_codegen.h"
 #include "ref_bundle.h"
 #include "ref_forward.h"
 #include "ref_greedy_check.h"
@@ -39,6 +42,7 @@
 #include "../../runtime/format/bundle.h"
 #include "../../runtime/format/plan_validate.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +217,24 @@ static void check_router(router_kind_t k, const char *label)
         }
         snprintf(name, sizeof(name), "%s %s", label, runs[i].what);
         ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, &ref, FT_BIAS_TOL, name, 0);
+    }
+    void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (fake) dlclose(fake);
+    if (fake && ft_cg_cuda_nvrtc_available()) {
+        setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
+        setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
+        ft_ir_model_t *ir = model_ir(k, 1);
+        char cuda[4400];
+        snprintf(cuda, sizeof(cuda), "%s-cuda", bundle);
+        FT_REF_OK(ft_ref_build_cuda_bundle_ir(ir, cuda));
+        ft_ir_model_destroy(ir);
+        ft_ref_expect_cuda_runs(cuda, N_CTX, k_prompt, &ref, FT_BIAS_TOL, g_hw, 2500ull << 10,
+                                label);
+    } else {
+        /* as cuda_test_skip.h: a build with NVRTC must run it */
+        const char *why = fake ? "no NVRTC" : "the fake CUDA driver does not load";
+        if (FT_TEST_NVRTC) fail_msg("cannot run cuda although this build has NVRTC: %s", why);
+        print_message("%s: cuda skipped (%s)\n", label, why);
     }
     ft_ref_greedy_free(&ref);
     ft_ref_greedy_free(&plain);

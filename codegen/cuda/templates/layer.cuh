@@ -11,7 +11,9 @@
  * appended and widened exactly when read, so attention's float arithmetic
  * is the same for both. Scores go through a global scratch row per head
  * (scratch: NH * max_pos floats) so the context length is not bounded by
- * shared memory. */
+ * shared memory. With sinks (gpt-oss), each head's sink logit sinks[h]
+ * joins its softmax's max and denominator (ft_op_softmax_sink), added to
+ * the sum last. */
 template <int D>
 __device__ __forceinline__ void ft_rmsnorm_body(const float *x, const float *w, float *y, int n_rows, float eps)
 {
@@ -111,7 +113,8 @@ __device__ __forceinline__ void ft_kv_st(ft_u16 *p, float v)
 
 template <int HD, int NH, int NKV, typename KV>
 __device__ __forceinline__ void ft_attn_decode_body(const float *q, const KV *k, const KV *v, int kv_stride,
-                                                    int n_pos, float *scratch, int max_pos, float *out)
+                                                    int n_pos, float *scratch, int max_pos, float *out,
+                                                    const float *sinks = nullptr)
 {
     static_assert(NH % NKV == 0, "query heads must group evenly over KV heads");
     __shared__ float qs[HD];
@@ -140,6 +143,8 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const KV *k,
     mx = red[0];
     for (int i = 1; i < n_warps; i++)
         mx = fmaxf(mx, red[i]);
+    if (sinks) /* the head's sink logit takes part in the max and the sum, and weighs no value */
+        mx = fmaxf(mx, sinks[h]);
     __syncthreads();
     float sum = 0.0f;
     for (int t = threadIdx.x; t < n_pos; t += blockDim.x) {
@@ -154,6 +159,8 @@ __device__ __forceinline__ void ft_attn_decode_body(const float *q, const KV *k,
     sum = 0.0f;
     for (int i = 0; i < n_warps; i++)
         sum += red[i];
+    if (sinks)
+        sum += expf(sinks[h] - mx);
     const float inv = 1.0f / sum;
     for (int d = threadIdx.x; d < HD; d += blockDim.x) {
         float acc = 0.0f;
