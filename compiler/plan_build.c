@@ -55,6 +55,7 @@ static Ftplan__Block *ft_pb_block(const ft_ir_block_t *b, uint32_t index, ft_are
     at->sliding_window = b->attn.sliding_window;
     at->has_sinks = b->attn.has_sinks;
     at->has_bias = b->attn.has_bias;
+    at->has_out_gate = b->attn.has_out_gate;
     mo->n_experts = b->moe.n_experts;
     mo->n_experts_used = b->moe.n_experts_used;
     mo->expert_ffn = b->moe.expert_ffn;

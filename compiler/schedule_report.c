@@ -38,6 +38,7 @@ static const char *ft_sr_act_name(int act)
     case FTPLAN__ACTIVATION__ACT_SILU: return "silu";
     case FTPLAN__ACTIVATION__ACT_GELU: return "gelu";
     case FTPLAN__ACTIVATION__ACT_SWIGLU_OAI: return "swiglu_oai";
+    case FTPLAN__ACTIVATION__ACT_SIGMOID: return "sigmoid";
     default: return "?";
     }
 }

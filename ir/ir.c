@@ -55,6 +55,7 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_ATTN_V_BIAS] = "attn_v.bias",
     [FT_ROLE_ATTN_O_BIAS] = "attn_output.bias",
     [FT_ROLE_ATTN_SINKS] = "attn_sinks",
+    [FT_ROLE_ATTN_GATE] = "attn_gate",
     [FT_ROLE_FFN_ROUTER_BIAS] = "ffn_gate_inp.bias",
     [FT_ROLE_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias",
     [FT_ROLE_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
@@ -247,6 +248,9 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
         if ((b->attn.has_sinks || ft_ir_find(m, FT_ROLE_ATTN_SINKS, L)) &&
             (st = ft_ir_expect(m, FT_ROLE_ATTN_SINKS, L, 1, b->attn.n_heads, 0, 0)))
             return st;
+        if ((b->attn.has_out_gate || ft_ir_find(m, FT_ROLE_ATTN_GATE, L)) &&
+            (st = ft_ir_expect(m, FT_ROLE_ATTN_GATE, L, 2, o, d, 0)))
+            return st;
         if (b->attn.qk_norm &&
             ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
              (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))
@@ -309,6 +313,8 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
         if (b->moe.n_groups || b->moe.has_sel_bias)
             fprintf(out, "block %u groups %u/%u sel_bias %d\n", l, b->moe.n_groups_used, b->moe.n_groups,
                     b->moe.has_sel_bias);
+        if (b->attn.has_out_gate)
+            fprintf(out, "block %u out_gate 1\n", l);
     }
     if (hp->n_mtp_layers)
         fprintf(out, "mtp_layers %u (skipped)\n", hp->n_mtp_layers);

@@ -34,7 +34,14 @@ typedef enum ft_attn_kind {
     FT_ATTN_GATED_DELTANET = 3,
 } ft_attn_kind_t;
 typedef enum ft_router_scoring { FT_ROUTER_SOFTMAX = 0, FT_ROUTER_SIGMOID = 1 } ft_router_scoring_t;
-typedef enum ft_activation { FT_ACT_SILU = 0, FT_ACT_GELU = 1, FT_ACT_SWIGLU_OAI = 2 } ft_activation_t;
+/* FT_ACT_SIGMOID gates, it is no FFN activation: GLU with it is
+ * sigmoid(inputs[0]) * inputs[1] (the gated attention output). */
+typedef enum ft_activation {
+    FT_ACT_SILU = 0,
+    FT_ACT_GELU = 1,
+    FT_ACT_SWIGLU_OAI = 2,
+    FT_ACT_SIGMOID = 3,
+} ft_activation_t;
 
 typedef enum ft_tensor_role {
     FT_ROLE_UNKNOWN = 0,
@@ -71,6 +78,11 @@ typedef enum ft_tensor_role {
     FT_ROLE_FFN_GATE_SHEXP = 31,
     FT_ROLE_FFN_UP_SHEXP = 32,
     FT_ROLE_FFN_DOWN_SHEXP = 33,
+    /* The attention output gate (Qwen3-Next, Qwen3.5/3.6 full-attention
+     * layers): [n_heads * value_head_dim, d_model], the gate rows of the
+     * checkpoint's q projection (stored interleaved with q per head there;
+     * the importer splits them); o = attention * sigmoid(gate h). */
+    FT_ROLE_ATTN_GATE = 34,
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -104,6 +116,7 @@ typedef struct ft_ir_attention {
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
     int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
     int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
+    int has_out_gate; /* the output is gated: attention * sigmoid(W_gate h) (FT_ROLE_ATTN_GATE) */
 } ft_ir_attention_t;
 
 typedef struct ft_ir_moe {

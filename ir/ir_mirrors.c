@@ -46,6 +46,7 @@ FT_MIRROR(ROUTER_SCORING, ROUTER, SIGMOID);
 FT_MIRROR(ACTIVATION, ACT, SILU);
 FT_MIRROR(ACTIVATION, ACT, GELU);
 FT_MIRROR(ACTIVATION, ACT, SWIGLU_OAI);
+FT_MIRROR(ACTIVATION, ACT, SIGMOID);
 
 /* ft_tensor_role_t and plan.proto's TensorRole */
 FT_MIRROR(TENSOR_ROLE, ROLE, UNKNOWN);
@@ -72,6 +73,7 @@ FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_V_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_O_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_SINKS);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_GATE);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_ROUTER_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_EXPS_BIAS);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_EXPS_BIAS);
@@ -104,7 +106,7 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_DOWN_SHEXP + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_ATTN_GATE + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
 _Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
 

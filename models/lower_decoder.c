@@ -2,7 +2,9 @@
  * (Qwen3-MoE, Mixtral, GLM-4.5): per block
  *
  *   h = rmsnorm(x) ; q, k, v = h Wq, h Wk, h Wv [+ biases] ; [q/k head norms] ;
- *   rope(q, k) ; kv append ; att = attention(q) [with sinks] ; x += att Wo [+ bias] ;
+ *   rope(q, k) ; kv append ; att = attention(q) [with sinks] ;
+ *   [g = h Wg ; g = sigmoid(g) * att ; (the gated output: a GLU of act
+ *   SIGMOID; Wo then reads g)] ; x += att Wo [+ bias] ;
  *   h = rmsnorm(x) ; route(h [+ logit bias]) ; x += moe(h) [expert biases]
  *
  * (the ROUTER op takes the layer's selection bias as a second weight when
@@ -32,6 +34,7 @@
 
 typedef struct ft_lower_bufs {
     uint32_t x, h, q, k, v, att, o, logits;
+    uint32_t gate; /* the attention output gate's rows; ~0u: no layer has one */
     /* A dense FFN's gate and up rows, one pair per distinct width. */
     uint32_t n_ffn, ffn_width[FT_LOWER_MAX_FFN_WIDTHS], fg[FT_LOWER_MAX_FFN_WIDTHS], fu[FT_LOWER_MAX_FFN_WIDTHS];
 } ft_lower_bufs_t;
@@ -55,12 +58,14 @@ static uint32_t ft_lower_ffn_pair(const ft_lower_bufs_t *b, uint32_t width)
 FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
 {
     uint32_t q_dim = 0, kv_dim = 0;
+    int gated = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const ft_ir_attention_t *a = &m->blocks[l].attn;
         if (a->n_heads * a->head_dim > q_dim)
             q_dim = a->n_heads * a->head_dim;
         if (a->n_kv_heads * a->head_dim > kv_dim)
             kv_dim = a->n_kv_heads * a->head_dim;
+        gated |= a->has_out_gate;
     }
     const uint32_t d = m->hp.d_model;
     ft_status_t st;
@@ -72,6 +77,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
         (st = ft_sched_buffer(s, "att", FT_BUF_ACTIVATION, q_dim, &b->att)) ||
         (st = ft_sched_buffer(s, "o", FT_BUF_ACTIVATION, d, &b->o)) ||
         (st = ft_sched_buffer(s, "logits", FT_BUF_LOGITS, m->hp.vocab_size, &b->logits)))
+        return st;
+    b->gate = ~0u;
+    /* as wide as att, which the GLU multiplies row for row */
+    if (gated && (st = ft_sched_buffer(s, "att_gate", FT_BUF_ACTIVATION, q_dim, &b->gate)))
         return st;
     b->n_ffn = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
@@ -195,10 +204,24 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     const ft_ir_tensor_t *sinks = ft_ir_find(m, FT_ROLE_ATTN_SINKS, li);
     if (sinks)
         att.weights[att.n_weights++] = (uint32_t)(sinks - m->tensors);
-    ft_ir_op_t wo = ft_op(FT_OP_LINEAR, b->att, b->o);
+    if ((st = ft_sched_push(m, ops, &rope)) || (st = ft_sched_push(m, ops, &kv)) || (st = ft_sched_push(m, ops, &att)))
+        return st;
+    uint32_t att_out = b->att;
+    if (a->has_out_gate) {
+        /* Its own LINEAR on h (the q/k/v LINEAR's outputs are full), then
+         * g = sigmoid(g) * att in g, which Wo reads. */
+        ft_ir_op_t g = ft_op(FT_OP_LINEAR, b->h, b->gate);
+        ft_ir_op_t glu = ft_op(FT_OP_GLU, b->gate, b->gate);
+        glu.inputs[glu.n_inputs++] = b->att;
+        glu.act = FT_ACT_SIGMOID;
+        if ((st = ft_op_weight(m, &g, FT_ROLE_ATTN_GATE, li)) || (st = ft_sched_push(m, ops, &g)) ||
+            (st = ft_sched_push(m, ops, &glu)))
+            return st;
+        att_out = b->gate;
+    }
+    ft_ir_op_t wo = ft_op(FT_OP_LINEAR, att_out, b->o);
     ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
-    if ((st = ft_sched_push(m, ops, &rope)) || (st = ft_sched_push(m, ops, &kv)) ||
-        (st = ft_sched_push(m, ops, &att)) || (st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)))
+    if ((st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)))
         return st;
     ft_op_bias(m, &wo, FT_ROLE_ATTN_O_BIAS, li);
     if ((st = ft_sched_push(m, ops, &wo)) || (st = ft_sched_push(m, ops, &add)))

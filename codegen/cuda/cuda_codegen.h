@@ -25,6 +25,7 @@
  * Only where the model has the variant (spec.variants):
  *   ft_bias_add(y, b, sel, n_rows, cols)
  *   ft_swiglu_oai(g, u, h, n, alpha, limit)
+ *   ft_sigmoid_mul(g, u, h, n)   h = sigmoid(g) * u: the gated attention output
  *   ft_attn_decode[_pos]_sink[_f16]_h<HD>_q<NH>_kv<NKV>(..., out, sinks)
  *   ft_rope_tab_{neox,norm}_h<HD>_r<RD>(x, n_heads, pos, n_tok, inv_freq, mscale)
  *   ft_router_ext_e<NE>_k<K>(logits, n_tok, ids, weights, sel_bias, scoring,
@@ -63,6 +64,7 @@ typedef enum ft_cg_cuda_op {
     FT_CG_CUDA_OP_ROUTER_EXT = 15, /* sigmoid/grouped/biased/scaled routing */
     FT_CG_CUDA_OP_BIAS_ADD = 16,
     FT_CG_CUDA_OP_SWIGLU_OAI = 17,
+    FT_CG_CUDA_OP_SIGMOID_MUL = 18,
 } ft_cg_cuda_op_t;
 
 /* The op variants a model needs kernels for beyond the plain decoder's
@@ -73,7 +75,8 @@ enum {
     FT_CG_CUDA_VAR_SINKS = 4,      /* attention sinks: the ft_attn_decode*_sink* forms */
     FT_CG_CUDA_VAR_ROPE_TABLE = 8, /* YaRN RoPE: ft_rope_tab_{neox,norm} */
     FT_CG_CUDA_VAR_ROUTER_EXT =
-        16 /* sigmoid, grouped, selection-biased or scaled router: ft_router_ext */
+        16, /* sigmoid, grouped, selection-biased or scaled router: ft_router_ext */
+    FT_CG_CUDA_VAR_OUT_GATE = 32 /* the gated attention output: ft_sigmoid_mul */
 };
 
 /* One weight matrix shape the model multiplies by: format and columns

@@ -274,6 +274,13 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_variants(ft_cg_cuda_source_t *
             "%s(const float *g, const float *u, float *h, int n, float alpha, float limit)\n"
             "{ ft_swiglu_oai_body(g, u, h, n, alpha, limit); }\n",
             FT_CUDA_KERNEL_SWIGLU_OAI);
+    if (!st && (sp->variants & FT_CG_CUDA_VAR_OUT_GATE))
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_SIGMOID_MUL, FT_DTYPE_INVALID, 0, 256,
+                               FT_CUDA_KERNEL_SIGMOID_MUL,
+                               "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                               "%s(const float *g, const float *u, float *h, int n)\n"
+                               "{ ft_sigmoid_mul_body(g, u, h, n); }\n",
+                               FT_CUDA_KERNEL_SIGMOID_MUL);
     return st;
 }
 

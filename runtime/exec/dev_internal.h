@@ -60,7 +60,7 @@ struct ft_dev_engine {
     ft_dfn_t gather, scatter_add, swiglu, kv_append;
     /* The variants' kernels (templates/variants.cuh), NULL where the plan
      * has no op that needs them. */
-    ft_dfn_t bias_add, swiglu_oai;
+    ft_dfn_t bias_add, swiglu_oai, sigmoid_mul;
     ft_dev_op_t *ops; /* [prog->n_ops] */
     uint32_t n_moe;   /* MOE ops: a decode step has n_moe + 1 graph segments */
     ft_dptr_t dense;  /* every resident weight, one allocation */
@@ -150,8 +150,9 @@ FT_WARN_UNUSED ft_status_t ft_dev_linear(ft_dev_engine_t *ce, const ft_dev_mat_t
 /* y[r] += b + (sel ? sel[r] : 0) * cols for n rows of cols floats; b 0: nothing. */
 FT_WARN_UNUSED ft_status_t ft_dev_bias_add(ft_dev_engine_t *ce, ft_dptr_t y, ft_dptr_t b,
                                            ft_dptr_t sel, uint32_t n, uint32_t cols);
-/* h = act(g) * u over n floats: SwiGLU, or the clamped SwiGLU of act
- * ACT_SWIGLU_OAI (x: the GLU or MOE op, its alpha and limit). */
+/* h = act(g) * u over n floats: SwiGLU, the clamped SwiGLU of act
+ * ACT_SWIGLU_OAI (x: the GLU or MOE op, its alpha and limit), or the
+ * sigmoid gate of act ACT_SIGMOID (a GLU). */
 FT_WARN_UNUSED ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g,
                                       ft_dptr_t u, ft_dptr_t h, uint32_t n);
 /* y[idx[i]] += weight[i] * in[i] for n rows of cols floats. */

@@ -156,9 +156,11 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_KV_APPEND: /* the shared ft_kv_append, or copies */
     case FTPLAN__OP_KIND__OP_ADD:       /* the shared scatter-add */
         return FT_OK;
-    case FTPLAN__OP_KIND__OP_GLU: /* the shared SwiGLU, or the clamped one */
+    case FTPLAN__OP_KIND__OP_GLU: /* the shared SwiGLU, the clamped one, or the sigmoid gate */
         if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
             st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI, what);
+        else if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID)
+            st = ft_dev_shared(ce, &ce->sigmoid_mul, FT_CUDA_KERNEL_SIGMOID_MUL, what);
         break;
     case FTPLAN__OP_KIND__OP_RMSNORM:
         st = ft_dev_named(ce, &o->fn, ft_cuda_kernel_rmsnorm_name(x->width, name, sizeof(name)),
@@ -241,7 +243,7 @@ ft_status_t ft_dev_engine_kernels(ft_dev_engine_t *ce)
         ft_status_free(a);
     }
     ce->n_moe = 0;
-    ce->bias_add = ce->swiglu_oai = NULL;
+    ce->bias_add = ce->swiglu_oai = ce->sigmoid_mul = NULL;
     if (!st) st = ft_dev_bind_list(ce, &p->prologue);
     for (uint32_t l = 0; l < p->n_blocks && !st; l++)
         st = ft_dev_bind_list(ce, &p->blocks[l]);
@@ -287,6 +289,10 @@ ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g, ft_d
         float alpha = x->act_alpha, limit = x->act_limit;
         void *p[] = {&g, &u, &h, &total, &alpha, &limit};
         return ft_dev_run(ce, ce->swiglu_oai, blocks, 1, 256, p);
+    }
+    if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID) {
+        void *p[] = {&g, &u, &h, &total};
+        return ft_dev_run(ce, ce->sigmoid_mul, blocks, 1, 256, p);
     }
     void *p[] = {&g, &u, &h, &total};
     return ft_dev_run(ce, ce->swiglu, blocks, 1, 256, p);

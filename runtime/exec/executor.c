@@ -104,8 +104,8 @@ static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens
                               e->cols);
 }
 
-/* out = act(gate) * up, row for row (out may be the gate): SwiGLU or the
- * clamped one. */
+/* out = act(gate) * up, row for row (out may be the gate): SwiGLU, the
+ * clamped one, or sigmoid (the gated attention output). */
 static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
 {
     float *out = st->buf[x->out[0]];
@@ -114,6 +114,8 @@ static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
         memcpy(out, st->buf[x->in[0]], n * sizeof(float));
     if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
         ft_op_swiglu_oai(out, st->buf[x->in[1]], (uint32_t)n, x->act_alpha, x->act_limit);
+    else if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID)
+        ft_op_sigmoid_mul(out, st->buf[x->in[1]], (uint32_t)n);
     else
         ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
 }

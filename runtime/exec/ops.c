@@ -75,6 +75,12 @@ void ft_op_swiglu(float *g, const float *u, uint32_t n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void ft_op_sigmoid_mul(float *g, const float *x, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        g[i] = x[i] / (1.0f + expf(-g[i]));
+}
+
 void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit)
 {
     for (uint32_t i = 0; i < n; i++) {

@@ -27,6 +27,9 @@ void ft_op_softmax_sink(float *x, uint32_t n, float sink);
 /* g[i] = silu(g[i]) * u[i]. */
 void ft_op_swiglu(float *g, const float *u, uint32_t n);
 
+/* g[i] = sigmoid(g[i]) * x[i]: the gated attention output. */
+void ft_op_sigmoid_mul(float *g, const float *x, uint32_t n);
+
 /* gpt-oss's clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit,
  * limit), g[i] = g' * sigmoid(alpha g') * (u' + 1). */
 void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit);

@@ -187,8 +187,10 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
         x->act = op->act;
         x->act_alpha = op->act_alpha;
         x->act_limit = op->act_limit;
-        if (op->act != FTPLAN__ACTIVATION__ACT_SILU && op->act != FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
-            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU) and clamped SwiGLU (ACT_SWIGLU_OAI) run here");
+        if (op->act != FTPLAN__ACTIVATION__ACT_SILU && op->act != FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
+            op->act != FTPLAN__ACTIVATION__ACT_SIGMOID)
+            return FT_BIND_ERR("%s", "only SwiGLU (ACT_SILU), clamped SwiGLU (ACT_SWIGLU_OAI) and the sigmoid "
+                                     "gate (ACT_SIGMOID) run here");
         if (ft_width(c, x->in[1]) != w_in || w_out != w_in)
             return FT_BIND_ERR("buffers of width %u, %u and %u", w_in, ft_width(c, x->in[1]), w_out);
         return FT_OK;

@@ -157,6 +157,8 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
     case FTPLAN__OP_KIND__OP_MOE:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
+        if (op->act == FTPLAN__ACTIVATION__ACT_SIGMOID)
+            return FT_OP_ERR(FT_STATUS_FORMAT, "%s", "activation ACT_SIGMOID gates a GLU; experts do not take it");
         if (op->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
             !(op->act_alpha > 0.0f && op->act_alpha < 1e6f && op->act_limit > 0.0f && op->act_limit < 1e6f))
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",

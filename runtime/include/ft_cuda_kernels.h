@@ -93,6 +93,8 @@ int ft_cuda_kernel_router_name(int ext, uint32_t n_experts, uint32_t k, char *ou
 #define FT_CUDA_KERNEL_SWIGLU "ft_swiglu"
 /* (g, u, h, n, alpha, limit): gpt-oss's clamped SwiGLU, as ft_op_swiglu_oai. */
 #define FT_CUDA_KERNEL_SWIGLU_OAI "ft_swiglu_oai"
+/* (g, u, h, n): h = sigmoid(g) * u, the gated attention output, as ft_op_sigmoid_mul. */
+#define FT_CUDA_KERNEL_SIGMOID_MUL "ft_sigmoid_mul"
 /* (y, b, sel, n_rows, cols): y[r] += b + (sel ? sel[r] : 0) * cols. */
 #define FT_CUDA_KERNEL_BIAS_ADD "ft_bias_add"
 

@@ -159,6 +159,7 @@ int ft_fake_run_swiglu(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 /* fake_variants.c: the op variants' kernels (templates/variants.cuh). */
 int ft_fake_run_bias_add(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_swiglu_oai(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_sigmoid_mul(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rope_tab_neox(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rope_tab_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_router_ext(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);

@@ -42,6 +42,17 @@ int ft_fake_run_swiglu_oai(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
     return FT_FAKE_SUCCESS;
 }
 
+int ft_fake_run_sigmoid_mul(const ft_fake_kernel_t *k, const ft_fake_launch_t *l)
+{
+    (void)k;
+    const float *g = FT_FAKE_ARG(l, 0, float *), *u = FT_FAKE_ARG(l, 1, float *);
+    float *h = FT_FAKE_ARG(l, 2, float *);
+    const int n = FT_FAKE_ARG(l, 3, int);
+    for (int i = 0; i < n; i++)
+        h[i] = u[i] / (1.0f + expf(-g[i]));
+    return FT_FAKE_SUCCESS;
+}
+
 /* Block (t, h), thread i: the angle from inv_freq[i] in double, cos and
  * sin rounded to float32 and times mscale, then the pair. */
 static int ft_fake_rope_tab(const ft_fake_kernel_t *k, const ft_fake_launch_t *l, int neox)

@@ -1,7 +1,7 @@
 /* The op variants' kernels (codegen/cuda/templates/variants.cuh and the
  * attention's sink forms) against the CPU's operations: bias rows (one
  * float add each: bit-exact), gpt-oss's clamped SwiGLU against
- * ft_op_swiglu_oai and RoPE from a YaRN frequency table with a cos/sin
+ * ft_op_swiglu_oai, the attention output gate against ft_op_sigmoid_mul, and RoPE from a YaRN frequency table with a cos/sin
  * scale against the executor's formula (1e-5: expf/cos ulps), decode
  * attention with sink logits against a float64 softmax whose denominator
  * holds the sink (1e-5), and the extended router (sigmoid scores, a
@@ -64,6 +64,26 @@ static void gk_check_swiglu_oai(gk_t *g)
     gk_launch(g, FT_CUDA_KERNEL_SWIGLU_OAI, (N + 255) / 256, 1, 256, p);
     gk_download(g, h, dh, sizeof(h));
     gk_report(g, FT_CUDA_KERNEL_SWIGLU_OAI, gk_nerr(h, ref, N), 1e-5);
+    ft_cuda_free(g->dev, dg), ft_cuda_free(g->dev, du), ft_cuda_free(g->dev, dh);
+}
+
+static void gk_check_sigmoid_mul(gk_t *g)
+{
+    enum { N = 3 * GK_FFN + 5 };
+    static float gt[N], u[N], h[N], c[N];
+    static double ref[N];
+    for (int i = 0; i < N; i++)
+        gt[i] = 4.0f * gk_randn(g), u[i] = gk_randn(g), c[i] = gt[i];
+    ft_op_sigmoid_mul(c, u, N);
+    for (int i = 0; i < N; i++)
+        ref[i] = c[i];
+    ft_cu_deviceptr dg = gk_upload(g, gt, sizeof(gt)), du = gk_upload(g, u, sizeof(u)),
+                    dh = gk_upload(g, h, sizeof(h));
+    int n = N;
+    void *p[] = {&dg, &du, &dh, &n};
+    gk_launch(g, FT_CUDA_KERNEL_SIGMOID_MUL, (N + 255) / 256, 1, 256, p);
+    gk_download(g, h, dh, sizeof(h));
+    gk_report(g, FT_CUDA_KERNEL_SIGMOID_MUL, gk_nerr(h, ref, N), 1e-5);
     ft_cuda_free(g->dev, dg), ft_cuda_free(g->dev, du), ft_cuda_free(g->dev, dh);
 }
 
@@ -238,6 +258,7 @@ void gk_check_variants(gk_t *g)
 {
     gk_check_bias_add(g);
     gk_check_swiglu_oai(g);
+    gk_check_sigmoid_mul(g);
     gk_check_rope_table(g, 1);
     gk_check_rope_table(g, 0);
     gk_check_attention_sinks(g);

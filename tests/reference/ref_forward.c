@@ -56,7 +56,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
     s->h = malloc(d * sizeof(double));
     s->o = malloc(d * sizeof(double));
     s->y = malloc(d * sizeof(double));
-    s->q = malloc(q * sizeof(double));
+    s->q = malloc((q > att ? q : att) * sizeof(double)); /* q, then the output gate's rows */
     s->att = malloc(att * sizeof(double));
     s->scores = malloc(((size_t)s->n_ctx + 1) * sizeof(double));
     s->probs = malloc(e * sizeof(double));
@@ -275,6 +275,11 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
             for (uint32_t i = 0; i < vd; i++)
                 out[i] += scores[t - first] * vt[i];
         }
+    }
+    if (L->w_gate) { /* att *= sigmoid(Wgate h): h is still the normed input, q is spent */
+        ref_mv(s, L->w_gate, L->fmt_w_gate, L->n_heads * vd, d, h, q);
+        for (uint32_t i = 0; i < L->n_heads * vd; i++)
+            att[i] *= 1.0 / (1.0 + exp(-q[i]));
     }
     ref_mv(s, L->wo, L->fmt_wo, d, L->n_heads * vd, att, o);
     ref_add_bias(o, L->bo, d);

@@ -21,6 +21,7 @@
  *       scores scaled by 1/sqrt(head_dim), softmax over positions 0..pos
  *       (with a sliding window W: pos - W + 1 .. pos; with sinks, exp(sink_h)
  *       joins each head's denominator)
+ *     attn *= sigmoid(Wgate h)   (the gated output, when the layer has it)
  *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
@@ -60,6 +61,7 @@ typedef struct ft_ref_layer {
     double *wo;              /* [d_model, n_heads * value_head_dim] */
     double *bq, *bk, *bv, *bo; /* the projections' biases (their rows), or NULL: none */
     double *sinks;           /* [n_heads] sink logits in each head's softmax, or NULL */
+    double *w_gate;          /* [n_heads * value_head_dim, d_model] the output gate, or NULL */
     /* gpt-oss: the router's logit bias [n_experts] (the weights are then
      * the softmax of the chosen logits), the experts' biases [E][F], [E][F],
      * [E][d] (NULL: none) and the clamped SwiGLU when act_oai. */
@@ -78,7 +80,7 @@ typedef struct ft_ref_layer {
     double *sh_gate, *sh_up; /* [shared_ffn, d_model] */
     double *sh_down;         /* [d_model, shared_ffn] */
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
-    ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_router, fmt_gate, fmt_up, fmt_down;
+    ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_w_gate, fmt_router, fmt_gate, fmt_up, fmt_down;
     ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;
 } ft_ref_layer_t;
 

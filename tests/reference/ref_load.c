@@ -95,9 +95,9 @@ static ft_status_t ref_block_check(const Ftplan__Block *blk, uint32_t l)
     const Ftplan__Attention *a = blk->attn;
     const Ftplan__Moe *m = blk->moe;
     if (!a || a->kind != FTPLAN__ATTN_KIND__ATTN_GQA || !a->qk_norm || a->sliding_window ||
-        a->has_sinks || a->has_bias || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
+        a->has_sinks || a->has_bias || a->has_out_gate || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "layer %u: only GQA with q/k norms and no bias, sinks or window", l);
+                              "layer %u: only GQA with q/k norms and no bias, sinks, output gate or window", l);
     if (!blk->is_moe || !m || m->scoring != FTPLAN__ROUTER_SCORING__ROUTER_SOFTMAX ||
         m->n_shared_experts || m->has_router_bias ||
         (m->routed_scaling != 0.0f && m->routed_scaling != 1.0f) ||
@@ -211,7 +211,7 @@ void ft_ref_model_free(ft_ref_model_t *m)
         ft_ref_layer_t *L = &m->layers[l];
         double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
                          L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
-                         L->bq,        L->bk,       L->bv,     L->bo,   L->sinks,
+                         L->bq,        L->bk,       L->bv,     L->bo,   L->sinks,     L->w_gate,
                          L->router_bias, L->b_gate, L->b_up,   L->b_down,
                          L->sel_bias,  L->sh_gate,  L->sh_up,  L->sh_down};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

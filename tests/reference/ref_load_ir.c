@@ -178,6 +178,9 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     if (ft_ir_find(ir, FT_ROLE_ATTN_SINKS, li) &&
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_SINKS, li, L->n_heads, &L->sinks, NULL)))
         return st;
+    if (b->attn.has_out_gate &&
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_GATE, li, L->n_heads * vd * d, &L->w_gate, &L->fmt_w_gate)))
+        return st;
     L->shared_ffn = dense ? 0 : b->moe.n_shared_experts * b->moe.shared_ffn;
     const uint64_t S = L->shared_ffn;
     if (S && ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_SHEXP, li, S * d, &L->sh_gate, &L->fmt_sh_gate)) ||

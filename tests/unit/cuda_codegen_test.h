@@ -53,7 +53,7 @@ static inline void ft_cg_cuda_test_spec(ft_cg_cuda_spec_t *s)
     s->norm_topk_prob = 1;
     /* every variant: the default-targets compile covers their kernels */
     s->variants = FT_CG_CUDA_VAR_BIAS | FT_CG_CUDA_VAR_SWIGLU_OAI | FT_CG_CUDA_VAR_SINKS |
-                  FT_CG_CUDA_VAR_ROPE_TABLE | FT_CG_CUDA_VAR_ROUTER_EXT;
+                  FT_CG_CUDA_VAR_ROPE_TABLE | FT_CG_CUDA_VAR_ROUTER_EXT | FT_CG_CUDA_VAR_OUT_GATE;
     const ft_cg_cuda_matmul_t m[] = {
         {FT_DTYPE_BF16, 512, 0}, {FT_DTYPE_Q8_0, 512, 0}, {FT_DTYPE_Q4_K, 512, 1},
         {FT_DTYPE_Q6_K, 256, 1}, {FT_DTYPE_Q4_0, 512, 0}, {FT_DTYPE_F32, 512, 0},

@@ -170,6 +170,7 @@ static void test_kernel_names_table(void **state)
             if (!emitted(&src, fixed[i])) fail_msg("%s not emitted", fixed[i]);
         assert_int_equal(emitted(&src, FT_CUDA_KERNEL_BIAS_ADD), with);
         assert_int_equal(emitted(&src, FT_CUDA_KERNEL_SWIGLU_OAI), with);
+        assert_int_equal(emitted(&src, FT_CUDA_KERNEL_SIGMOID_MUL), with);
         ft_cg_cuda_source_free(&src);
     }
     /* Names that do not fit, or name no format, are refused. */

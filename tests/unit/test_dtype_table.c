@@ -163,7 +163,7 @@ static void test_ir_enums_proto(void **state)
     assert_int_equal(ftplan__rope_kind__descriptor.n_values, FT_ROPE_NEOX + 1);
     assert_int_equal(ftplan__attn_kind__descriptor.n_values, FT_ATTN_GATED_DELTANET + 1);
     assert_int_equal(ftplan__router_scoring__descriptor.n_values, FT_ROUTER_SIGMOID + 1);
-    assert_int_equal(ftplan__activation__descriptor.n_values, FT_ACT_SWIGLU_OAI + 1);
+    assert_int_equal(ftplan__activation__descriptor.n_values, FT_ACT_SIGMOID + 1);
     /* Roles are numbered with gaps (ranges kept per feature): the proto
      * has one value per role the IR names. */
     size_t n_roles = 1; /* FT_ROLE_UNKNOWN */

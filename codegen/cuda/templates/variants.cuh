@@ -7,6 +7,8 @@
  * one row b) for LINEAR biases, the router's logit bias and the experts'
  * bias stacks (sel: each row's expert).
  * ft_swiglu_oai_body: gpt-oss's clamped SwiGLU, as ft_op_swiglu_oai.
+ * ft_sigmoid_mul_body: h = sigmoid(g) * u, the gated attention output, as
+ * ft_op_sigmoid_mul.
  * ft_rope_tab_body: RoPE with the frequencies from a table and cos/sin
  * times mscale (YaRN: runtime/exec/program.c computes both), as
  * ft_xop_rope: angle in double, cos and sin rounded to float32, then
@@ -36,6 +38,12 @@ static __device__ __forceinline__ void ft_swiglu_oai_body(const float *g, const 
         const float uc = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
         h[i] = gc / (1.0f + expf(-alpha * gc)) * (uc + 1.0f);
     }
+}
+
+static __device__ __forceinline__ void ft_sigmoid_mul_body(const float *g, const float *u, float *h, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        h[i] = u[i] / (1.0f + expf(-g[i]));
 }
 
 template <int HD, int RD, bool NEOX>
