@@ -18,7 +18,7 @@
 #include "../base/threadpool.h"
 #include "../format/bundle.h"
 #include "../moe/offload.h"
-#include "../plan/hw.h"
+#include "../format/hw.h"
 #include "model.h"
 #include "program.h"
 

@@ -23,7 +23,7 @@
 #include "freetoken.h"
 #include "../backends/backend.h"
 #include "../format/bundle.h"
-#include "../plan/hw.h"
+#include "../format/hw.h"
 #include "../plan/planner.h"
 
 #include <stdint.h>

@@ -5,7 +5,7 @@
 #define FT_PLAN_HW_PROFILE_H
 
 #include "freetoken.h"
-#include "hw.h"
+#include "../format/hw.h"
 #include "hwprofile.pb-c.h"
 
 /* Fills *out from a profile. Uses each figure's median and the first GPU.

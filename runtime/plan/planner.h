@@ -7,7 +7,7 @@
 #define FT_PLAN_PLANNER_H
 
 #include "freetoken.h"
-#include "hw.h"
+#include "../format/hw.h"
 
 #include <stdint.h>
 

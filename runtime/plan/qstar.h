@@ -24,7 +24,7 @@
 #ifndef FT_PLAN_QSTAR_H
 #define FT_PLAN_QSTAR_H
 
-#include "hw.h"
+#include "../format/hw.h"
 
 #include <stdint.h>
 

@@ -26,7 +26,7 @@
 
 #include "freetoken.h"
 #include "../backend.h"
-#include "../../plan/hw.h"
+#include "../../format/hw.h"
 
 #include <stdint.h>
 

@@ -1,10 +1,13 @@
-/* The machine as the planner sees it: the figures of a hardware profile
- * (hwprofile.proto) that the q* split and the memory partition use.
+/* The machine as the planner and the sim see it: the figures of a
+ * hardware profile (hwprofile.proto, beside this file; plan/hw_profile.c
+ * reads them) that the q* split, the memory partition and the sim
+ * device's virtual clock use. Plain data beside the schema it comes from,
+ * so backends/sim may read it (DESIGN section 3: backends -> base, format).
  * Bandwidths in GB/s (1e9 bytes/s), times in microseconds, sizes in bytes. */
-#ifndef FT_PLAN_HW_H
-#define FT_PLAN_HW_H
+#ifndef FT_FORMAT_HW_H
+#define FT_FORMAT_HW_H
 
-#include "../format/dtype.h"
+#include "dtype.h"
 
 #include <stdint.h>
 
