@@ -14,7 +14,7 @@ ftgen=$build/tests/ftgen
 tmp=${FT_TEST_TMP:-$(mktemp -d)}
 rm -rf "$tmp"; mkdir -p "$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-examples=(generate chat replan)
+examples=(generate chat replan batch)
 cc=${CC:-cc}
 
 prefix=$tmp/prefix
@@ -130,13 +130,20 @@ prompt="In the beginning"
 echo >> "$tmp/ref_replan.txt"
 "$ft" run "$tmp/b" -p "Hello" --chat -n 12 --temp 0 > "$tmp/ref_chat.txt" 2> /dev/null
 echo >> "$tmp/ref_chat.txt"
+# batch: three prompts at once through the scheduler, each line what ft
+# run prints for that prompt alone.
+batch_prompts=("$prompt" "Hello" "Once upon a time there was")
+: > "$tmp/ref_batch.txt"
+for i in 0 1 2; do
+  { printf '[%d] ' "$i"; "$ft" run "$tmp/b" -p "${batch_prompts[$i]}" -n 16 --temp 0 2> /dev/null; echo; } >> "$tmp/ref_batch.txt"
+done
 [ -s "$tmp/ref_generate.txt" ] || fail "ft run generated nothing"
 preset=$prefix/share/freetoken/presets/rtx4060_laptop.textproto
 
 # A number from replan's statistics: field LINE NAME.
 field() { sed -n "s/^$1: .*\b$2=\([0-9]*\).*/\1/p" "$out.err"; }
 export LD_LIBRARY_PATH=$prefix/lib # for the pkg-config builds (no run path)
-for bin in "$tmp"/pc/{generate,chat,replan}{,_static} "$tmp"/cm/build/{generate,chat,replan}{,_static}; do
+for bin in "$tmp"/pc/{generate,chat,replan,batch}{,_static} "$tmp"/cm/build/{generate,chat,replan,batch}{,_static}; do
   out=$tmp/out_$(basename "$(dirname "$bin")")_$(basename "$bin")
   case $(basename "$bin") in
   generate*)
@@ -162,6 +169,12 @@ for bin in "$tmp"/pc/{generate,chat,replan}{,_static} "$tmp"/cm/build/{generate,
     [ "$(field "after replan" n_slots)" -gt "$(field "before replan" n_slots)" ] || fail "$bin: no more slots: $(cat "$out.err")"
     [ "$(field end n_tokens)" -gt "$(field "before replan" n_tokens)" ] || fail "$bin: nothing ran after the re-plan"
     grep -q "(modelled)" "$out.err" || fail "$bin: sim statistics not labelled modelled"
+    ;;
+  batch*)
+    "$bin" "$tmp/b" 16 "${batch_prompts[@]}" > "$out.txt" 2> "$out.err" || fail "$bin: $(cat "$out.err")"
+    cmp -s "$out.txt" "$tmp/ref_batch.txt" || fail "$bin printed '$(cat "$out.txt")', ft run '$(cat "$tmp/ref_batch.txt")'"
+    grep -q "^\[3 sessions: [0-9]* tokens evaluated or generated in [0-9.]* s, [0-9.]* tok/s\]$" "$out.err" ||
+      fail "$bin: no speed line: $(cat "$out.err")"
     ;;
   esac
 done
