@@ -149,7 +149,9 @@ int main(int argc, char **argv)
         free(jobs[i].text);
     }
     ft_status_t cs = ft_engine_close(engine); /* every session is gone: FT_OK */
-    if (cs && !st) st = cs;
-    else if (cs) ft_status_free(cs);
+    if (cs && !st)
+        st = cs;
+    else if (cs)
+        ft_status_free(cs);
     return st ? fail(st) : 0;
 }
