@@ -15,6 +15,22 @@ void ft_ref_greedy_free(ft_ref_greedy_t *g)
     memset(g, 0, sizeof(*g));
 }
 
+double ft_ref_greedy_apart(const ft_ref_greedy_t *a, const ft_ref_greedy_t *b)
+{
+    const uint32_t V = a->vocab, n = a->n_prompt < b->n_prompt ? a->n_prompt : b->n_prompt;
+    float *row = malloc(sizeof(float) * V);
+    if (!row) return -1.0;
+    double worst = 0;
+    for (uint32_t p = 0; p < n; p++) {
+        for (uint32_t v = 0; v < V; v++)
+            row[v] = (float)a->prompt[(size_t)p * V + v];
+        const double err = ft_ref_rel_err(row, b->prompt + (size_t)p * V, V);
+        worst = err > worst ? err : worst;
+    }
+    free(row);
+    return worst;
+}
+
 ft_status_t ft_ref_greedy_reference(const ft_ref_model_t *m, const int32_t *prompt, uint32_t n_prompt,
                                     uint32_t n_gen, uint32_t n_ctx, ft_ref_greedy_t *out)
 {

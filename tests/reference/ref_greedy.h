@@ -23,6 +23,12 @@ ft_status_t ft_ref_greedy_reference(const ft_ref_model_t *m, const int32_t *prom
                                     uint32_t n_gen, uint32_t n_ctx, ft_ref_greedy_t *out);
 void ft_ref_greedy_free(ft_ref_greedy_t *g);
 
+/* How far two references' prompt logits are apart: the largest
+ * ft_ref_rel_err over the positions both have, a's rows rounded to float32
+ * as an engine's would be (a feature's reference against the one without
+ * it, to show the feature changes the result). -1 when out of memory. */
+double ft_ref_greedy_apart(const ft_ref_greedy_t *a, const ft_ref_greedy_t *b);
+
 typedef struct ft_ref_greedy_run {
     float *prompt;       /* [n_prompt][vocab]: the engine's prompt logits (free()) */
     double prompt_err;   /* the largest ft_ref_rel_err over the prompt positions */

@@ -171,29 +171,12 @@ static void reference(router_kind_t k, int biased, uint32_t n_gen, ft_ref_greedy
     ft_ir_model_destroy(ir);
 }
 
-/* The largest normalized error between two references' prompt logits. */
-static double apart(const ft_ref_greedy_t *a, const ft_ref_greedy_t *b)
-{
-    const uint32_t V = a->vocab;
-    float *row = malloc(sizeof(float) * V);
-    assert_non_null(row);
-    double worst = 0;
-    for (uint32_t p = 0; p < N_PROMPT; p++) {
-        for (uint32_t v = 0; v < V; v++)
-            row[v] = (float)a->prompt[(size_t)p * V + v];
-        const double err = ft_ref_rel_err(row, b->prompt + (size_t)p * V, V);
-        worst = err > worst ? err : worst;
-    }
-    free(row);
-    return worst;
-}
-
 static void check_router(router_kind_t k, const char *label)
 {
     ft_ref_greedy_t ref, plain;
     reference(k, 1, N_GEN, &ref);
     reference(k, 0, 0, &plain);
-    const double d = apart(&ref, &plain);
+    const double d = ft_ref_greedy_apart(&ref, &plain);
     print_message("%s: biased vs unbiased choice (reference): %.3g\n", label, d);
     assert_true(d > 1e-2);
     char bundle[4300], name[128];
