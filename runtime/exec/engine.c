@@ -1,6 +1,7 @@
 /* Engines: a bundle opened for running (plan, mapped weights, model view,
  * tokenizer, thread pool). */
 #include "engine_internal.h"
+#include "work.h"
 
 #include "../backends/cpu/cpu_device.h"
 #include "../backends/cuda/cuda_backend.h"
@@ -208,6 +209,7 @@ void ft_exec_engine_close(ft_engine_t *e)
         ft_dev_engine_destroy(e->dev);
         e->offload = NULL;
     }
+    ft_work_free(e); /* from e->mem: the sim's device or the cpu one */
     ft_offload_destroy(e->offload);
     if (e->sim.dev) {
         ft_dev_stream_destroy(e->sim.dev, e->sim.compute);

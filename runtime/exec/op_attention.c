@@ -40,7 +40,7 @@ static void ft_each_row(ft_step_t *st, const ft_xop_t *x, void (*row)(ft_step_t 
     if (st->n < 4)
         ft_rows_worker(&r, 0, 1);
     else
-        ft_threadpool_run(st->s->engine->pool, ft_rows_worker, &r);
+        ft_threadpool_run(st->e->pool, ft_rows_worker, &r);
 }
 
 static void ft_head_norm_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
@@ -84,7 +84,7 @@ static void ft_rope_apply(float *heads, uint32_t n_heads, uint32_t hd, uint32_t 
 
 static void ft_rope_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
 {
-    const uint32_t hd = x->head_dim, half = x->rope_dim / 2, pos = st->pos0 + t;
+    const uint32_t hd = x->head_dim, half = x->rope_dim / 2, pos = st->w->row_pos[st->row0 + t];
     float *q = st->buf[x->in[0]] + (size_t)t * x->n_heads * hd;
     float *k = st->buf[x->in[1]] + (size_t)t * x->n_kv_heads * hd;
     if (half > FT_ROPE_MAX_HALF) {
@@ -112,9 +112,9 @@ void ft_xop_rope(ft_step_t *st, const ft_xop_t *x)
 
 static void ft_kv_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
 {
-    ft_session_t *s = st->s;
+    const ft_session_t *s = st->w->row_s[st->row0 + t];
     const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = s->m->prog->max_kv_width;
-    const size_t row = ((size_t)x->layer * s->n_ctx + st->pos0 + t) * stride;
+    const size_t row = ((size_t)x->layer * s->n_ctx + st->w->row_pos[st->row0 + t]) * stride;
     const float *k = st->buf[x->in[0]] + (size_t)t * kvd, *v = st->buf[x->in[1]] + (size_t)t * kvd;
     if (s->m->kv_dtype == FT_DTYPE_F16) {
         uint16_t *kc = (uint16_t *)s->k_cache + row, *vc = (uint16_t *)s->v_cache + row;
@@ -197,7 +197,7 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
     if (!x->prepare_next)
         return;
     const uint32_t slice = x->n_heads / x->n_kv_heads * x->head_dim, qd = x->n_heads * x->head_dim;
-    uint8_t *row = (uint8_t *)r->st->s->xp + (size_t)t * ft_cpu_act_row_bytes(x->next_type, qd);
+    uint8_t *row = (uint8_t *)r->st->w->xp + (size_t)t * ft_cpu_act_row_bytes(x->next_type, qd);
     ft_cpu_act_prepare(x->next_type, out, slice, 1, slice,
                        row + ft_cpu_act_row_bytes(x->next_type, kvh * slice));
 }
@@ -208,30 +208,31 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
 static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, const void *kc, const void *vc,
                          uint32_t n_keys, float *scores, float *out)
 {
-    ft_session_t *s = r->st->s;
+    const ft_model_t *m = r->st->e->model;
     const ft_xop_t *x = r->x;
-    const uint32_t hd = x->head_dim, group = x->n_heads / x->n_kv_heads, kvd = s->m->prog->max_kv_width;
+    const uint32_t hd = x->head_dim, group = x->n_heads / x->n_kv_heads, kvd = m->prog->max_kv_width;
+    const size_t ld = r->st->w->n_ctx; /* the scores' row stride */
     const float scale = 1.0f / sqrtf((float)hd);
-    const int f16 = s->m->kv_dtype == FT_DTYPE_F16;
+    const int f16 = m->kv_dtype == FT_DTYPE_F16;
     for (uint32_t p = 0; p < n_keys; p++) {
         const size_t at = (size_t)p * kvd;
         for (uint32_t g = 0; g < group; g++)
-            scores[(size_t)g * s->n_ctx + p] =
+            scores[(size_t)g * ld + p] =
                 (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
                      : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
                 scale;
     }
     for (uint32_t g = 0; g < group; g++)
         if (x->sinks)
-            ft_op_softmax_sink(scores + (size_t)g * s->n_ctx, n_keys,
+            ft_op_softmax_sink(scores + (size_t)g * ld, n_keys,
                                x->sinks[kvh * group + g]);
         else
-            ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
+            ft_op_softmax(scores + (size_t)g * ld, n_keys);
     memset(out, 0, (size_t)group * hd * sizeof(float));
     for (uint32_t p = 0; p < n_keys; p++) {
         const size_t at = (size_t)p * kvd;
         for (uint32_t g = 0; g < group; g++) {
-            const float w = scores[(size_t)g * s->n_ctx + p];
+            const float w = scores[(size_t)g * ld + p];
             if (f16)
                 ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
             else
@@ -246,22 +247,25 @@ static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, c
 static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     const ft_attn_run_t *r = ctx;
-    ft_session_t *s = r->st->s;
+    const ft_work_t *w = r->st->w;
+    const ft_model_t *m = r->st->e->model;
     const ft_xop_t *x = r->x;
     const uint32_t hd = x->head_dim, H = x->n_heads, KVH = x->n_kv_heads, group = H / KVH;
-    const uint32_t qd = H * hd, kvd = s->m->prog->max_kv_width;
+    const uint32_t qd = H * hd, kvd = m->prog->max_kv_width;
     const float scale = 1.0f / sqrtf((float)hd);
-    const size_t eb = s->m->kv_elem_bytes; /* bytes of a cache element */
-    const uint8_t *kc = (const uint8_t *)s->k_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
-    const uint8_t *vc = (const uint8_t *)s->v_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
-    float *scores = s->scores + (size_t)ti * s->m->prog->max_group * s->n_ctx; /* [group][n_ctx] */
+    const size_t eb = m->kv_elem_bytes; /* bytes of a cache element */
+    float *scores = w->scores + (size_t)ti * m->prog->max_group * w->n_ctx; /* [group][n_ctx] */
     uint64_t b, e;
     ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
     for (uint64_t item = b; item < e; item++) {
         const uint32_t t = (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
+        /* The row's own session: its cache of this layer. */
+        const ft_session_t *s = w->row_s[r->st->row0 + t];
+        const uint8_t *kc = (const uint8_t *)s->k_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
+        const uint8_t *vc = (const uint8_t *)s->v_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
         /* Causal: up to and including t; a sliding window keeps the last
          * sliding_window of those, from row `first` of the cache. */
-        const uint32_t pos = r->st->pos0 + t;
+        const uint32_t pos = w->row_pos[r->st->row0 + t];
         const uint32_t first = x->sliding_window && pos >= x->sliding_window ? pos + 1 - x->sliding_window : 0;
         const uint32_t n_keys = pos + 1 - first;
         const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
@@ -270,9 +274,9 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint8_t *vh = vc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
         /* the plan's kernel: the same operations, sizes as constants */
         if (r->kernel)
-            r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, s->n_ctx, out);
+            r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, w->n_ctx, out);
         else if (r->kernel_f16)
-            r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, s->n_ctx,
+            r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, w->n_ctx,
                           out);
         else
             ft_attn_item(r, kvh, q, kh, vh, n_keys, scores, out);
@@ -282,7 +286,7 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
 
 void ft_xop_attention(ft_step_t *st, const ft_xop_t *x)
 {
-    const int gen = st->s->use_generated;
+    const int gen = st->w->use_generated;
     ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL};
-    ft_threadpool_run(st->s->engine->pool, ft_attn_worker, &r);
+    ft_threadpool_run(st->e->pool, ft_attn_worker, &r);
 }

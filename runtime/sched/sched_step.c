@@ -9,10 +9,10 @@
  * of running it alone), else the token it sampled last, else (an empty
  * prompt) no token, only a sample.
  *
- * Running: today the items run one after another through the executor,
- * each as its own forward pass. Batching them into one pass (MoE over all
- * the step's tokens) replaces ft_sched_run_step's loop, not the queueing
- * around it. */
+ * Running: the items' tokens go to the executor as one step (ft_exec_step:
+ * on cpu and sim one forward pass over all of them where their kernel
+ * paths agree, the MoE block reading each routed expert once per pass; on
+ * a device one item after another), then each request takes its sample. */
 #include "sched_internal.h"
 
 #include "../exec/exec_api.h"
@@ -82,17 +82,27 @@ FT_WARN_UNUSED static ft_status_t ft_item_sample(ft_sched_item_t *it)
     return FT_OK;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
+/* What an item needs before the step: its tokens as an executor item
+ * (0: none to evaluate). */
+static uint32_t ft_item_exec(const ft_sched_item_t *it, ft_exec_item_t *out)
+{
+    if (!it->n) return 0;
+    const ft_request_t *r = it->r;
+    ft_session_t *s = r->session;
+    float *rows =
+        it->prompt && r->out_rows ? r->out_rows + (size_t)r->n_done * s->m->vocab_size : NULL;
+    *out = (ft_exec_item_t){s, it->tokens, it->n, rows};
+    return 1;
+}
+
+/* After the step: the item's tokens joined its session's history; the
+ * request samples when its prompt is done. pos: n_past before the step. */
+FT_WARN_UNUSED static ft_status_t ft_item_finish(ft_sched_item_t *it, uint32_t pos)
 {
     ft_request_t *r = it->r;
     ft_session_t *s = r->session;
     ft_sched_session_t *ss = s->sched;
     if (it->n) {
-        const uint32_t pos = s->n_past;
-        float *rows =
-            it->prompt && r->out_rows ? r->out_rows + (size_t)r->n_done * s->m->vocab_size : NULL;
-        ft_status_t st = ft_exec_session_run(s, it->tokens, it->n, rows);
-        if (st) return st;
         memcpy(ss->history + pos, it->tokens, it->n * sizeof(int32_t));
         ss->n_used += it->n;
         if (it->prompt) r->n_done += it->n;
@@ -108,11 +118,24 @@ FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
 void ft_sched_run_step(ft_sched_t *sc, uint32_t n_items)
 {
     sc->e->sched_steps++; /* under step_lock */
+    /* Every item's tokens in one executor step (batched passes on cpu and
+     * sim), then each request's bookkeeping and sample. */
+    uint32_t n_exec = 0;
     for (uint32_t i = 0; i < n_items; i++) {
         ft_sched_item_t *it = &sc->items[i];
-        it->st = ft_item_run(it);
+        it->pos = it->r->session->n_past;
+        n_exec += ft_item_exec(it, &sc->exec[n_exec]);
+    }
+    ft_status_t err = n_exec ? ft_exec_step(sc->e, sc->exec, n_exec) : FT_OK;
+    for (uint32_t i = 0; i < n_items; i++) {
+        ft_sched_item_t *it = &sc->items[i];
+        if (err && it->n)
+            it->st = ft_status_make(ft_status_code(err), "%s", ft_status_message(err));
+        else
+            it->st = ft_item_finish(it, it->pos);
         if (it->st) it->finish = FT_FINISH_ERROR;
     }
+    ft_status_free(err);
 }
 
 ft_status_t ft_sched_start_check(const ft_request_t *r)
