@@ -36,6 +36,7 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->weight_bytes_per_token = m->weight_bytes_per_token;
     i->n_threads = ft_threadpool_size(e->pool);
     i->kernels = e->kernels_desc;
+    i->batched_steps = !e->dev;
 }
 
 /* Points every matrix, expert and fusion the module has a kernel for at it. */
