@@ -15,3 +15,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# node and npm, for the checks against npm packages (tests/external, ctest
+# external_npm): Debian's nodejs and npm for whichever is missing (a node
+# installed otherwise, with its own npm, is left alone).
+node_pkgs=()
+command -v node > /dev/null || node_pkgs+=(nodejs)
+command -v npm > /dev/null || node_pkgs+=(npm)
+if [ ${#node_pkgs[@]} -gt 0 ]; then
+  echo "installing: ${node_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${node_pkgs[@]}"
+fi

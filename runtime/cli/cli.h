@@ -11,6 +11,7 @@
  * and returns the exit code. */
 int ft_cli_run(int argc, char **argv);
 int ft_cli_logits(int argc, char **argv);
+int ft_cli_perplexity(int argc, char **argv);
 int ft_cli_bench(int argc, char **argv);
 /* ft bench --parallel N (cli_bench_parallel.c): prints the report. */
 FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_prompt,

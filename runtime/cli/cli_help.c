@@ -166,6 +166,55 @@ static const char ft_help_logits[] =
     "  The logits of five tokens, 5 x vocabulary floats:\n"
     "    ft logits qwen3-bundle --tokens 1,2,3,4,5 -o logits.bin\n";
 
+static const char ft_help_perplexity[] =
+    "usage: ft perplexity BUNDLE --file TEXT [--ctx N] [--kl-base BASE | --save-logits FILE]\n"
+    "       [options]\n"
+    "\n"
+    "How well the model predicts a text, as llama.cpp's perplexity tool measures it:\n"
+    "the text is tokenized (BOS added when the model wants one), cut into windows of\n"
+    "N tokens (the tail that fills no window is dropped; the first token of each\n"
+    "window becomes BOS when the model adds one), each window evaluated from an\n"
+    "empty context, and only its second half scored (positions N/2 to N-2, each\n"
+    "predicting the next token), so every scored token sees at least N/2 tokens.\n"
+    "Prints exp of the mean negative log-likelihood, with its standard error. The\n"
+    "text needs at least 2N tokens (two windows, as llama.cpp asks); an empty text,\n"
+    "a shorter one or invalid UTF-8 is an error. Progress goes to stderr when it is\n"
+    "a terminal.\n"
+    "\n"
+    "With --kl-base, each scored position also gives the KL divergence of this\n"
+    "bundle's next-token distribution from the base's, KL(base || this), computed in\n"
+    "double from log-softmax, and whether both give the same most likely token: the\n"
+    "mean, median, 99th percentile and maximum over all positions (quantiles\n"
+    "interpolated linearly between ranks) and the share of same top tokens. The\n"
+    "base evaluates this bundle's token ids and must have the same vocabulary.\n"
+    "\n"
+    "options:\n"
+    "  -f, --file TEXT\n"
+    "      the text, UTF-8 (special tokens in it are taken as plain text)\n"
+    "  --ctx N\n"
+    "      tokens of each window, at least 4 (default: 512, or the model's context\n"
+    "      length when shorter; with a saved base, the file's)\n"
+    "  --kl-base BASE\n"
+    "      compare with BASE: a bundle (evaluated here too), or a file --save-logits\n"
+    "      wrote (refused when it was saved for another vocabulary, --ctx or text)\n"
+    "  --save-logits FILE\n"
+    "      write this bundle's logits at the scored positions to FILE, for a later\n"
+    "      --kl-base FILE (replaced): a 32-byte header (magic FTKLBASE, version,\n"
+    "      vocabulary size, ctx, windows, a hash of the vocabulary), the windows'\n"
+    "      token ids, then windows x (N - 1 - N/2) x vocabulary float32 logits, all\n"
+    "      little-endian (runtime/cli/cli_ppl_file.h)\n"
+    "  --json\n"
+    "      print one JSON object: perplexity, perplexity_err, n_tokens (the tokens\n"
+    "      scored), n_text_tokens, ctx, n_windows; with a base also base_perplexity,\n"
+    "      kld_mean, kld_median, kld_p99, kld_max, same_top (a share, 0..1)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  The perplexity of a text in windows of 256 tokens:\n"
+    "    ft perplexity qwen3-q4_k --file wiki.test.raw --ctx 256\n"
+    "  What q4_k costs against f32, through a saved file:\n"
+    "    ft perplexity qwen3-f32 --file wiki.test.raw --save-logits f32.kld\n"
+    "    ft perplexity qwen3-q4_k --file wiki.test.raw --kl-base f32.kld --json\n";
+
 static const char ft_help_bench[] =
     "usage: ft bench BUNDLE [options]\n"
     "\n"
@@ -230,6 +279,8 @@ const ft_cli_command_t ft_cli_commands[] = {
     {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
     {"logits", "write the logits of every position of a token sequence", ft_help_logits,
      ft_cli_logits},
+    {"perplexity", "perplexity over a text, and KL divergence from a base", ft_help_perplexity,
+     ft_cli_perplexity},
     {"bench", "measure (or on sim, predict) prefill and decode speed", ft_help_bench, ft_cli_bench},
     {"version", "print the version", ft_help_version, ft_cli_version},
     {"help", "print this overview, or a command's help", ft_help_help, ft_cli_help},
@@ -278,7 +329,7 @@ void ft_cli_usage(FILE *out)
     fputs(ft_help_head, out);
     fputs("commands:\n", out);
     for (const ft_cli_command_t *c = ft_cli_commands; c->name; c++)
-        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
     fputs(ft_help_tail, out);
 }
 

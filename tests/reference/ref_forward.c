@@ -3,11 +3,13 @@
  * reader can check every line. */
 #include "ref_forward.h"
 
+#include "ref_dequant.h"
 #include "ref_ops.h"
 
 #include "../../runtime/format/convert.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,9 +159,12 @@ static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_
     for (uint32_t i = 0; i < cols; i++)
         s->round_f[i] = (float)x[i];
     ft_quantize_row(at, s->round_f, s->round_q, cols);
-    ft_dequantize_row(at, s->round_q, s->round_f, cols);
-    for (uint32_t i = 0; i < cols; i++)
-        s->round_d[i] = s->round_f[i];
+    /* the runtime's rounding, read back by the reference's own decoder */
+    ft_status_t st = ft_ref_dequant_row(at, s->round_q, cols, s->round_d);
+    if (st) { /* a weight's columns are a multiple of its activation block */
+        fprintf(stderr, "reference: %s\n", ft_status_message(st));
+        abort();
+    }
     ft_ref_matvec(w, rows, cols, s->round_d, y);
 }
 

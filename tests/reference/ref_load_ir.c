@@ -1,13 +1,14 @@
 /* Loading the reference model from an imported IR instead of a bundle: the
  * bytes of each tensor are its pieces read from the source files (GGUF or
- * safetensors) and dequantized row by row to double, as ref_load.c does
+ * safetensors) and dequantized row by row to double by the reference's own
+ * dequantizer (ref_dequant.c), as ref_load.c does
  * for a bundle. This is how the oracle runs a model (Mixtral) before the
  * plan and runtime can hold it, and how two imports of one checkpoint are
  * compared without a compile in between. */
+#include "ref_dequant.h"
 #include "ref_forward.h"
 
 #include "ir.h"
-#include "../../runtime/format/convert.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,8 +58,8 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
                               t->name, ft_ir_tensor_elems(t), n_elems);
     if (out_fmt) *out_fmt = t->dtype;
     const uint64_t cols = t->shape[t->n_dims - 1], rows = n_elems / cols;
-    uint64_t row_bytes;
-    if (!ft_dtype_row_bytes(t->dtype, cols, &row_bytes))
+    const uint64_t row_bytes = ft_ref_row_bytes(t->dtype, cols);
+    if (!row_bytes)
         return ft_status_make(FT_STATUS_FORMAT, "tensor '%s': bad row of %" PRIu64 " %s elements",
                               t->name, cols, ft_dtype_name(t->dtype));
     uint8_t *bytes = NULL;
@@ -66,18 +67,13 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     ft_status_t st = ref_ir_read(ir, t, &bytes, &n_bytes);
     if (st) return st;
     double *w = malloc(n_elems * sizeof(double));
-    float *row = malloc(cols * sizeof(float));
-    if (!w || !row)
+    if (!w)
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
     else if (n_bytes != rows * row_bytes)
         st = ft_status_make(FT_STATUS_MISMATCH, "tensor '%s': %" PRIu64 " bytes, expected %" PRIu64,
                             t->name, n_bytes, rows * row_bytes);
-    for (uint64_t r = 0; r < rows && !st; r++) {
-        st = ft_convert_row(FT_DTYPE_F32, row, t->dtype, bytes + r * row_bytes, cols);
-        for (uint64_t c = 0; c < cols && !st; c++)
-            w[r * cols + c] = row[c];
-    }
-    free(row);
+    for (uint64_t r = 0; r < rows && !st; r++)
+        st = ft_ref_dequant_row(t->dtype, bytes + r * row_bytes, cols, w + r * cols);
     free(bytes);
     if (st) {
         free(w);
