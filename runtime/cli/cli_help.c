@@ -149,6 +149,47 @@ static const char ft_help_chat[] =
     "  On a modelled GPU, shrinking its budget in the middle (type /vram 4G):\n"
     "    ft chat qwen3-bundle --backend sim --hw rtx4060_laptop.textproto --vram 8G\n";
 
+static const char ft_help_serve[] =
+    "usage: ft serve BUNDLE [options]\n"
+    "\n"
+    "An HTTP server with OpenAI- and Anthropic-compatible APIs, for coding agents\n"
+    "and SDKs. Each request gets its own session and runs beside the others on the\n"
+    "engine's scheduler; a client that disconnects cancels its request. Prints\n"
+    "'listening on http://HOST:PORT' once it accepts connections and serves until\n"
+    "SIGINT or SIGTERM. Endpoints: GET /health, GET /v1/models, POST\n"
+    "/v1/chat/completions (streamed or not; tools, reasoning_content, logprobs,\n"
+    "stop, seed, logit_bias, penalties), POST /v1/messages (streamed or not;\n"
+    "thinking, tool_use and tool_result blocks) and POST /v1/messages/count_tokens.\n"
+    "Tools, tool calls and <think> reasoning are rendered and parsed for Qwen3's\n"
+    "chat template; other ChatML models serve plain chat. Errors come in each\n"
+    "protocol's own shape.\n"
+    "\n"
+    "options:\n"
+    "  --host ADDR\n"
+    "      the address to listen on (default 127.0.0.1); one that is not loopback\n"
+    "      needs --api-key\n"
+    "  --port N\n"
+    "      the TCP port (default 8080; 0: any free port, printed)\n"
+    "  --api-key KEY\n"
+    "      require KEY as 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every\n"
+    "      endpoint but /health (compared in constant time)\n"
+    "  --parallel N\n"
+    "      requests the scheduler runs at once (default 4); more wait in its queue\n"
+    "  --ctx N\n"
+    "      tokens of context per request (default: the model's, at most 4096)\n"
+    "  --max-body SIZE\n"
+    "      the largest request body (default 64M); larger ones get 413\n"
+    "  --model-id NAME\n"
+    "      the model id GET /v1/models reports (default: the bundle's folder name);\n"
+    "      any name a request gives is accepted and echoed\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  Serve on port 8080 and ask it something with curl:\n"
+    "    ft serve qwen3-bundle &\n"
+    "    curl -s localhost:8080/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+    "  Claude Code against it:\n"
+    "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
+
 static const char ft_help_logits[] =
     "usage: ft logits BUNDLE --tokens IDS -o FILE [options]\n"
     "\n"
@@ -228,6 +269,7 @@ static const char ft_help_help[] =
 const ft_cli_command_t ft_cli_commands[] = {
     {"run", "generate text from a prompt, streamed to stdout", ft_help_run, ft_cli_run},
     {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
+    {"serve", "an OpenAI- and Anthropic-compatible HTTP server", ft_help_serve, ft_cli_serve},
     {"logits", "write the logits of every position of a token sequence", ft_help_logits,
      ft_cli_logits},
     {"bench", "measure (or on sim, predict) prefill and decode speed", ft_help_bench, ft_cli_bench},

@@ -1,0 +1,76 @@
+/* Chat request -> prompt tokens (srv_chat.h). */
+#include "srv_chat.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void ft_srv_model_init(ft_srv_model_t *m, ft_engine_t *engine, uint32_t n_ctx)
+{
+    m->engine = engine;
+    m->n_vocab = ft_engine_info(engine)->vocab_size;
+    m->n_ctx = n_ctx;
+    /* a vocabulary with both ChatML markers as single special tokens */
+    int chatml = 1;
+    static const char *const marks[] = {"<|im_start|>", "<|im_end|>"};
+    for (int i = 0; i < 2; i++) {
+        int32_t *ids = NULL;
+        uint32_t n = 0;
+        ft_status_t st =
+            ft_engine_tokenize(engine, marks[i], strlen(marks[i]), FT_TOKENIZE_SPECIAL, &ids, &n);
+        if (st || n != 1) chatml = 0;
+        ft_status_free(st);
+        ft_engine_free(engine, ids);
+    }
+    m->family = ft_srv_family_detect(ft_engine_chat_template(engine), chatml);
+}
+
+static int ft_srv_ends_with(const ft_srv_buf_t *b, const char *s)
+{
+    const size_t n = strlen(s);
+    return b->len >= n && !memcmp(b->data + b->len - n, s, n);
+}
+
+int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
+                   size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *root = NULL;
+    if (!ft_srv_json_parse(body, n, &root, err)) return 0;
+    const int ok = proto == FT_SRV_OPENAI ? ft_srv_openai_parse(root, m->n_vocab, c, err)
+                                          : ft_srv_anthropic_parse(root, count_only, c, err);
+    json_decref(root);
+    if (!ok) return 0;
+    ft_srv_buf_t text = {0};
+    if (!ft_srv_render(m->family, c, !count_only || proto == FT_SRV_ANTHROPIC, &text, err)) {
+        ft_srv_buf_free(&text);
+        return 0;
+    }
+    out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
+    out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
+    ft_status_t st =
+        ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
+                           FT_TOKENIZE_SPECIAL | FT_TOKENIZE_ADD_BOS, &out->ids, &out->n_ids);
+    ft_srv_buf_free(&text);
+    if (st) {
+        ft_srv_error_set(err, 400, "invalid_request_error", "messages", "%s",
+                         ft_status_message(st));
+        ft_status_free(st);
+        return 0;
+    }
+    if (!count_only && out->n_ids >= m->n_ctx) {
+        if (proto == FT_SRV_ANTHROPIC)
+            ft_srv_error_set(err, 400, "invalid_request_error", "messages",
+                             "prompt is too long: %u tokens > %u maximum", out->n_ids,
+                             m->n_ctx - 1);
+        else
+            ft_srv_error_set(err, 400, "invalid_request_error", "messages",
+                             "This model's maximum context length is %u tokens. However, your "
+                             "messages resulted in %u tokens.",
+                             m->n_ctx, out->n_ids);
+        snprintf(err->code, sizeof(err->code), "context_length_exceeded");
+        ft_engine_free(m->engine, out->ids);
+        out->ids = NULL;
+        return 0;
+    }
+    return 1;
+}
