@@ -17,6 +17,7 @@ int ft_cli_serve(int argc, char **argv)
                                              {"ctx", required_argument, 0, 'C'},
                                              {"max-body", required_argument, 0, 'B'},
                                              {"model-id", required_argument, 0, 'M'},
+                                             {"script", required_argument, 0, 'S'},
                                              FT_CLI_ENGINE_LONGOPTS,
                                              {0, 0, 0, 0}};
     ft_engine_options_t eo;
@@ -48,6 +49,9 @@ int ft_cli_serve(int argc, char **argv)
             break;
         case 'M':
             so.model_id = optarg;
+            break;
+        case 'S':
+            so.script_path = optarg;
             break;
         case 'h':
             return ft_cli_print_help("serve");

@@ -19,6 +19,11 @@ typedef struct ft_serve_options {
     uint64_t max_body_bytes;  /* larger request bodies get 413 */
     uint32_t max_connections; /* open connections at once */
     uint32_t conn_timeout_s;  /* an idle connection is closed after this */
+    /* a test hook: NULL, or a file of replies separated by lines "%%" that
+     * successive chat requests "generate" in turn (their tokens are
+     * evaluated for real and then given out as if sampled), so that
+     * tool-call round trips are deterministic on random-weight fixtures */
+    const char *script_path;
 } ft_serve_options_t;
 
 /* host 127.0.0.1, port 8080, n_ctx 4096, 64 MiB bodies, 64 connections,

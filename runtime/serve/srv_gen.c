@@ -77,7 +77,7 @@ static void ft_srv_gen_on_event(void *user, const ft_srv_ev_t *ev)
 
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
+                     const char *script, ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
 {
     static _Atomic uint64_t ft_srv_seed_counter;
     memset(g, 0, sizeof(*g));
@@ -105,6 +105,21 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
     if (!st) st = ft_session_create(engine, &sopt, &g->session);
     if (!st) st = ft_detokenizer_create(engine, &g->detok);
     if (!st && c->n_stops) st = ft_stop_matcher_create(c->stops, c->n_stops, &g->stop);
+    int32_t *full = NULL; /* prompt + script */
+    if (!st && script) {
+        st = ft_engine_tokenize(engine, script, strlen(script), FT_TOKENIZE_SPECIAL, &g->script,
+                                &g->n_script);
+        if (!st && g->n_script > max_new) {
+            g->n_script = max_new;
+            g->script_cut = 1;
+        }
+        if (!st && !(full = malloc(((size_t)n_prompt + g->n_script) * sizeof(*full))))
+            st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scripted prompt");
+        if (!st) {
+            memcpy(full, prompt, n_prompt * sizeof(*full));
+            memcpy(full + n_prompt, g->script, g->n_script * sizeof(*full));
+        }
+    }
     if (!st && g->keep_samples) {
         g->samples = calloc(max_new ? max_new : 1, sizeof(*g->samples));
         if (!g->samples) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "logprobs buffer");
@@ -113,14 +128,15 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
     if (!st) {
         ft_request_options_t ro;
         ft_request_options_init(&ro);
-        ro.tokens = prompt;
-        ro.n_tokens = n_prompt;
-        ro.max_new_tokens = max_new;
+        ro.tokens = full ? full : prompt;
+        ro.n_tokens = n_prompt + (full ? g->n_script : 0);
+        ro.max_new_tokens = full ? 0 : max_new;
         ro.sampler = g->sampler;
         ro.on_token = ft_srv_gen_on_token;
         ro.user = g;
         st = ft_request_submit(g->session, &ro, &g->request);
     }
+    free(full);
     if (st) {
         const int busy = ft_status_code(st) == FT_STATUS_BUSY;
         const int arg = ft_status_code(st) == FT_STATUS_INVALID_ARGUMENT;
@@ -155,7 +171,9 @@ static void ft_srv_gen_feed_token(ft_srv_gen_t *g, const ft_sample_t *s)
 
 static void ft_srv_gen_finalize(ft_srv_gen_t *g)
 {
-    const ft_finish_reason_t why = ft_request_finish_reason(g->request);
+    ft_finish_reason_t why = ft_request_finish_reason(g->request);
+    if (g->script && why == FT_FINISH_EVALUATED)
+        why = g->script_cut ? FT_FINISH_LENGTH : FT_FINISH_EOG;
     if (g->finish == FT_SRV_FINISH_NONE) {
         const char *text;
         size_t n;
@@ -212,6 +230,13 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
             ft_srv_gen_feed_token(g, &s);
             any = 1;
         }
+        if (g->script && ft_request_finish_reason(g->request) == FT_FINISH_EVALUATED &&
+            g->script_at < g->n_script) {
+            /* the scripted tokens, evaluated: out one at a time, as if sampled */
+            const ft_sample_t s = {.token = g->script[g->script_at++]};
+            ft_srv_gen_feed_token(g, &s);
+            return 1;
+        }
         if (ft_request_finish_reason(g->request) != FT_FINISH_NONE) {
             /* every token taken: the request is over */
             ft_sample_t s;
@@ -262,6 +287,7 @@ void ft_srv_gen_free(ft_srv_gen_t *g)
     ft_srv_outparse_free(&g->parser);
     ft_srv_buf_free(&g->content);
     free(g->samples);
+    ft_engine_free(g->engine, g->script);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     memset(g, 0, sizeof(*g));

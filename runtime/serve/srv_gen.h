@@ -48,14 +48,22 @@ typedef struct ft_srv_gen {
     int keep_samples;     /* logprobs: every sample is kept */
     ft_sample_t *samples; /* [n_generated] when keep_samples */
     uint32_t n_samples_cap;
+    /* scripted output (ft serve --script, a test hook): these tokens are
+     * evaluated after the prompt, for real, and then given out as if
+     * sampled */
+    int32_t *script;
+    uint32_t n_script, script_at;
+    int script_cut; /* max_tokens cut the script short */
 } ft_srv_gen_t;
 
 /* Starts generating from prompt (n_prompt tokens) on a new session of
  * n_ctx tokens. reasoning_open: the prompt ends inside a <think> block.
- * tools: parse tool calls. On error returns 0 with *err. */
+ * tools: parse tool calls. script: NULL, or the text the model is made
+ * to "generate" (tokenized with special tokens). On error returns 0 with
+ * *err. */
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     ft_srv_ev_fn fn, void *user, ft_srv_error_t *err);
+                     const char *script, ft_srv_ev_fn fn, void *user, ft_srv_error_t *err);
 
 /* Waits up to max_wait_s for tokens and turns them into events. Returns
  * 1 when something happened, 0 when the time passed with nothing (send a

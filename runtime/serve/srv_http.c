@@ -11,6 +11,8 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,11 @@
 typedef struct ft_srv {
     ft_srv_model_t model;
     ft_serve_options_t o;
+    /* --script: the replies, taken in turn by successive chat requests */
+    char *script_text;
+    char **replies;
+    size_t n_replies;
+    _Atomic size_t next_reply;
 } ft_srv_t;
 
 /* One connection's request: its body as it arrives. */
@@ -148,6 +155,56 @@ static int ft_srv_conn_fd(struct MHD_Connection *conn)
     return ci ? ci->connect_fd : -1;
 }
 
+/* ---- scripted output (--script) -------------------------------------------- */
+
+static const char *ft_srv_next_reply(ft_srv_t *srv)
+{
+    if (!srv->n_replies) return NULL;
+    return srv->replies[atomic_fetch_add(&srv->next_reply, 1) % srv->n_replies];
+}
+
+/* The file's replies are separated by lines that are exactly "%%"; the
+ * newline before such a line, and one at the end of the file, are not
+ * part of a reply. */
+static ft_status_t ft_srv_load_script(ft_srv_t *srv, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return ft_status_make(FT_STATUS_IO, "--script %s: cannot open", path);
+    ft_srv_buf_t b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        ft_srv_buf_put(&b, chunk, n);
+    fclose(f);
+    if (b.oom) {
+        ft_srv_buf_free(&b);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "--script %s", path);
+    }
+    char *text = ft_srv_buf_take(&b);
+    size_t len = strlen(text);
+    if (len && text[len - 1] == '\n') text[--len] = '\0';
+    size_t cap = 1;
+    for (const char *p = text; (p = strstr(p, "\n%%")); p += 3)
+        cap++;
+    srv->replies = calloc(cap, sizeof(*srv->replies));
+    if (!srv->replies) {
+        free(text);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "--script %s", path);
+    }
+    srv->script_text = text;
+    char *p = text;
+    for (;;) {
+        srv->replies[srv->n_replies++] = p;
+        char *sep = strstr(p, "\n%%");
+        while (sep && sep[3] != '\n' && sep[3] != '\0')
+            sep = strstr(sep + 1, "\n%%");
+        if (!sep || srv->n_replies == cap) break;
+        *sep = '\0';
+        p = sep + 3 + (sep[3] == '\n');
+    }
+    return FT_OK;
+}
+
 /* ---- endpoints ------------------------------------------------------------ */
 
 static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, ft_srv_proto_t proto,
@@ -168,9 +225,9 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     ft_srv_fmt_init(&s->fmt, proto, &s->conv, srv->model.engine, s->conv.stream);
     s->fmt.gen = &s->gen;
     s->fd = ft_srv_conn_fd(conn);
-    const int started =
-        ft_srv_gen_start(&s->gen, srv->model.engine, srv->model.n_ctx, &s->conv, p.ids, p.n_ids,
-                         p.reasoning_open, p.tools, ft_srv_fmt_event, &s->fmt, &err);
+    const int started = ft_srv_gen_start(&s->gen, srv->model.engine, srv->model.n_ctx, &s->conv,
+                                         p.ids, p.n_ids, p.reasoning_open, p.tools,
+                                         ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
     ft_engine_free(srv->model.engine, p.ids);
     if (!started) {
         ft_srv_stream_free(s);
@@ -386,6 +443,13 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     if (!srv) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: server state");
     srv->o = *o;
     ft_srv_model_init(&srv->model, engine, o->n_ctx);
+    if (o->script_path) {
+        ft_status_t st = ft_srv_load_script(srv, o->script_path);
+        if (st) {
+            free(srv);
+            return st;
+        }
+    }
 
     /* SIGINT/SIGTERM are taken by sigwait below: block them before MHD
      * starts its threads, which inherit the mask. */
@@ -405,6 +469,8 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
         MHD_OPTION_END);
     if (!d) {
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        free(srv->replies);
+        free(srv->script_text);
         free(srv);
         return ft_status_make(FT_STATUS_IO, "serve: cannot listen on %s port %u (in use?)", o->host,
                               (unsigned)o->port);
@@ -422,6 +488,8 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     sigwait(&sigs, &sig);
     MHD_stop_daemon(d); /* waits for the connection threads */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    free(srv->replies);
+    free(srv->script_text);
     free(srv);
     return FT_OK;
 }
