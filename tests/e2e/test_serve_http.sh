@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# ft serve over plain HTTP (curl), the hostile side on loopback: the bind
+# refusal without a key, /health open and everything else behind the key
+# (Bearer and x-api-key), 401/404/405/413 in each protocol's shape, query
+# strings ignored, oversized headers, a loop of malformed bodies, clients
+# that disconnect mid-stream beside well-formed requests whose output must
+# not change, and the server alive and answering after all of it.
+set -euo pipefail
+build=${1:?usage: $0 BUILD_DIR}
+ft=$build/runtime/ft
+tmp=${FT_TEST_TMP:-$(mktemp -d)}
+rm -rf "$tmp"; mkdir -p "$tmp"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v curl > /dev/null || fail "curl is needed"
+
+"$build/tests/ftgen" --quiet --seed 11 --size tiny --format q8_0 --ctx 1024 --gguf "$tmp/m.gguf"
+"$build/compiler/ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/b" --quiet
+
+# A non-loopback bind needs a key.
+set +e; "$ft" serve "$tmp/b" --host 0.0.0.0 --port 0 > "$tmp/refuse.out" 2>&1; rc=$?; set -e
+[ "$rc" = 2 ] && grep -q "without --api-key" "$tmp/refuse.out" || fail "0.0.0.0 without a key: exit $rc: $(cat "$tmp/refuse.out")"
+
+"$ft" serve "$tmp/b" --port 0 --threads 1 --api-key k3y --max-body 4K --parallel 2 > "$tmp/log" 2>&1 &
+pid=$!
+trap 'kill $pid 2> /dev/null || true; wait $pid 2> /dev/null || true' EXIT
+for _ in $(seq 300); do grep -q '^listening on' "$tmp/log" && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$tmp/log")
+[ -n "$url" ] || fail "no address: $(cat "$tmp/log")"
+
+# req METHOD PATH [curl args...]: prints "STATUS BODY"
+req() { local m=$1 p=$2; shift 2; curl -s -o "$tmp/body" -w '%{http_code}' -X "$m" "$url$p" "$@"; echo " $(cat "$tmp/body")"; }
+expect() { # WHAT WANT_STATUS JQ_FILTER  (reads "STATUS BODY" on stdin)
+  local what=$1 want=$2 filter=$3 got; got=$(cat)
+  [ "${got%% *}" = "$want" ] || fail "$what: status ${got%% *}, wanted $want: ${got#* }"
+  [ "$(jq -r "$filter" <<< "${got#* }")" = true ] || fail "$what: $filter on ${got#* }"
+}
+auth=(-H "Authorization: Bearer k3y")
+chat='{"messages":[{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0}'
+
+req GET /health | expect "health without a key" 200 '.status == "ok"'
+req GET /v1/models | expect "models without a key" 401 '.error.type == "authentication_error" and .error.code == "invalid_api_key"'
+req GET /v1/models -H "Authorization: Bearer k3y-" | expect "a longer key" 401 '.error.code == "invalid_api_key"'
+req GET /v1/models -H "Authorization: Bearer k3" | expect "a prefix of the key" 401 '.error.code == "invalid_api_key"'
+req POST /v1/messages -d '{}' | expect "messages without a key" 401 '.type == "error" and .error.type == "authentication_error"'
+req GET /v1/models "${auth[@]}" | expect "models" 200 '.data[0].object == "model" and .data[0].context_length == 1024'
+req GET /v1/models -H "x-api-key: k3y" -H "anthropic-version: 2023-06-01" | expect "models, Anthropic shape" 200 '.data[0].type == "model" and .has_more == false'
+req GET /nowhere "${auth[@]}" | expect "unknown route" 404 '.error.type == "not_found_error"'
+req GET /v1/chat/completions "${auth[@]}" | expect "GET on a POST route" 405 '.error.message | test("POST")'
+big=$(head -c 6000 /dev/zero | tr '\0' 'a')
+req POST /v1/chat/completions "${auth[@]}" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"$big\"}]}" | expect "oversized body" 413 '.error.message | test("larger than 4096")'
+req POST /v1/messages -H "x-api-key: k3y" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"$big\"}]}" | expect "oversized body, Anthropic" 413 '.error.type == "request_too_large"'
+req POST "/v1/messages?beta=true" -H "x-api-key: k3y" -d '{"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}' | expect "query string ignored" 200 '.type == "message"'
+req POST /v1/chat/completions "${auth[@]}" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2000}' | expect "max_tokens past the context is clamped" 200 '.usage.completion_tokens <= 1024'
+huge_header=$(head -c 70000 /dev/zero | tr '\0' 'h')
+set +e; code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health" -H "X-Big: $huge_header"); set -e
+[ "$code" != 200 ] || fail "a 70 kB header was accepted"
+
+# The reference: a greedy reply alone.
+req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy" 200 '.choices[0].message.content | type == "string"'
+want=$(jq -c '.choices[0].message.content' "$tmp/body")
+
+# Malformed bodies in a loop: each one a 400 in the OpenAI shape.
+bad=('{' '[]' 'null' '{"messages":5}' '{"messages":[{"role":1}]}' '{"messages":[{}]}'
+     '{"messages":[{"role":"user","content":"x"}],"temperature":-1}' '{"x":"\ud800"}'
+     "$(printf '{"a":%.0s' $(seq 80))" '{"messages":[{"role":"user","content":"x"}],"n":3}')
+for i in $(seq 10); do
+  for b in "${bad[@]}"; do
+    code=$(curl -s -o "$tmp/bad" -w '%{http_code}' "$url/v1/chat/completions" "${auth[@]}" -d "$b")
+    [ "$code" = 400 ] && jq -e '.error.type == "invalid_request_error"' "$tmp/bad" > /dev/null ||
+      fail "malformed '$b': $code $(cat "$tmp/bad")"
+  done
+done
+
+# Streams cut off by their clients, beside well-formed requests.
+long='{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":900,"stream":true}'
+for i in $(seq 6); do
+  curl -s -N --max-time 0.$((i + 2)) "$url/v1/chat/completions" "${auth[@]}" -d "$long" > /dev/null 2>&1 &
+done
+for i in 1 2 3; do
+  curl -s "$url/v1/chat/completions" "${auth[@]}" -d "$chat" > "$tmp/ok$i.json" &
+done
+wait $(jobs -p | grep -v "^$pid$") 2> /dev/null || true
+for i in 1 2 3; do
+  [ "$(jq -c '.choices[0].message.content' "$tmp/ok$i.json")" = "$want" ] ||
+    fail "greedy reply $i beside cut-off streams: $(cat "$tmp/ok$i.json") (alone: $want)"
+done
+# A client that goes away half-way: the server notices (the stream is cancelled) and goes on.
+(printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k3y\r\nContent-Length: 100\r\n\r\n{"messages":'; sleep 0.3) |
+  timeout 5 bash -c "cat > /dev/tcp/127.0.0.1/${url##*:}" 2> /dev/null || true
+req GET /health | expect "health at the end" 200 '.status == "ok"'
+req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy at the end" 200 ".choices[0].message.content == $want"
+kill -0 $pid || fail "the server died"
+echo "ok: ft serve HTTP limits, auth, errors and disconnects"
