@@ -30,4 +30,17 @@ typedef struct ft_srv_prompt {
 int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
                    size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err);
 
+/* The operations endpoints, each from a request body to a JSON reply
+ * (*out, a new reference) or 0 and *err:
+ *   POST /tokenize        {"content": str, "add_special": bool, "parse_special": bool}
+ *                         -> {"tokens": [ids]}
+ *   POST /detokenize      {"tokens": [ids]} -> {"content": str}
+ *   POST /apply-template  an OpenAI chat body -> {"prompt": str} (what
+ *                         /v1/chat/completions would run) */
+int ft_srv_op_tokenize(const ft_srv_model_t *m, const char *body, size_t n, json_t **out,
+                       ft_srv_error_t *err);
+int ft_srv_op_detokenize(const ft_srv_model_t *m, const char *body, size_t n, json_t **out,
+                         ft_srv_error_t *err);
+int ft_srv_op_apply_template(const ft_srv_model_t *m, const char *body, size_t n, json_t **out,
+                             ft_srv_error_t *err);
 #endif

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "srv_chat.h"
 
@@ -309,6 +310,33 @@ static int ft_srv_key_equal(const char *want, const char *got)
     return d == 0;
 }
 
+/* Without a key the server trusts whoever reaches the loopback address,
+ * so a web page must not reach it through a DNS name rebound to
+ * 127.0.0.1: the Host header must name loopback itself (or be absent,
+ * HTTP/1.0). */
+static int ft_srv_host_ok(const ft_srv_t *srv, struct MHD_Connection *conn)
+{
+    if (srv->o.api_key) return 1;
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    if (!host) return 1;
+    char name[256];
+    size_t n = 0;
+    if (host[0] == '[') {
+        const char *end = strchr(host, ']');
+        if (!end || (size_t)(end - host - 1) >= sizeof(name)) return 0;
+        n = (size_t)(end - host - 1);
+        memcpy(name, host + 1, n);
+    } else {
+        n = strcspn(host, ":");
+        if (n >= sizeof(name)) return 0;
+        memcpy(name, host, n);
+    }
+    name[n] = '\0';
+    if (!strcasecmp(name, "localhost") || !strcmp(name, "::1")) return 1;
+    struct in_addr a;
+    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 static int ft_srv_authorized(const ft_srv_t *srv, struct MHD_Connection *conn)
 {
     if (!srv->o.api_key) return 1;
@@ -327,6 +355,12 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
         !strncmp(url, "/v1/messages", 12) ? FT_SRV_ANTHROPIC : FT_SRV_OPENAI;
     const int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     ft_srv_error_t err;
+    if (!ft_srv_host_ok(srv, conn)) {
+        ft_srv_error_set(&err, 403, "permission_error", "",
+                         "the Host header must name a loopback address (localhost, 127.0.0.1, "
+                         "[::1]) when the server runs without --api-key");
+        return ft_srv_reply_error(conn, proto, &err);
+    }
     if (!strcmp(url, "/health") && get)
         return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
     if (!ft_srv_authorized(srv, conn)) {
@@ -345,10 +379,10 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
     static const struct {
         const char *path;
         int post;
-    } routes[] = {{"/v1/models", 0},
-                  {"/v1/chat/completions", 1},
-                  {"/v1/messages", 1},
-                  {"/v1/messages/count_tokens", 1}};
+    } routes[] = {{"/v1/models", 0},     {"/v1/chat/completions", 1},
+                  {"/v1/messages", 1},   {"/v1/messages/count_tokens", 1},
+                  {"/tokenize", 1},      {"/detokenize", 1},
+                  {"/apply-template", 1}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         if (routes[i].post ? !post : !get) {
@@ -356,6 +390,9 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
                              routes[i].post ? "POST" : "GET", method);
             return ft_srv_reply_error(conn, proto, &err);
         }
+        const char *body = cc->body.data ? cc->body.data : "";
+        json_t *out = NULL;
+        int ok = 0;
         switch (i) {
         case 0:
             return ft_srv_models(srv, conn);
@@ -363,9 +400,20 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
             return ft_srv_chat(srv, conn, FT_SRV_OPENAI, &cc->body);
         case 2:
             return ft_srv_chat(srv, conn, FT_SRV_ANTHROPIC, &cc->body);
-        default:
+        case 3:
             return ft_srv_count_tokens(srv, conn, &cc->body);
+        case 4:
+            ok = ft_srv_op_tokenize(&srv->model, body, cc->body.len, &out, &err);
+            break;
+        case 5:
+            ok = ft_srv_op_detokenize(&srv->model, body, cc->body.len, &out, &err);
+            break;
+        default:
+            ok = ft_srv_op_apply_template(&srv->model, body, cc->body.len, &out, &err);
+            break;
         }
+        return ok ? ft_srv_reply_json(conn, MHD_HTTP_OK, out)
+                  : ft_srv_reply_error(conn, proto, &err);
     }
     ft_srv_error_set(&err, 404, "not_found_error", "", "no route for %s %.200s", method, url);
     return ft_srv_reply_error(conn, proto, &err);

@@ -90,4 +90,21 @@ done
 req GET /health | expect "health at the end" 200 '.status == "ok"'
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy at the end" 200 ".choices[0].message.content == $want"
 kill -0 $pid || fail "the server died"
+
+# Without a key: the Host header must name loopback (DNS rebinding); the
+# operations endpoints.
+"$ft" serve "$tmp/b" --port 0 --threads 1 > "$tmp/log2" 2>&1 &
+pid2=$!
+trap 'kill $pid $pid2 2> /dev/null || true; wait 2> /dev/null || true' EXIT
+for _ in $(seq 300); do grep -q '^listening on' "$tmp/log2" && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$tmp/log2")
+port=${url##*:}
+req GET /health -H "Host: evil.example:$port" | expect "a foreign Host" 403 '.error.type == "permission_error"'
+req GET /health -H "Host: localhost:$port" | expect "Host: localhost" 200 '.status == "ok"'
+req GET /health -H "Host: [::1]:$port" | expect "Host: [::1]" 200 '.status == "ok"'
+req POST /tokenize -d '{"content":"Hello <|im_end|>"}' | expect "tokenize" 200 '.tokens | length >= 2'
+toks=$(jq -c .tokens "$tmp/body")
+req POST /detokenize -d "{\"tokens\":$toks}" | expect "detokenize" 200 '.content == "Hello <|im_end|>"'
+req POST /detokenize -d '{"tokens":[99999]}' | expect "detokenize, bad id" 400 '.error.param == "tokens"'
+req POST /apply-template -d "$chat" | expect "apply-template" 200 '.prompt == "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"'
 echo "ok: ft serve HTTP limits, auth, errors and disconnects"
