@@ -29,6 +29,10 @@ typedef struct ft_srv {
     char **replies;
     size_t n_replies;
     _Atomic size_t next_reply;
+    /* GET /v1/stats: chat requests that ran (errors: finished with an
+     * engine error; cancelled: their client went away first) */
+    _Atomic uint64_t n_active, n_completed, n_cancelled, n_errors;
+    _Atomic uint64_t n_prompt_tokens, n_generated_tokens;
 } ft_srv_t;
 
 /* One connection's request: its body as it arrives. */
@@ -43,8 +47,10 @@ typedef struct ft_srv_stream {
     ft_srv_conv_t conv;
     ft_srv_gen_t gen;
     ft_srv_fmt_t fmt;
+    ft_srv_t *srv;
     int fd;
-    int ended;
+    int started; /* the generation was submitted (counted in the stats) */
+    int ended;   /* it finished and its last frames were made */
 } ft_srv_stream_t;
 
 void ft_serve_options_init(ft_serve_options_t *o)
@@ -143,6 +149,16 @@ static ssize_t ft_srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max
 static void ft_srv_stream_free(void *cls)
 {
     ft_srv_stream_t *s = cls;
+    if (s->started) {
+        ft_srv_t *srv = s->srv;
+        atomic_fetch_sub(&srv->n_active, 1);
+        atomic_fetch_add(&srv->n_prompt_tokens, s->gen.n_prompt);
+        atomic_fetch_add(&srv->n_generated_tokens, s->gen.n_generated);
+        atomic_fetch_add(!s->ended                              ? &srv->n_cancelled
+                         : s->gen.finish == FT_SRV_FINISH_ERROR ? &srv->n_errors
+                                                                : &srv->n_completed,
+                         1);
+    }
     ft_srv_gen_free(&s->gen); /* cancels a generation still running */
     ft_srv_fmt_free(&s->fmt);
     ft_srv_conv_free(&s->conv);
@@ -213,6 +229,7 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
 {
     ft_srv_stream_t *s = calloc(1, sizeof(*s));
     if (!s) return MHD_NO;
+    s->srv = srv;
     ft_srv_conv_init(&s->conv);
     ft_srv_error_t err;
     ft_srv_prompt_t p;
@@ -234,6 +251,8 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
         ft_srv_stream_free(s);
         return ft_srv_reply_error(conn, proto, &err);
     }
+    s->started = 1;
+    atomic_fetch_add(&srv->n_active, 1);
     if (s->conv.stream) {
         ft_srv_fmt_begin(&s->fmt, s->gen.n_prompt);
         struct MHD_Response *r = MHD_create_response_from_callback(
@@ -255,6 +274,7 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
         ft_srv_stream_free(s);
         return MHD_NO; /* the client is gone */
     }
+    s->ended = 1;
     enum MHD_Result ret;
     if (s->gen.finish == FT_SRV_FINISH_ERROR) {
         ft_srv_error_set(&err, 500, "server_error", "", "%s", s->gen.error);
@@ -281,6 +301,26 @@ static enum MHD_Result ft_srv_count_tokens(ft_srv_t *srv, struct MHD_Connection 
     ft_engine_free(srv->model.engine, p.ids);
     ft_srv_conv_free(&c);
     return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:i}", "input_tokens", (int)p.n_ids));
+}
+
+static enum MHD_Result ft_srv_stats(ft_srv_t *srv, struct MHD_Connection *conn)
+{
+    ft_engine_stats_t es;
+    ft_engine_stats(srv->model.engine, &es);
+    return ft_srv_reply_json(
+        conn, MHD_HTTP_OK,
+        json_pack("{s:{s:s,s:i,s:s},s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},"
+                  "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b}}",
+                  "model", "id", srv->o.model_id, "ctx", (int)srv->model.n_ctx, "template",
+                  ft_srv_family_name(srv->model.family), "requests", "active",
+                  (json_int_t)srv->n_active, "completed", (json_int_t)srv->n_completed, "cancelled",
+                  (json_int_t)srv->n_cancelled, "errors", (json_int_t)srv->n_errors, "tokens",
+                  "prompt", (json_int_t)srv->n_prompt_tokens, "generated",
+                  (json_int_t)srv->n_generated_tokens, "engine", "tokens", (json_int_t)es.n_tokens,
+                  "steps", (json_int_t)es.sched_steps, "expert_hits", (json_int_t)es.expert_hits,
+                  "expert_misses", (json_int_t)es.expert_misses, "bytes_copied",
+                  (json_int_t)es.bytes_copied, "expert_bytes_read",
+                  (json_int_t)es.expert_bytes_read, "predicted", es.predicted));
 }
 
 static enum MHD_Result ft_srv_models(ft_srv_t *srv, struct MHD_Connection *conn)
@@ -379,10 +419,10 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
     static const struct {
         const char *path;
         int post;
-    } routes[] = {{"/v1/models", 0},     {"/v1/chat/completions", 1},
-                  {"/v1/messages", 1},   {"/v1/messages/count_tokens", 1},
-                  {"/tokenize", 1},      {"/detokenize", 1},
-                  {"/apply-template", 1}};
+    } routes[] = {{"/v1/models", 0},      {"/v1/chat/completions", 1},
+                  {"/v1/messages", 1},    {"/v1/messages/count_tokens", 1},
+                  {"/tokenize", 1},       {"/detokenize", 1},
+                  {"/apply-template", 1}, {"/v1/stats", 0}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         if (routes[i].post ? !post : !get) {
@@ -408,6 +448,8 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
         case 5:
             ok = ft_srv_op_detokenize(&srv->model, body, cc->body.len, &out, &err);
             break;
+        case 7:
+            return ft_srv_stats(srv, conn);
         default:
             ok = ft_srv_op_apply_template(&srv->model, body, cc->body.len, &out, &err);
             break;

@@ -87,6 +87,22 @@ done
 # A client that goes away half-way: the server notices (the stream is cancelled) and goes on.
 (printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k3y\r\nContent-Length: 100\r\n\r\n{"messages":'; sleep 0.3) |
   timeout 5 bash -c "cat > /dev/tcp/127.0.0.1/${url##*:}" 2> /dev/null || true
+# A streaming client that closes its socket right after sending: its
+# request is cancelled (end-of-generation tokens banned, so only the
+# disconnect can end it before max_tokens).
+req POST /tokenize "${auth[@]}" -d '{"content":"<|im_end|><|endoftext|>"}' | expect "tokenize the end tokens" 200 '.tokens | length == 2'
+ban=$(jq -c '[.tokens[] | {key: tostring, value: -100}] | from_entries' "$tmp/body")
+body="{\"messages\":[{\"role\":\"user\",\"content\":\"Go on\"}],\"max_tokens\":1000,\"stream\":true,\"logit_bias\":$ban}"
+exec 3<> "/dev/tcp/127.0.0.1/${url##*:}"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" >&3
+exec 3>&-
+for _ in $(seq 50); do
+  req GET /v1/stats "${auth[@]}" | expect "stats" 200 '.requests.active >= 0'
+  [ "$(jq '.requests.cancelled >= 1 and .requests.active == 0' "$tmp/body")" = true ] && break
+  sleep 0.1
+done
+jq -e '.requests.cancelled >= 1 and .requests.active == 0 and .requests.completed >= 3 and .tokens.generated > 0' "$tmp/body" > /dev/null ||
+  fail "a disconnected stream was not cancelled: $(cat "$tmp/body")"
 req GET /health | expect "health at the end" 200 '.status == "ok"'
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy at the end" 200 ".choices[0].message.content == $want"
 kill -0 $pid || fail "the server died"
