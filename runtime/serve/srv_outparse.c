@@ -71,6 +71,117 @@ static size_t ft_srv_emit_safe(ft_srv_outparse_t *p, ft_srv_ev_kind_t kind, cons
     return keep;
 }
 
+/* The head of a streamable call: ws { ws "name" ws : ws "<name>" ws , ws
+ * "arguments" ws : ws, followed by '{'. 1 when s holds it all (*name:
+ * malloc'ed, *head: its bytes, up to the '{'), 0 when more text is needed,
+ * -1 when s cannot start one (another key order, non-object arguments). */
+static int ft_srv_call_head(const char *s, size_t n, char **name, size_t *head)
+{
+    size_t i = 0;
+#define FT_WS()                                                                                    \
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))                 \
+        i++;                                                                                       \
+    if (i == n) return 0
+#define FT_LIT(lit)                                                                                \
+    for (const char *l = (lit); *l; l++, i++) {                                                    \
+        if (i == n) return 0;                                                                      \
+        if (s[i] != *l) return -1;                                                                 \
+    }
+    FT_WS();
+    FT_LIT("{");
+    FT_WS();
+    FT_LIT("\"name\"");
+    FT_WS();
+    FT_LIT(":");
+    FT_WS();
+    if (s[i] != '"') return -1;
+    const size_t name_at = i++;
+    for (int esc = 0;; i++) {
+        if (i == n) return 0;
+        if (esc)
+            esc = 0;
+        else if (s[i] == '\\')
+            esc = 1;
+        else if (s[i] == '"')
+            break;
+    }
+    const size_t name_end = ++i;
+    FT_WS();
+    FT_LIT(",");
+    FT_WS();
+    FT_LIT("\"arguments\"");
+    FT_WS();
+    FT_LIT(":");
+    FT_WS();
+    if (s[i] != '{') return -1;
+#undef FT_WS
+#undef FT_LIT
+    json_t *v = json_loadb(s + name_at, name_end - name_at, JSON_DECODE_ANY, NULL);
+    if (!json_is_string(v)) {
+        json_decref(v);
+        return -1;
+    }
+    *name = strdup(json_string_value(v));
+    json_decref(v);
+    if (!*name) return -1;
+    *head = i;
+    return 1;
+}
+
+/* Streams argument bytes while the object is open; returns how many of
+ * s[0, n) belong to it (the rest follows its closing brace). */
+static size_t ft_srv_args_stream(ft_srv_outparse_t *p, const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i < n && p->call_phase == 1; i++) {
+        const char c = s[i];
+        if (p->args_in_string) {
+            if (p->args_escape)
+                p->args_escape = 0;
+            else if (c == '\\')
+                p->args_escape = 1;
+            else if (c == '"')
+                p->args_in_string = 0;
+        } else if (c == '"') {
+            p->args_in_string = 1;
+        } else if (c == '{' || c == '[') {
+            p->args_depth++;
+        } else if (c == '}' || c == ']') {
+            if (--p->args_depth == 0) p->call_phase = 2;
+        }
+    }
+    if (i) {
+        const ft_srv_ev_t ev = {
+            .kind = FT_SRV_EV_TOOL_ARGS, .text = s, .len = i, .tool_index = p->n_calls - 1};
+        p->fn(p->user, &ev);
+    }
+    return i;
+}
+
+/* Text inside <tool_call>, as it arrives. */
+static void ft_srv_call_feed(ft_srv_outparse_t *p, const char *s, size_t n)
+{
+    if (p->call_phase == 1) {
+        ft_srv_args_stream(p, s, n);
+        return;
+    }
+    if (p->call_phase == 2) return; /* after the arguments: the closing brace, whitespace */
+    ft_srv_buf_put(&p->call, s, n);
+    if (p->call_phase == 3) return;
+    char *name = NULL;
+    size_t head = 0;
+    const int r = ft_srv_call_head(p->call.data, p->call.len, &name, &head);
+    if (r < 0) p->call_phase = 3;
+    if (r <= 0) return;
+    const ft_srv_ev_t ev = {.kind = FT_SRV_EV_TOOL_START, .name = name, .tool_index = p->n_calls++};
+    p->fn(p->user, &ev);
+    free(name);
+    p->call_phase = 1;
+    p->args_depth = p->args_in_string = p->args_escape = 0;
+    ft_srv_args_stream(p, p->call.data + head, p->call.len - head);
+    ft_srv_buf_free(&p->call);
+}
+
 static void ft_srv_call_done(ft_srv_outparse_t *p)
 {
     const char *body = p->call.data ? p->call.data : "";
@@ -100,6 +211,20 @@ static void ft_srv_call_done(ft_srv_outparse_t *p)
     free(args_text);
     json_decref(v);
     ft_srv_buf_free(&p->call);
+}
+
+/* At </tool_call> (or the end of the output inside one): a streamed call
+ * ends; one read whole is parsed now. */
+static void ft_srv_call_end(ft_srv_outparse_t *p)
+{
+    if (p->call_phase == 1 || p->call_phase == 2) {
+        const ft_srv_ev_t ev = {.kind = FT_SRV_EV_TOOL_END, .tool_index = p->n_calls - 1};
+        p->fn(p->user, &ev);
+        ft_srv_buf_free(&p->call);
+    } else {
+        ft_srv_call_done(p);
+    }
+    p->call_phase = 0;
 }
 
 /* One decision on the front of pending: returns bytes consumed, 0 when
@@ -153,14 +278,14 @@ static size_t ft_srv_step(ft_srv_outparse_t *p, const char *s, size_t n)
         const size_t mn = sizeof(ft_srv_call_close) - 1;
         const size_t at = ft_srv_find(s, n, ft_srv_call_close, mn);
         if (at < n) {
-            ft_srv_buf_put(&p->call, s, at);
-            ft_srv_call_done(p);
+            ft_srv_call_feed(p, s, at);
+            ft_srv_call_end(p);
             p->state = FT_SRV_PS_CONTENT;
             p->think_lstrip = 1; /* the newline between calls */
             return at + mn;
         }
         const size_t take = n - ft_srv_partial(s, n, ft_srv_call_close, mn);
-        ft_srv_buf_put(&p->call, s, take);
+        ft_srv_call_feed(p, s, take);
         return take;
     }
     }
@@ -191,6 +316,11 @@ void ft_srv_outparse_finish(ft_srv_outparse_t *p)
         ft_srv_emit(p, FT_SRV_EV_REASONING, s, p->pending.len);
         break;
     case FT_SRV_PS_TOOL:
+        if (p->call_phase == 1 || p->call_phase == 2) { /* a streamed call cut off: it ends */
+            ft_srv_call_feed(p, s, p->pending.len);
+            ft_srv_call_end(p);
+            break;
+        }
         ft_srv_emit(p, FT_SRV_EV_CONTENT, ft_srv_call_open, sizeof(ft_srv_call_open) - 1);
         ft_srv_emit(p, FT_SRV_EV_CONTENT, p->call.data ? p->call.data : "", p->call.len);
         ft_srv_emit(p, FT_SRV_EV_CONTENT, s, p->pending.len);
@@ -202,4 +332,5 @@ void ft_srv_outparse_finish(ft_srv_outparse_t *p)
     ft_srv_buf_free(&p->pending);
     ft_srv_buf_free(&p->call);
     p->state = FT_SRV_PS_CONTENT;
+    p->call_phase = 0;
 }

@@ -3,10 +3,14 @@
  * reasoning text (<think>...</think>), content text, and tool calls
  * (Qwen3: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>).
  * Text that may be the start of a marker is held back until the next
- * piece decides. A tool call is emitted when its </tool_call> arrives:
- * start (name), its arguments as one delta, end. A malformed call (not a
- * JSON object with a string name) degrades to content text, never an
- * error. */
+ * piece decides. A tool call starts (its name) as soon as its
+ * {"name": "X", "arguments": prefix has arrived; the arguments object then
+ * streams as the model writes it, byte for byte (the text the template
+ * writes back, so a continued conversation re-tokenizes the same), and
+ * the call ends at its </tool_call>. A call in another shape is read
+ * whole at </tool_call> and emitted then (arguments re-serialized); one
+ * that is not a JSON object with a string name degrades to content text,
+ * never an error. */
 #ifndef FT_SERVE_SRV_OUTPARSE_H
 #define FT_SERVE_SRV_OUTPARSE_H
 
@@ -44,7 +48,11 @@ typedef struct ft_srv_outparse {
     int tools;            /* 0: <tool_call> is plain text (no tools, or tool_choice none) */
     int think_lstrip;     /* drop newlines at the start of reasoning / after </think> */
     ft_srv_buf_t pending; /* text not yet decided (a possible marker start, newlines held) */
-    ft_srv_buf_t call;    /* the body of the tool call being read */
+    ft_srv_buf_t call;    /* the body of the tool call being read (its head, or all of it
+                             when it cannot be streamed) */
+    int call_phase;       /* 0 reading the head, 1 streaming the arguments, 2 after them,
+                             3 not streamable: read whole */
+    int args_depth, args_in_string, args_escape; /* JSON scanner over the arguments */
     unsigned n_calls;
     ft_srv_ev_fn fn;
     void *user;

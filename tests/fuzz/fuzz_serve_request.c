@@ -16,7 +16,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The events as one string, consecutive text of one kind merged (what a
- * client sees does not depend on how the text was split). */
+ * client sees does not depend on how the text was split; arguments stream
+ * in pieces of any size between a call's start and end). */
 typedef struct ft_fuzz_rec {
     ft_srv_buf_t b;
     int last;
@@ -25,7 +26,8 @@ typedef struct ft_fuzz_rec {
 static void ft_fuzz_record(void *user, const ft_srv_ev_t *ev)
 {
     ft_fuzz_rec_t *r = user;
-    const int text = ev->kind == FT_SRV_EV_REASONING || ev->kind == FT_SRV_EV_CONTENT;
+    const int text = ev->kind == FT_SRV_EV_REASONING || ev->kind == FT_SRV_EV_CONTENT ||
+                     ev->kind == FT_SRV_EV_TOOL_ARGS;
     if (text && ev->len == 0) __builtin_trap(); /* no empty text events */
     if (!text || r->last != (int)ev->kind)
         ft_srv_buf_printf(&r->b, "\n#%d:%u:%s#", (int)ev->kind, ev->tool_index,

@@ -122,9 +122,19 @@ static void test_tool_calls(void **state)
           "\"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": "
           "{\"x\": [1, 2]}}\n</tool_call>",
           0, 1, "R[Need it.]C[Let me look.]T0:a({})T1:b({\"x\": [1, 2]})");
-    /* arguments re-serialized as the template writes them back */
+    /* streamed arguments are the model's own bytes (the template writes them back as
+     * they are), nested objects, strings with braces and escapes included */
     check("<tool_call>{\"name\":\"f\",\"arguments\":{\"k\":\"v\",\"n\":1}}</tool_call>", 0, 1,
-          "T0:f({\"k\": \"v\", \"n\": 1})");
+          "T0:f({\"k\":\"v\",\"n\":1})");
+    check("<tool_call>\n{\"name\": \"e\\u0078\", \"arguments\": {\"s\": \"a}\\\"{[\", \"o\": "
+          "{\"x\": [1, {}]}}}\n</tool_call>",
+          0, 1, "T0:ex({\"s\": \"a}\\\"{[\", \"o\": {\"x\": [1, {}]}})");
+    /* arguments first: read whole, re-serialized */
+    check("<tool_call>{\"arguments\": {\"a\":1}, \"name\": \"g\"}</tool_call>", 0, 1,
+          "T0:g({\"a\": 1})");
+    /* a streamed call cut off ends where the output ends */
+    check("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"p\": \"/tm", 0, 1,
+          "T0:f({\"p\": \"/tm)");
     /* no arguments given: an empty object */
     check("<tool_call>{\"name\": \"f\"}</tool_call>", 0, 1, "T0:f({})");
     /* tools off: the markup is text */
