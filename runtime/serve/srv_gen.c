@@ -215,7 +215,6 @@ static int ft_srv_fd_closed(int fd)
 int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
 {
     const double deadline = ft_srv_now() + max_wait_s;
-    double next_poll = 0;
     for (;;) {
         int any = 0;
         for (;;) {
@@ -250,15 +249,17 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
             ft_srv_gen_feed_token(g, &s);
             continue;
         }
-        if (any) return 1;
+        /* the client's socket, every 250 ms whether tokens flow or not (a
+         * whole reply sends nothing until it is done) */
         const double now = ft_srv_now();
-        if (now >= next_poll) {
+        if (now >= g->next_poll) {
             if (ft_srv_fd_closed(fd)) {
                 ft_request_cancel(g->request);
                 return -2;
             }
-            next_poll = now + 0.25;
+            g->next_poll = now + 0.25;
         }
+        if (any) return 1;
         if (now >= deadline) return 0;
         pthread_mutex_lock(&g->mu);
         if (g->n_signals == g->n_seen) {

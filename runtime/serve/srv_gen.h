@@ -36,6 +36,7 @@ typedef struct ft_srv_gen {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t n_signals, n_seen;
+    double next_poll; /* when to look at the client's socket next (monotonic seconds) */
     /* content seen by the stop matcher, and how much of it went out */
     ft_srv_buf_t content;
     size_t content_sent;

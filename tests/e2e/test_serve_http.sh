@@ -93,16 +93,27 @@ done
 req POST /tokenize "${auth[@]}" -d '{"content":"<|im_end|><|endoftext|>"}' | expect "tokenize the end tokens" 200 '.tokens | length == 2'
 ban=$(jq -c '[.tokens[] | {key: tostring, value: -100}] | from_entries' "$tmp/body")
 body="{\"messages\":[{\"role\":\"user\",\"content\":\"Go on\"}],\"max_tokens\":1000,\"stream\":true,\"logit_bias\":$ban}"
-exec 3<> "/dev/tcp/127.0.0.1/${url##*:}"
-printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" >&3
-exec 3>&-
-for _ in $(seq 50); do
-  req GET /v1/stats "${auth[@]}" | expect "stats" 200 '.requests.active >= 0'
-  [ "$(jq '.requests.cancelled >= 1 and .requests.active == 0' "$tmp/body")" = true ] && break
-  sleep 0.1
-done
-jq -e '.requests.cancelled >= 1 and .requests.active == 0 and .requests.completed >= 3 and .tokens.generated > 0' "$tmp/body" > /dev/null ||
-  fail "a disconnected stream was not cancelled: $(cat "$tmp/body")"
+# send_and_close BODY: the request, then the socket closed at once
+send_and_close() {
+  exec 3<> "/dev/tcp/127.0.0.1/${url##*:}"
+  printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\nContent-Length: %d\r\n\r\n%s' "${#1}" "$1" >&3
+  exec 3>&-
+}
+# wait_cancelled N: until /v1/stats counts N cancelled requests and none active
+wait_cancelled() {
+  for _ in $(seq 50); do
+    req GET /v1/stats "${auth[@]}" | expect "stats" 200 '.requests.active >= 0'
+    [ "$(jq ".requests.cancelled >= $1 and .requests.active == 0" "$tmp/body")" = true ] && return
+    sleep 0.1
+  done
+  fail "a disconnected client's request was not cancelled (wanted $1): $(cat "$tmp/body")"
+}
+send_and_close "$body"
+wait_cancelled 1
+jq -e '.requests.completed >= 3 and .tokens.generated > 0' "$tmp/body" > /dev/null || fail "stats: $(cat "$tmp/body")"
+# the same for a whole (not streamed) reply, which sends nothing until it is done
+send_and_close "${body/\"stream\":true/\"stream\":false}"
+wait_cancelled 2
 req GET /health | expect "health at the end" 200 '.status == "ok"'
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy at the end" 200 ".choices[0].message.content == $want"
 kill -0 $pid || fail "the server died"
