@@ -2,6 +2,7 @@
 #include "srv_chat.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ft_srv_model_init(ft_srv_model_t *m, ft_engine_t *engine, uint32_t n_ctx)
@@ -37,24 +38,49 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
     json_t *root = NULL;
     if (!ft_srv_json_parse(body, n, &root, err)) return 0;
     const int ok = proto == FT_SRV_OPENAI ? ft_srv_openai_parse(root, m->n_vocab, c, err)
-                                          : ft_srv_anthropic_parse(root, count_only, c, err);
+                   : proto == FT_SRV_COMPLETIONS
+                       ? ft_srv_completions_parse(root, m->n_vocab, c, err)
+                       : ft_srv_anthropic_parse(root, count_only, c, err);
     json_decref(root);
     if (!ok) return 0;
     ft_srv_buf_t text = {0};
-    if (!ft_srv_render(m->family, c, !count_only || proto == FT_SRV_ANTHROPIC, &text, err)) {
-        ft_srv_buf_free(&text);
-        return 0;
+    const char *param = "messages";
+    if (proto == FT_SRV_COMPLETIONS) {
+        param = "prompt";
+        if (c->prompt_ids) { /* ids as given (checked against the vocabulary) */
+            out->n_ids = (uint32_t)json_array_size(c->prompt_ids);
+            out->ids = malloc(out->n_ids * sizeof(*out->ids)); /* ft_engine_free: libc free */
+            if (!out->ids) {
+                ft_srv_error_set(err, 500, "server_error", "", "out of memory");
+                return 0;
+            }
+            for (uint32_t i = 0; i < out->n_ids; i++)
+                out->ids[i] = (int32_t)json_integer_value(json_array_get(c->prompt_ids, i));
+        } else {
+            ft_srv_buf_put(&text, c->prompt, c->prompt_len);
+        }
+    } else {
+        if (!ft_srv_render(m->family, c, !count_only || proto == FT_SRV_ANTHROPIC, &text, err)) {
+            ft_srv_buf_free(&text);
+            return 0;
+        }
+        out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
+        out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
     }
-    out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
-    out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
-    ft_status_t st =
-        ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
-                           FT_TOKENIZE_SPECIAL | FT_TOKENIZE_ADD_BOS, &out->ids, &out->n_ids);
+    ft_status_t st = FT_OK;
+    if (!out->ids)
+        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
+                                FT_TOKENIZE_SPECIAL | FT_TOKENIZE_ADD_BOS, &out->ids, &out->n_ids);
     ft_srv_buf_free(&text);
     if (st) {
-        ft_srv_error_set(err, 400, "invalid_request_error", "messages", "%s",
-                         ft_status_message(st));
+        ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));
         ft_status_free(st);
+        return 0;
+    }
+    if (!count_only && out->n_ids == 0) {
+        ft_srv_error_set(err, 400, "invalid_request_error", param, "the prompt is empty");
+        ft_engine_free(m->engine, out->ids);
+        out->ids = NULL;
         return 0;
     }
     if (!count_only && out->n_ids >= m->n_ctx) {
@@ -63,7 +89,7 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
                              "prompt is too long: %u tokens > %u maximum", out->n_ids,
                              m->n_ctx - 1);
         else
-            ft_srv_error_set(err, 400, "invalid_request_error", "messages",
+            ft_srv_error_set(err, 400, "invalid_request_error", param,
                              "This model's maximum context length is %u tokens. However, your "
                              "messages resulted in %u tokens.",
                              m->n_ctx, out->n_ids);

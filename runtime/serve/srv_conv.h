@@ -70,6 +70,12 @@ typedef struct ft_srv_conv {
     ft_sampler_options_t sampling;
     int has_seed;
     ft_logit_bias_t *bias;
+    /* /v1/completions: the prompt as text, or as token ids; no template */
+    int raw;
+    const char *prompt;
+    size_t prompt_len;
+    json_t *prompt_ids;
+    int echo; /* the reply starts with the prompt's text */
     /* owned strings and arrays, freed with the conversation */
     void **owned;
     size_t n_owned, cap_owned;
@@ -97,6 +103,11 @@ int ft_srv_json_parse(const char *body, size_t n, json_t **out_root, ft_srv_erro
 /* POST /v1/chat/completions: fills c from the body (c takes a reference
  * to root). n_vocab bounds logit_bias ids. 0 and *err on a bad request. */
 int ft_srv_openai_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv_error_t *err);
+
+/* POST /v1/completions: prompt (a string, one string in an array, or
+ * token ids), max_tokens (default 16), echo, logprobs (0..5: the top
+ * tokens reported), the sampling fields. */
+int ft_srv_completions_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv_error_t *err);
 
 /* POST /v1/messages and /v1/messages/count_tokens: the same for an
  * Anthropic body (count_tokens: max_tokens not required). */

@@ -31,7 +31,10 @@ void ft_srv_fmt_init(ft_srv_fmt_t *f, ft_srv_proto_t proto, const ft_srv_conv_t 
     f->created = (long long)time(NULL);
     f->model = c->model ? c->model : "freetoken";
     f->block_open = -1;
-    ft_srv_make_id(f->id, sizeof(f->id), proto == FT_SRV_OPENAI ? "chatcmpl-" : "msg_");
+    ft_srv_make_id(f->id, sizeof(f->id),
+                   proto == FT_SRV_OPENAI      ? "chatcmpl-"
+                   : proto == FT_SRV_ANTHROPIC ? "msg_"
+                                               : "cmpl-");
     f->calls = json_array();
 }
 
@@ -78,40 +81,63 @@ json_t *ft_srv_json_lossy(const char *s, size_t n)
 
 void ft_srv_fmt_begin(ft_srv_fmt_t *f, uint32_t n_prompt)
 {
-    if (f->proto == FT_SRV_OPENAI)
+    switch (f->proto) {
+    case FT_SRV_OPENAI:
         ft_srv_openai_begin(f);
-    else
+        break;
+    case FT_SRV_COMPLETIONS:
+        ft_srv_completions_begin(f);
+        break;
+    case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_begin(f, n_prompt);
+        break;
+    }
 }
 
 void ft_srv_fmt_event(void *fmt, const ft_srv_ev_t *ev)
 {
     ft_srv_fmt_t *f = fmt;
-    if (f->proto == FT_SRV_OPENAI)
+    switch (f->proto) {
+    case FT_SRV_OPENAI:
         ft_srv_openai_event(f, ev);
-    else
+        break;
+    case FT_SRV_COMPLETIONS:
+        ft_srv_completions_event(f, ev);
+        break;
+    case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_event(f, ev);
+        break;
+    }
 }
 
 void ft_srv_fmt_ping(ft_srv_fmt_t *f)
 {
-    if (f->proto == FT_SRV_OPENAI)
-        ft_srv_buf_puts(&f->out, ": ping\n\n");
-    else
+    if (f->proto == FT_SRV_ANTHROPIC)
         ft_srv_sse(&f->out, "ping", json_pack("{s:s}", "type", "ping"));
+    else
+        ft_srv_buf_puts(&f->out, ": ping\n\n");
 }
 
 void ft_srv_fmt_end(ft_srv_fmt_t *f)
 {
-    if (f->proto == FT_SRV_OPENAI)
+    switch (f->proto) {
+    case FT_SRV_OPENAI:
         ft_srv_openai_end(f);
-    else
+        break;
+    case FT_SRV_COMPLETIONS:
+        ft_srv_completions_end(f);
+        break;
+    case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_end(f);
+        break;
+    }
 }
 
 char *ft_srv_fmt_body(ft_srv_fmt_t *f)
 {
-    return f->proto == FT_SRV_OPENAI ? ft_srv_openai_body(f) : ft_srv_anthropic_body(f);
+    return f->proto == FT_SRV_OPENAI        ? ft_srv_openai_body(f)
+           : f->proto == FT_SRV_COMPLETIONS ? ft_srv_completions_body(f)
+                                            : ft_srv_anthropic_body(f);
 }
 
 /* Anthropic's error types for our (OpenAI-named) ones. */
@@ -159,5 +185,5 @@ char *ft_srv_error_body(ft_srv_proto_t proto, const ft_srv_error_t *err)
 void ft_srv_error_frame(ft_srv_proto_t proto, const ft_srv_error_t *err, ft_srv_buf_t *out)
 {
     ft_srv_sse(out, proto == FT_SRV_ANTHROPIC ? "error" : NULL, ft_srv_error_json(proto, err));
-    if (proto == FT_SRV_OPENAI) ft_srv_buf_puts(out, "data: [DONE]\n\n");
+    if (proto != FT_SRV_ANTHROPIC) ft_srv_buf_puts(out, "data: [DONE]\n\n");
 }

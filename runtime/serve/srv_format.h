@@ -13,6 +13,7 @@
 typedef enum ft_srv_proto {
     FT_SRV_OPENAI = 0,
     FT_SRV_ANTHROPIC = 1,
+    FT_SRV_COMPLETIONS = 2, /* OpenAI's legacy /v1/completions: raw text, no template */
 } ft_srv_proto_t;
 
 typedef struct ft_srv_fmt {

@@ -90,6 +90,7 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
     g->parallel_tool_calls = c->parallel_tool_calls;
     g->n_prompt = n_prompt;
     ft_srv_outparse_init(&g->parser, reasoning_open, tools, ft_srv_gen_on_event, g);
+    if (c->raw) g->parser.state = FT_SRV_PS_CONTENT; /* completions: the text as it comes */
 
     const uint32_t room = n_ctx > n_prompt ? n_ctx - n_prompt : 0;
     const uint32_t max_new = c->max_tokens && c->max_tokens < room ? c->max_tokens : room;

@@ -422,7 +422,8 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
     } routes[] = {{"/v1/models", 0},      {"/v1/chat/completions", 1},
                   {"/v1/messages", 1},    {"/v1/messages/count_tokens", 1},
                   {"/tokenize", 1},       {"/detokenize", 1},
-                  {"/apply-template", 1}, {"/v1/stats", 0}};
+                  {"/apply-template", 1}, {"/v1/stats", 0},
+                  {"/v1/completions", 1}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         if (routes[i].post ? !post : !get) {
@@ -450,6 +451,8 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
             break;
         case 7:
             return ft_srv_stats(srv, conn);
+        case 8:
+            return ft_srv_chat(srv, conn, FT_SRV_COMPLETIONS, &cc->body);
         default:
             ok = ft_srv_op_apply_template(&srv->model, body, cc->body.len, &out, &err);
             break;

@@ -138,7 +138,7 @@ void ft_srv_openai_event(ft_srv_fmt_t *f, const ft_srv_ev_t *ev)
                                    ft_srv_openai_pending_logprobs(f)));
 }
 
-static json_t *ft_srv_openai_usage(ft_srv_fmt_t *f)
+json_t *ft_srv_openai_usage(const ft_srv_fmt_t *f)
 {
     const ft_srv_gen_t *g = f->gen;
     return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", (int)g->n_prompt,

@@ -333,3 +333,79 @@ int ft_srv_openai_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv
            ft_srv_openai_messages(c, json_object_get(root, "messages"), err) &&
            ft_srv_openai_tools(c, json_object_get(root, "tools"), err);
 }
+
+/* POST /v1/completions (srv_conv.h). */
+int ft_srv_completions_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv_error_t *err)
+{
+    c->root = json_incref(root);
+    c->raw = 1;
+    c->max_tokens = 16; /* OpenAI's default here */
+    ft_sampler_options_t *s = &c->sampling;
+    uint32_t n = 1, best_of = 1, lp = 0;
+    int include_usage = 0, has_lp = 0;
+    json_t *so = json_object_get(root, "stream_options");
+    if (so && !json_is_null(so) && !json_is_object(so)) {
+        ft_srv_error_set(err, 400, "invalid_request_error", "stream_options",
+                         "'stream_options' must be an object");
+        return 0;
+    }
+    json_t *lpv = json_object_get(root, "logprobs");
+    has_lp = lpv && !json_is_null(lpv);
+    if (!ft_srv_get_string(root, "model", &c->model, err) ||
+        !ft_srv_get_bool(root, "stream", &c->stream, err) ||
+        (so && !ft_srv_get_bool(so, "include_usage", &include_usage, err)) ||
+        !ft_srv_get_u32(root, "n", 1, 1, &n, err) ||
+        !ft_srv_get_u32(root, "best_of", 1, 1, &best_of, err) ||
+        !ft_srv_get_u32(root, "max_tokens", 1, UINT32_MAX, &c->max_tokens, err) ||
+        !ft_srv_get_number(root, "temperature", 0, 2, &s->temperature, err) ||
+        !ft_srv_get_number(root, "top_p", 0, 1, &s->top_p, err) ||
+        !ft_srv_get_u32(root, "top_k", 0, UINT32_MAX, &s->top_k, err) ||
+        !ft_srv_get_number(root, "min_p", 0, 1, &s->min_p, err) ||
+        !ft_srv_get_number(root, "repeat_penalty", 0, 100, &s->repeat_penalty, err) ||
+        !ft_srv_get_number(root, "presence_penalty", -2, 2, &s->presence_penalty, err) ||
+        !ft_srv_get_number(root, "frequency_penalty", -2, 2, &s->frequency_penalty, err) ||
+        !ft_srv_get_seed(c, root, "seed", err) || !ft_srv_get_bool(root, "echo", &c->echo, err) ||
+        !ft_srv_get_u32(root, "logprobs", 0, 5, &lp, err) ||
+        !ft_srv_get_stops(c, root, "stop", err) ||
+        !ft_srv_openai_bias(c, json_object_get(root, "logit_bias"), n_vocab, err))
+        return 0;
+    c->include_usage = include_usage;
+    c->logprobs = has_lp;
+    s->top_logprobs = lp;
+    json_t *suffix = json_object_get(root, "suffix");
+    if (suffix && !json_is_null(suffix)) {
+        ft_srv_error_set(err, 400, "invalid_request_error", "suffix",
+                         "'suffix' (insertion) is not supported");
+        return 0;
+    }
+    json_t *prompt = json_object_get(root, "prompt");
+    if (json_is_array(prompt) && json_array_size(prompt) == 1 &&
+        json_is_string(json_array_get(prompt, 0)))
+        prompt = json_array_get(prompt, 0);
+    if (json_is_string(prompt)) {
+        c->prompt = json_string_value(prompt);
+        c->prompt_len = json_string_length(prompt);
+        return 1;
+    }
+    if (json_is_array(prompt) && json_array_size(prompt) > 0) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(prompt, i, t)
+        {
+            const json_int_t id = json_is_integer(t) ? json_integer_value(t) : -1;
+            if (id < 0 || id >= (json_int_t)n_vocab) {
+                ft_srv_error_set(err, 400, "invalid_request_error", "prompt",
+                                 "'prompt' must be a string, one string in an array, or token "
+                                 "ids below %u (entry %zu is not)",
+                                 n_vocab, i);
+                return 0;
+            }
+        }
+        c->prompt_ids = prompt;
+        return 1;
+    }
+    ft_srv_error_set(err, 400, "invalid_request_error", "prompt",
+                     "'prompt' must be a string, one string in an array, or a non-empty array "
+                     "of token ids");
+    return 0;
+}

@@ -23,7 +23,7 @@ set +e; "$ft" serve "$tmp/b" --host 0.0.0.0 --port 0 > "$tmp/refuse.out" 2>&1; r
 "$ft" serve "$tmp/b" --port 0 --threads 1 --api-key k3y --max-body 4K --parallel 2 > "$tmp/log" 2>&1 &
 pid=$!
 trap 'kill $pid 2> /dev/null || true; wait $pid 2> /dev/null || true' EXIT
-for _ in $(seq 300); do grep -q '^listening on' "$tmp/log" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs '^listening on' "$tmp/log" && break; sleep 0.1; done
 url=$(sed -n 's/^listening on //p' "$tmp/log")
 [ -n "$url" ] || fail "no address: $(cat "$tmp/log")"
 
@@ -58,6 +58,16 @@ set +e; code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health" -H "X-Big: $
 # The reference: a greedy reply alone.
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy" 200 '.choices[0].message.content | type == "string"'
 want=$(jq -c '.choices[0].message.content' "$tmp/body")
+
+# /v1/completions: raw text, no template; greedy, it is what ft run prints
+# for the same prompt (the server's generation path against the CLI's).
+"$ft" run "$tmp/b" -p "The quick brown fox" -n 12 --json --threads 1 > "$tmp/run.json"
+req POST /v1/completions "${auth[@]}" -d '{"prompt":"The quick brown fox","max_tokens":12,"temperature":0,"logprobs":2}' |
+  expect "completions" 200 ".object == \"text_completion\" and .choices[0].text == $(jq .text "$tmp/run.json") and (.choices[0].logprobs.tokens | length) == .usage.completion_tokens"
+req POST /v1/completions "${auth[@]}" -d "{\"prompt\":$(jq -c .tokens "$tmp/run.json" | jq -c '.[0:3]'),\"max_tokens\":2,\"temperature\":0,\"echo\":true}" |
+  expect "completions from token ids" 200 '.usage.prompt_tokens == 3'
+req POST /v1/completions "${auth[@]}" -d '{"prompt":"x","suffix":"y"}' | expect "completions suffix" 400 '.error.param == "suffix"'
+req POST /v1/completions "${auth[@]}" -d '{"prompt":["a","b"]}' | expect "several prompts" 400 '.error.param == "prompt"'
 
 # Malformed bodies in a loop: each one a 400 in the OpenAI shape.
 bad=('{' '[]' 'null' '{"messages":5}' '{"messages":[{"role":1}]}' '{"messages":[{}]}'
@@ -123,7 +133,7 @@ kill -0 $pid || fail "the server died"
 "$ft" serve "$tmp/b" --port 0 --threads 1 > "$tmp/log2" 2>&1 &
 pid2=$!
 trap 'kill $pid $pid2 2> /dev/null || true; wait 2> /dev/null || true' EXIT
-for _ in $(seq 300); do grep -q '^listening on' "$tmp/log2" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs '^listening on' "$tmp/log2" && break; sleep 0.1; done
 url=$(sed -n 's/^listening on //p' "$tmp/log2")
 port=${url##*:}
 req GET /health -H "Host: evil.example:$port" | expect "a foreign Host" 403 '.error.type == "permission_error"'

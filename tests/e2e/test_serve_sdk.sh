@@ -48,7 +48,7 @@ start_server() {
   "$build/runtime/ft" serve "$tmp/b" --port 0 --threads 1 "$@" > "$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 300); do
-    if grep -q '^listening on http://' "$log"; then sed -n 's/^listening on //p' "$log"; return; fi
+    if grep -qs '^listening on http://' "$log"; then sed -n 's/^listening on //p' "$log"; return; fi
     kill -0 "${pids[-1]}" 2> /dev/null || fail "ft serve exited: $(cat "$log")"
     sleep 0.1
   done

@@ -78,6 +78,18 @@ await check('chat.completions.stream helper: finalChatCompletion', async () => {
   assert.equal(final.choices[0].message.content ?? '', greedy.choices[0].message.content ?? '');
 });
 
+await check('completions.create and its stream agree', async () => {
+  const whole = await oai.completions.create({ model: 'ft', prompt: 'The quick brown fox', max_tokens: 10,
+                                               temperature: 0, logprobs: 2 });
+  assert.equal(whole.object, 'text_completion');
+  assert.equal(whole.choices[0].logprobs.tokens.length, whole.usage.completion_tokens);
+  const stream = await oai.completions.create({ model: 'ft', prompt: 'The quick brown fox', max_tokens: 10,
+                                                temperature: 0, stream: true });
+  let text = '';
+  for await (const chunk of stream) for (const c of chunk.choices) text += c.text;
+  assert.equal(text, whole.choices[0].text);
+});
+
 await check('seeded sampling is reproducible', async () => {
   const req = { model: 'ft', messages: hello, max_tokens: 16, temperature: 1, top_p: 0.9, seed: 42,
                 presence_penalty: 0.5, frequency_penalty: 0.5 };

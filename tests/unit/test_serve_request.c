@@ -202,12 +202,54 @@ static void test_anthropic(void **state)
     expect_error(1, "{\"max_tokens\":5,\"system\":7," MSGS "}", "system");
 }
 
+static void test_completions(void **state)
+{
+    (void)state;
+    const char *bad[][2] = {
+        {"{}", "prompt"},
+        {"{\"prompt\":[]}", "prompt"},
+        {"{\"prompt\":[\"a\",\"b\"]}", "prompt"},
+        {"{\"prompt\":[1,-2]}", "prompt"},
+        {"{\"prompt\":[1,1000]}", "prompt"},
+        {"{\"prompt\":\"x\",\"suffix\":\"y\"}", "suffix"},
+        {"{\"prompt\":\"x\",\"logprobs\":6}", "logprobs"},
+        {"{\"prompt\":\"x\",\"best_of\":2}", "best_of"},
+        {"{\"prompt\":\"x\",\"echo\":1}", "echo"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ft_srv_conv_t c;
+        ft_srv_conv_init(&c);
+        ft_srv_error_t err;
+        json_t *root = NULL;
+        assert_true(ft_srv_json_parse(bad[i][0], strlen(bad[i][0]), &root, &err));
+        if (ft_srv_completions_parse(root, 1000, &c, &err)) fail_msg("accepted %s", bad[i][0]);
+        if (strcmp(err.param, bad[i][1]) != 0)
+            fail_msg("%s: param '%s', want '%s'", bad[i][0], err.param, bad[i][1]);
+        json_decref(root);
+        ft_srv_conv_free(&c);
+    }
+    ft_srv_conv_t c;
+    ft_srv_conv_init(&c);
+    ft_srv_error_t err;
+    json_t *root = NULL;
+    const char *ok = "{\"prompt\":[\"Once\"],\"echo\":true,\"logprobs\":3,\"stop\":[\".\"]}";
+    assert_true(ft_srv_json_parse(ok, strlen(ok), &root, &err));
+    if (!ft_srv_completions_parse(root, 1000, &c, &err)) fail_msg("%s", err.message);
+    assert_true(c.raw && c.echo && c.logprobs);
+    assert_int_equal(c.sampling.top_logprobs, 3);
+    assert_int_equal(c.max_tokens, 16);
+    assert_string_equal(c.prompt, "Once");
+    json_decref(root);
+    ft_srv_conv_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_errors),
         cmocka_unit_test(test_openai_fields),
         cmocka_unit_test(test_anthropic),
+        cmocka_unit_test(test_completions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
