@@ -84,6 +84,7 @@ int ft_cli_serve(int argc, char **argv)
     }
     so.port = (uint16_t)port;
     eo.max_running = parallel;
+    so.n_slots = parallel; /* one kept session per request that can run at once */
     eo.plan_ctx = n_ctx;
     ft_engine_t *e = NULL;
     if ((st = ft_cli_open_engine(argv[optind], &eo, &e))) return ft_cli_fail(st);

@@ -23,11 +23,13 @@ typedef struct ft_serve_options {
      * successive chat requests "generate" in turn (their tokens are
      * evaluated for real and then given out as if sampled), so that
      * tool-call round trips are deterministic on random-weight fixtures */
+    uint32_t n_slots; /* sessions kept between requests for prefix reuse (each holds its KV
+                         cache of n_ctx tokens); 0: none */
     const char *script_path;
 } ft_serve_options_t;
 
-/* host 127.0.0.1, port 8080, n_ctx 4096, 64 MiB bodies, 64 connections,
- * a 120 s idle timeout. */
+/* host 127.0.0.1, port 8080, n_ctx 4096, 4 session slots, 64 MiB bodies,
+ * 64 connections, a 120 s idle timeout. */
 void ft_serve_options_init(ft_serve_options_t *o);
 
 /* 1 when host is a loopback address (127.0.0.0/8, ::1, "localhost"). */

@@ -13,11 +13,13 @@ enum { FT_SRV_BLOCK_THINKING = 0, FT_SRV_BLOCK_TEXT = 1, FT_SRV_BLOCK_TOOL = 2 }
  * (signatures on input are ignored). */
 static const char ft_srv_signature[] = "ft1.freetoken-local";
 
+/* Anthropic counts the prompt tokens read from the cache apart:
+ * input_tokens are the ones evaluated. */
 static json_t *ft_srv_a_usage(const ft_srv_fmt_t *f, uint32_t n_prompt, uint32_t n_out)
 {
-    (void)f;
-    return json_pack("{s:i,s:i,s:i,s:i}", "input_tokens", (int)n_prompt,
-                     "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0,
+    const uint32_t cached = f->gen && f->gen->n_cached <= n_prompt ? f->gen->n_cached : 0;
+    return json_pack("{s:i,s:i,s:i,s:i}", "input_tokens", (int)(n_prompt - cached),
+                     "cache_creation_input_tokens", 0, "cache_read_input_tokens", (int)cached,
                      "output_tokens", (int)n_out);
 }
 

@@ -75,10 +75,12 @@ static void ft_srv_gen_on_event(void *user, const ft_srv_ev_t *ev)
     ft_srv_gen_send_content(g, g->content.len - hold);
 }
 
-int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const ft_srv_conv_t *c,
+int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
                      const char *script, ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
 {
+    ft_engine_t *engine = pool->engine;
+    const uint32_t n_ctx = pool->n_ctx;
     static _Atomic uint64_t ft_srv_seed_counter;
     memset(g, 0, sizeof(*g));
     pthread_mutex_init(&g->mu, NULL);
@@ -99,14 +101,11 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
         so.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull +
                   atomic_fetch_add(&ft_srv_seed_counter, 1);
     g->keep_samples = c->logprobs;
-    ft_session_options_t sopt;
-    ft_session_options_init(&sopt);
-    sopt.n_ctx = n_ctx;
+    g->pool = pool;
     ft_status_t st = ft_sampler_create(&so, ft_engine_info(engine)->vocab_size, &g->sampler);
-    if (!st) st = ft_session_create(engine, &sopt, &g->session);
     if (!st) st = ft_detokenizer_create(engine, &g->detok);
     if (!st && c->n_stops) st = ft_stop_matcher_create(c->stops, c->n_stops, &g->stop);
-    int32_t *full = NULL; /* prompt + script */
+    /* what the session evaluates: the prompt, and a script's reply */
     if (!st && script) {
         st = ft_engine_tokenize(engine, script, strlen(script), FT_TOKENIZE_SPECIAL, &g->script,
                                 &g->n_script);
@@ -114,12 +113,16 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
             g->n_script = max_new;
             g->script_cut = 1;
         }
-        if (!st && !(full = malloc(((size_t)n_prompt + g->n_script) * sizeof(*full))))
-            st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scripted prompt");
-        if (!st) {
-            memcpy(full, prompt, n_prompt * sizeof(*full));
-            memcpy(full + n_prompt, g->script, g->n_script * sizeof(*full));
-        }
+    }
+    g->n_all = n_prompt + g->n_script;
+    if (!st && !(g->all = malloc(((size_t)g->n_all + 1) * sizeof(*g->all))))
+        st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "prompt copy");
+    if (!st) {
+        memcpy(g->all, prompt, n_prompt * sizeof(*g->all));
+        if (g->n_script) memcpy(g->all + n_prompt, g->script, g->n_script * sizeof(*g->all));
+        /* a session that shares a prefix with it: that much is not evaluated again */
+        st = ft_srv_pool_acquire(pool, g->all, g->n_all, &g->slot, &g->n_cached);
+        if (!st) g->session = g->slot->session;
     }
     if (!st && g->keep_samples) {
         g->samples = calloc(max_new ? max_new : 1, sizeof(*g->samples));
@@ -129,15 +132,14 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const
     if (!st) {
         ft_request_options_t ro;
         ft_request_options_init(&ro);
-        ro.tokens = full ? full : prompt;
-        ro.n_tokens = n_prompt + (full ? g->n_script : 0);
-        ro.max_new_tokens = full ? 0 : max_new;
+        ro.tokens = g->all + g->n_cached;
+        ro.n_tokens = g->n_all - g->n_cached;
+        ro.max_new_tokens = script ? 0 : max_new;
         ro.sampler = g->sampler;
         ro.on_token = ft_srv_gen_on_token;
         ro.user = g;
         st = ft_request_submit(g->session, &ro, &g->request);
     }
-    free(full);
     if (st) {
         const int busy = ft_status_code(st) == FT_STATUS_BUSY;
         const int arg = ft_status_code(st) == FT_STATUS_INVALID_ARGUMENT;
@@ -250,7 +252,7 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
             ft_srv_gen_feed_token(g, &s);
             continue;
         }
-        /* the client's socket, every 250 ms whether tokens flow or not (a
+        /* the client's socket, every 100 ms whether tokens flow or not (a
          * whole reply sends nothing until it is done) */
         const double now = ft_srv_now();
         if (now >= g->next_poll) {
@@ -258,7 +260,7 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
                 ft_request_cancel(g->request);
                 return -2;
             }
-            g->next_poll = now + 0.25;
+            g->next_poll = now + 0.1;
         }
         if (any) return 1;
         if (now >= deadline) return 0;
@@ -277,12 +279,22 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
 
 void ft_srv_gen_free(ft_srv_gen_t *g)
 {
+    int32_t *gen = NULL;
+    uint32_t n_gen = 0;
     if (g->request) {
         ft_request_cancel(g->request);
         ft_status_free(ft_request_wait(g->request)); /* no callback runs after this */
+        n_gen = ft_request_n_generated(g->request);
+        gen = malloc(((size_t)n_gen + 1) * sizeof(*gen));
+        n_gen = gen ? ft_request_tokens(g->request, gen, n_gen) : 0;
         ft_request_release(g->request);
     }
-    ft_session_destroy(g->session);
+    /* the session goes back with what it holds, for the next request to reuse */
+    if (g->slot)
+        ft_srv_pool_release(g->pool, g->slot, g->all + g->n_cached, g->n_all - g->n_cached, gen,
+                            n_gen);
+    free(gen);
+    free(g->all);
     ft_detokenizer_destroy(g->detok);
     ft_stop_matcher_destroy(g->stop);
     ft_sampler_destroy(g->sampler);

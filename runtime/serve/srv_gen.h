@@ -9,6 +9,7 @@
 
 #include "srv_conv.h"
 #include "srv_outparse.h"
+#include "srv_pool.h"
 
 #include <pthread.h>
 
@@ -22,7 +23,12 @@ typedef enum ft_srv_finish {
 
 typedef struct ft_srv_gen {
     ft_engine_t *engine;
+    ft_srv_pool_t *pool;
+    ft_srv_slot_t *slot; /* the session, from the pool */
     ft_session_t *session;
+    int32_t *all; /* what the session evaluates: the prompt (and a script) */
+    uint32_t n_all;
+    uint32_t n_cached; /* tokens of it the session already held (not evaluated again) */
     ft_sampler_t *sampler;
     ft_request_t *request;
     ft_detokenizer_t *detok;
@@ -57,12 +63,13 @@ typedef struct ft_srv_gen {
     int script_cut; /* max_tokens cut the script short */
 } ft_srv_gen_t;
 
-/* Starts generating from prompt (n_prompt tokens) on a new session of
- * n_ctx tokens. reasoning_open: the prompt ends inside a <think> block.
+/* Starts generating from prompt (n_prompt tokens) on a session from the
+ * pool (the one sharing the longest prefix with it; n_cached says how
+ * many tokens that saved). reasoning_open: the prompt ends inside a <think> block.
  * tools: parse tool calls. script: NULL, or the text the model is made
  * to "generate" (tokenized with special tokens). On error returns 0 with
  * *err. */
-int ft_srv_gen_start(ft_srv_gen_t *g, ft_engine_t *engine, uint32_t n_ctx, const ft_srv_conv_t *c,
+int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
                      const char *script, ft_srv_ev_fn fn, void *user, ft_srv_error_t *err);
 

@@ -23,6 +23,7 @@
 
 typedef struct ft_srv {
     ft_srv_model_t model;
+    ft_srv_pool_t pool;
     ft_serve_options_t o;
     /* --script: the replies, taken in turn by successive chat requests */
     char *script_text;
@@ -32,7 +33,7 @@ typedef struct ft_srv {
     /* GET /v1/stats: chat requests that ran (errors: finished with an
      * engine error; cancelled: their client went away first) */
     _Atomic uint64_t n_active, n_completed, n_cancelled, n_errors;
-    _Atomic uint64_t n_prompt_tokens, n_generated_tokens;
+    _Atomic uint64_t n_prompt_tokens, n_cached_tokens, n_generated_tokens;
 } ft_srv_t;
 
 /* One connection's request: its body as it arrives. */
@@ -63,6 +64,7 @@ void ft_serve_options_init(ft_serve_options_t *o)
     o->max_body_bytes = 64ull << 20;
     o->max_connections = 64;
     o->conn_timeout_s = 120;
+    o->n_slots = 4;
 }
 
 static int ft_srv_addr_is_loopback(const struct sockaddr *sa)
@@ -153,6 +155,7 @@ static void ft_srv_stream_free(void *cls)
         ft_srv_t *srv = s->srv;
         atomic_fetch_sub(&srv->n_active, 1);
         atomic_fetch_add(&srv->n_prompt_tokens, s->gen.n_prompt);
+        atomic_fetch_add(&srv->n_cached_tokens, s->gen.n_cached);
         atomic_fetch_add(&srv->n_generated_tokens, s->gen.n_generated);
         atomic_fetch_add(!s->ended                              ? &srv->n_cancelled
                          : s->gen.finish == FT_SRV_FINISH_ERROR ? &srv->n_errors
@@ -243,9 +246,9 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     ft_srv_fmt_init(&s->fmt, proto, &s->conv, srv->model.engine, s->conv.stream);
     s->fmt.gen = &s->gen;
     s->fd = ft_srv_conn_fd(conn);
-    const int started = ft_srv_gen_start(&s->gen, srv->model.engine, srv->model.n_ctx, &s->conv,
-                                         p.ids, p.n_ids, p.reasoning_open, p.tools,
-                                         ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
+    const int started =
+        ft_srv_gen_start(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.reasoning_open, p.tools,
+                         ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
     ft_engine_free(srv->model.engine, p.ids);
     if (!started) {
         ft_srv_stream_free(s);
@@ -309,13 +312,14 @@ static enum MHD_Result ft_srv_stats(ft_srv_t *srv, struct MHD_Connection *conn)
     ft_engine_stats(srv->model.engine, &es);
     return ft_srv_reply_json(
         conn, MHD_HTTP_OK,
-        json_pack("{s:{s:s,s:i,s:s},s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},"
+        json_pack("{s:{s:s,s:i,s:s},s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I},"
                   "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b}}",
                   "model", "id", srv->o.model_id, "ctx", (int)srv->model.n_ctx, "template",
                   ft_srv_family_name(srv->model.family), "requests", "active",
                   (json_int_t)srv->n_active, "completed", (json_int_t)srv->n_completed, "cancelled",
                   (json_int_t)srv->n_cancelled, "errors", (json_int_t)srv->n_errors, "tokens",
-                  "prompt", (json_int_t)srv->n_prompt_tokens, "generated",
+                  "prompt", (json_int_t)srv->n_prompt_tokens, "cached",
+                  (json_int_t)srv->n_cached_tokens, "generated",
                   (json_int_t)srv->n_generated_tokens, "engine", "tokens", (json_int_t)es.n_tokens,
                   "steps", (json_int_t)es.sched_steps, "expert_hits", (json_int_t)es.expert_hits,
                   "expert_misses", (json_int_t)es.expert_misses, "bytes_copied",
@@ -536,12 +540,14 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     if (!srv) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: server state");
     srv->o = *o;
     ft_srv_model_init(&srv->model, engine, o->n_ctx);
-    if (o->script_path) {
-        ft_status_t st = ft_srv_load_script(srv, o->script_path);
-        if (st) {
-            free(srv);
-            return st;
-        }
+    ft_status_t pst = ft_srv_pool_init(&srv->pool, engine, o->n_ctx, o->n_slots);
+    if (!pst && o->script_path) pst = ft_srv_load_script(srv, o->script_path);
+    if (pst) {
+        ft_srv_pool_free(&srv->pool);
+        free(srv->replies);
+        free(srv->script_text);
+        free(srv);
+        return pst;
     }
 
     /* SIGINT/SIGTERM are taken by sigwait below: block them before MHD
@@ -562,6 +568,7 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
         MHD_OPTION_END);
     if (!d) {
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        ft_srv_pool_free(&srv->pool);
         free(srv->replies);
         free(srv->script_text);
         free(srv);
@@ -581,6 +588,7 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     sigwait(&sigs, &sig);
     MHD_stop_daemon(d); /* waits for the connection threads */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ft_srv_pool_free(&srv->pool); /* after MHD stopped: no request holds a session */
     free(srv->replies);
     free(srv->script_text);
     free(srv);

@@ -144,7 +144,7 @@ json_t *ft_srv_openai_usage(const ft_srv_fmt_t *f)
     return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", (int)g->n_prompt,
                      "completion_tokens", (int)g->n_generated, "total_tokens",
                      (int)(g->n_prompt + g->n_generated), "prompt_tokens_details", "cached_tokens",
-                     0);
+                     (int)g->n_cached);
 }
 
 void ft_srv_openai_end(ft_srv_fmt_t *f)

@@ -13,7 +13,7 @@ rm -rf "$tmp"; mkdir -p "$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v curl > /dev/null || fail "curl is needed"
 
-"$build/tests/ftgen" --quiet --seed 11 --size tiny --format q8_0 --ctx 1024 --gguf "$tmp/m.gguf"
+"$build/tests/ftgen" --quiet --seed 11 --size tiny --format q8_0 --ctx 4096 --gguf "$tmp/m.gguf"
 "$build/compiler/ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/b" --quiet
 
 # A non-loopback bind needs a key.
@@ -42,7 +42,7 @@ req GET /v1/models | expect "models without a key" 401 '.error.type == "authenti
 req GET /v1/models -H "Authorization: Bearer k3y-" | expect "a longer key" 401 '.error.code == "invalid_api_key"'
 req GET /v1/models -H "Authorization: Bearer k3" | expect "a prefix of the key" 401 '.error.code == "invalid_api_key"'
 req POST /v1/messages -d '{}' | expect "messages without a key" 401 '.type == "error" and .error.type == "authentication_error"'
-req GET /v1/models "${auth[@]}" | expect "models" 200 '.data[0].object == "model" and .data[0].context_length == 1024'
+req GET /v1/models "${auth[@]}" | expect "models" 200 '.data[0].object == "model" and .data[0].context_length == 4096'
 req GET /v1/models -H "x-api-key: k3y" -H "anthropic-version: 2023-06-01" | expect "models, Anthropic shape" 200 '.data[0].type == "model" and .has_more == false'
 req GET /nowhere "${auth[@]}" | expect "unknown route" 404 '.error.type == "not_found_error"'
 req GET /v1/chat/completions "${auth[@]}" | expect "GET on a POST route" 405 '.error.message | test("POST")'
@@ -50,7 +50,7 @@ big=$(head -c 6000 /dev/zero | tr '\0' 'a')
 req POST /v1/chat/completions "${auth[@]}" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"$big\"}]}" | expect "oversized body" 413 '.error.message | test("larger than 4096")'
 req POST /v1/messages -H "x-api-key: k3y" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"$big\"}]}" | expect "oversized body, Anthropic" 413 '.error.type == "request_too_large"'
 req POST "/v1/messages?beta=true" -H "x-api-key: k3y" -d '{"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}' | expect "query string ignored" 200 '.type == "message"'
-req POST /v1/chat/completions "${auth[@]}" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2000}' | expect "max_tokens past the context is clamped" 200 '.usage.completion_tokens <= 1024'
+req POST /v1/chat/completions "${auth[@]}" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":5000}' | expect "max_tokens past the context is clamped" 200 '.usage.completion_tokens <= 4096'
 huge_header=$(head -c 70000 /dev/zero | tr '\0' 'h')
 set +e; code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health" -H "X-Big: $huge_header"); set -e
 [ "$code" != 200 ] || fail "a 70 kB header was accepted"
@@ -58,6 +58,15 @@ set +e; code=$(curl -s -o /dev/null -w '%{http_code}' "$url/health" -H "X-Big: $
 # The reference: a greedy reply alone.
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy" 200 '.choices[0].message.content | type == "string"'
 want=$(jq -c '.choices[0].message.content' "$tmp/body")
+
+# Prefix reuse: a conversation that goes on is evaluated from where the
+# last request's session left off (at least the whole earlier prompt).
+turn1='{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Name a color"}],"max_tokens":6,"temperature":0}'
+req POST /v1/chat/completions "${auth[@]}" -d "$turn1" | expect "turn 1" 200 '.usage.prompt_tokens > 0'
+n1=$(jq .usage.prompt_tokens "$tmp/body")
+reply=$(jq -c '.choices[0].message.content' "$tmp/body")
+turn2="{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Name a color\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"Another\"}],\"max_tokens\":6,\"temperature\":0}"
+req POST /v1/chat/completions "${auth[@]}" -d "$turn2" | expect "turn 2 reuses turn 1" 200 ".usage.prompt_tokens_details.cached_tokens >= $n1"
 
 # /v1/completions: raw text, no template; greedy, it is what ft run prints
 # for the same prompt (the server's generation path against the CLI's).
@@ -102,7 +111,7 @@ done
 # disconnect can end it before max_tokens).
 req POST /tokenize "${auth[@]}" -d '{"content":"<|im_end|><|endoftext|>"}' | expect "tokenize the end tokens" 200 '.tokens | length == 2'
 ban=$(jq -c '[.tokens[] | {key: tostring, value: -100}] | from_entries' "$tmp/body")
-body="{\"messages\":[{\"role\":\"user\",\"content\":\"Go on\"}],\"max_tokens\":1000,\"stream\":true,\"logit_bias\":$ban}"
+body="{\"messages\":[{\"role\":\"user\",\"content\":\"Go on\"}],\"max_tokens\":4000,\"stream\":true,\"logit_bias\":$ban}"
 # send_and_close BODY: the request, then the socket closed at once
 send_and_close() {
   exec 3<> "/dev/tcp/127.0.0.1/${url##*:}"

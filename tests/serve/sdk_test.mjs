@@ -46,6 +46,8 @@ await check('chat.completions.create, greedy, reproducible', async () => {
   assert.ok(['length', 'stop'].includes(a.choices[0].finish_reason));
   assert.equal(a.choices[0].message.content, b.choices[0].message.content);
   assert.ok(a.usage.prompt_tokens > 0);
+  // the second one reuses the first one's session: all but the last prompt token
+  assert.equal(b.usage.prompt_tokens_details.cached_tokens, b.usage.prompt_tokens - 1);
   assert.ok(a.usage.completion_tokens >= 1 && a.usage.completion_tokens <= 12);
   assert.equal(a.usage.total_tokens, a.usage.prompt_tokens + a.usage.completion_tokens);
   greedy = a;
@@ -193,7 +195,8 @@ await check('Anthropic messages.stream: events in order, count_tokens agrees', a
   assert.equal(seen[seen.length - 1], 'message_stop');
   assert.equal(seen[seen.length - 2], 'message_delta');
   const count = await ant.messages.countTokens({ model: 'ft', system: params.system, messages: params.messages });
-  assert.equal(count.input_tokens, m.usage.input_tokens);
+  // input_tokens are the ones evaluated; those reused from an earlier request are apart
+  assert.equal(count.input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens);
   // the billing header is dropped: the same count as without it
   const plain = await ant.messages.countTokens({ model: 'ft', system: 'Be terse.', messages: params.messages });
   assert.equal(plain.input_tokens, count.input_tokens);
