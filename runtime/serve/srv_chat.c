@@ -37,10 +37,21 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
     memset(out, 0, sizeof(*out));
     json_t *root = NULL;
     if (!ft_srv_json_parse(body, n, &root, err)) return 0;
-    const int ok = proto == FT_SRV_OPENAI ? ft_srv_openai_parse(root, m->n_vocab, c, err)
-                   : proto == FT_SRV_COMPLETIONS
-                       ? ft_srv_completions_parse(root, m->n_vocab, c, err)
-                       : ft_srv_anthropic_parse(root, count_only, c, err);
+    int ok = 0;
+    switch (proto) {
+    case FT_SRV_OPENAI:
+        ok = ft_srv_openai_parse(root, m->n_vocab, c, err);
+        break;
+    case FT_SRV_COMPLETIONS:
+        ok = ft_srv_completions_parse(root, m->n_vocab, c, err);
+        break;
+    case FT_SRV_RESPONSES:
+        ok = ft_srv_responses_parse(root, c, err);
+        break;
+    case FT_SRV_ANTHROPIC:
+        ok = ft_srv_anthropic_parse(root, count_only, c, err);
+        break;
+    }
     json_decref(root);
     if (!ok) return 0;
     ft_srv_buf_t text = {0};
@@ -60,7 +71,7 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
             ft_srv_buf_put(&text, c->prompt, c->prompt_len);
         }
     } else {
-        if (!ft_srv_render(m->family, c, !count_only || proto == FT_SRV_ANTHROPIC, &text, err)) {
+        if (!ft_srv_render(m->family, c, !count_only || proto != FT_SRV_OPENAI, &text, err)) {
             ft_srv_buf_free(&text);
             return 0;
         }

@@ -109,6 +109,10 @@ int ft_srv_openai_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv
  * tokens reported), the sampling fields. */
 int ft_srv_completions_parse(json_t *root, uint32_t n_vocab, ft_srv_conv_t *c, ft_srv_error_t *err);
 
+/* POST /v1/responses (srv_responses_req.c): instructions, input items,
+ * function tools, max_output_tokens. */
+int ft_srv_responses_parse(json_t *root, ft_srv_conv_t *c, ft_srv_error_t *err);
+
 /* POST /v1/messages and /v1/messages/count_tokens: the same for an
  * Anthropic body (count_tokens: max_tokens not required). */
 int ft_srv_anthropic_parse(json_t *root, int count_only, ft_srv_conv_t *c, ft_srv_error_t *err);

@@ -32,7 +32,8 @@ void ft_srv_fmt_init(ft_srv_fmt_t *f, ft_srv_proto_t proto, const ft_srv_conv_t 
     f->model = c->model ? c->model : "freetoken";
     f->block_open = -1;
     ft_srv_make_id(f->id, sizeof(f->id),
-                   proto == FT_SRV_OPENAI      ? "chatcmpl-"
+                   proto == FT_SRV_RESPONSES   ? "resp_"
+                   : proto == FT_SRV_OPENAI    ? "chatcmpl-"
                    : proto == FT_SRV_ANTHROPIC ? "msg_"
                                                : "cmpl-");
     f->calls = json_array();
@@ -88,6 +89,9 @@ void ft_srv_fmt_begin(ft_srv_fmt_t *f, uint32_t n_prompt)
     case FT_SRV_COMPLETIONS:
         ft_srv_completions_begin(f);
         break;
+    case FT_SRV_RESPONSES:
+        ft_srv_responses_begin(f);
+        break;
     case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_begin(f, n_prompt);
         break;
@@ -104,6 +108,9 @@ void ft_srv_fmt_event(void *fmt, const ft_srv_ev_t *ev)
     case FT_SRV_COMPLETIONS:
         ft_srv_completions_event(f, ev);
         break;
+    case FT_SRV_RESPONSES:
+        ft_srv_responses_event(f, ev);
+        break;
     case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_event(f, ev);
         break;
@@ -114,6 +121,8 @@ void ft_srv_fmt_ping(ft_srv_fmt_t *f)
 {
     if (f->proto == FT_SRV_ANTHROPIC)
         ft_srv_sse(&f->out, "ping", json_pack("{s:s}", "type", "ping"));
+    else if (f->proto == FT_SRV_RESPONSES)
+        ft_srv_responses_ping(f); /* Codex drops comments: a data event */
     else
         ft_srv_buf_puts(&f->out, ": ping\n\n");
 }
@@ -127,6 +136,9 @@ void ft_srv_fmt_end(ft_srv_fmt_t *f)
     case FT_SRV_COMPLETIONS:
         ft_srv_completions_end(f);
         break;
+    case FT_SRV_RESPONSES:
+        ft_srv_responses_end(f);
+        break;
     case FT_SRV_ANTHROPIC:
         ft_srv_anthropic_end(f);
         break;
@@ -137,6 +149,7 @@ char *ft_srv_fmt_body(ft_srv_fmt_t *f)
 {
     return f->proto == FT_SRV_OPENAI        ? ft_srv_openai_body(f)
            : f->proto == FT_SRV_COMPLETIONS ? ft_srv_completions_body(f)
+           : f->proto == FT_SRV_RESPONSES   ? ft_srv_responses_body(f)
                                             : ft_srv_anthropic_body(f);
 }
 

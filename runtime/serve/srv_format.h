@@ -14,6 +14,7 @@ typedef enum ft_srv_proto {
     FT_SRV_OPENAI = 0,
     FT_SRV_ANTHROPIC = 1,
     FT_SRV_COMPLETIONS = 2, /* OpenAI's legacy /v1/completions: raw text, no template */
+    FT_SRV_RESPONSES = 3,   /* OpenAI's Responses API (/v1/responses) */
 } ft_srv_proto_t;
 
 typedef struct ft_srv_fmt {
@@ -32,6 +33,9 @@ typedef struct ft_srv_fmt {
     int block_open; /* Anthropic: -1 none, else the kind of the open block */
     unsigned n_blocks;
     uint32_t n_logprobs_sent;
+    /* Responses: the open item's ids, and the events' sequence number */
+    char item_id[48], call_id[48];
+    unsigned seq;
 } ft_srv_fmt_t;
 
 void ft_srv_fmt_init(ft_srv_fmt_t *f, ft_srv_proto_t proto, const ft_srv_conv_t *c,

@@ -24,6 +24,12 @@ char *ft_srv_completions_body(ft_srv_fmt_t *f);
 /* OpenAI's usage object of a finished generation. */
 json_t *ft_srv_openai_usage(const ft_srv_fmt_t *f);
 
+void ft_srv_responses_begin(ft_srv_fmt_t *f);
+void ft_srv_responses_event(ft_srv_fmt_t *f, const ft_srv_ev_t *ev);
+void ft_srv_responses_end(ft_srv_fmt_t *f);
+char *ft_srv_responses_body(ft_srv_fmt_t *f);
+void ft_srv_responses_ping(ft_srv_fmt_t *f);
+
 void ft_srv_anthropic_begin(ft_srv_fmt_t *f, uint32_t n_prompt);
 void ft_srv_anthropic_event(ft_srv_fmt_t *f, const ft_srv_ev_t *ev);
 void ft_srv_anthropic_end(ft_srv_fmt_t *f);

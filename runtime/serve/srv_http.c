@@ -289,20 +289,26 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     return ret;
 }
 
+/* /v1/messages/count_tokens and /v1/responses/input_tokens: what the
+ * generating endpoint would evaluate, counted the same way. */
 static enum MHD_Result ft_srv_count_tokens(ft_srv_t *srv, struct MHD_Connection *conn,
-                                           const ft_srv_buf_t *body)
+                                           ft_srv_proto_t proto, const ft_srv_buf_t *body)
 {
     ft_srv_conv_t c;
     ft_srv_conv_init(&c);
     ft_srv_error_t err;
     ft_srv_prompt_t p;
-    if (!ft_srv_prepare(&srv->model, FT_SRV_ANTHROPIC, 1, body->data ? body->data : "", body->len,
-                        &c, &p, &err)) {
+    if (!ft_srv_prepare(&srv->model, proto, 1, body->data ? body->data : "", body->len, &c, &p,
+                        &err)) {
         ft_srv_conv_free(&c);
-        return ft_srv_reply_error(conn, FT_SRV_ANTHROPIC, &err);
+        return ft_srv_reply_error(conn, proto, &err);
     }
     ft_engine_free(srv->model.engine, p.ids);
     ft_srv_conv_free(&c);
+    if (proto == FT_SRV_RESPONSES)
+        return ft_srv_reply_json(conn, MHD_HTTP_OK,
+                                 json_pack("{s:s,s:i}", "object", "response.input_tokens",
+                                           "input_tokens", (int)p.n_ids));
     return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:i}", "input_tokens", (int)p.n_ids));
 }
 
@@ -423,11 +429,17 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
     static const struct {
         const char *path;
         int post;
-    } routes[] = {{"/v1/models", 0},      {"/v1/chat/completions", 1},
-                  {"/v1/messages", 1},    {"/v1/messages/count_tokens", 1},
-                  {"/tokenize", 1},       {"/detokenize", 1},
-                  {"/apply-template", 1}, {"/v1/stats", 0},
-                  {"/v1/completions", 1}};
+    } routes[] = {{"/v1/models", 0},
+                  {"/v1/chat/completions", 1},
+                  {"/v1/messages", 1},
+                  {"/v1/messages/count_tokens", 1},
+                  {"/tokenize", 1},
+                  {"/detokenize", 1},
+                  {"/apply-template", 1},
+                  {"/v1/stats", 0},
+                  {"/v1/completions", 1},
+                  {"/v1/responses", 1},
+                  {"/v1/responses/input_tokens", 1}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         if (routes[i].post ? !post : !get) {
@@ -446,7 +458,7 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
         case 2:
             return ft_srv_chat(srv, conn, FT_SRV_ANTHROPIC, &cc->body);
         case 3:
-            return ft_srv_count_tokens(srv, conn, &cc->body);
+            return ft_srv_count_tokens(srv, conn, FT_SRV_ANTHROPIC, &cc->body);
         case 4:
             ok = ft_srv_op_tokenize(&srv->model, body, cc->body.len, &out, &err);
             break;
@@ -457,6 +469,10 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
             return ft_srv_stats(srv, conn);
         case 8:
             return ft_srv_chat(srv, conn, FT_SRV_COMPLETIONS, &cc->body);
+        case 9:
+            return ft_srv_chat(srv, conn, FT_SRV_RESPONSES, &cc->body);
+        case 10:
+            return ft_srv_count_tokens(srv, conn, FT_SRV_RESPONSES, &cc->body);
         default:
             ok = ft_srv_op_apply_template(&srv->model, body, cc->body.len, &out, &err);
             break;

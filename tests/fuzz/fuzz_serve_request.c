@@ -1,7 +1,7 @@
 /* Fuzzes ft serve's request handling in memory: the input's first byte
  * picks the protocol (bit 0 set: Anthropic messages, bit 1 then says
- * count_tokens; bit 0 clear: bit 1 picks OpenAI completions over chat
- * completions), the rest is the request body. A body that parses is
+ * count_tokens; bit 0 clear: bit 2 picks the Responses API, else bit 1
+ * OpenAI completions over chat completions), the rest is the request body. A body that parses is
  * rendered with the Qwen3 and plain ChatML renderers; whatever the input,
  * its bytes are also fed to the output parser as model text, whole and
  * byte by byte, which must give the same events. Errors must carry an
@@ -61,6 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ft_srv_conv_t c;
         ft_srv_conv_init(&c);
         const int ok = anthropic     ? ft_srv_anthropic_parse(root, data[0] & 2, &c, &err)
+                       : data[0] & 4 ? ft_srv_responses_parse(root, &c, &err)
                        : data[0] & 2 ? ft_srv_completions_parse(root, 1000, &c, &err)
                                      : ft_srv_openai_parse(root, 1000, &c, &err);
         if (ok) {

@@ -234,4 +234,37 @@ await check('Anthropic tools: thinking + tool_use streamed, then the tool_result
   assert.deepEqual(m2.content, [{ type: 'text', text: 'The directory has two files.' }]);
 });
 
+await check('Responses API: streamed reasoning + function call, then the function_call_output round trip', async () => {
+  const rtools = [{ type: 'function', name: 'ls', description: 'List a directory',
+                    parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+                  { type: 'web_search' }];
+  const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files' }] }];
+  const stream = oaiScripted.responses.stream({ model: 'ft', instructions: 'You are an agent.', input, tools: rtools });
+  const types = [];
+  stream.on('event', (e) => types.push(e.type));
+  const r = await stream.finalResponse();
+  assert.equal(types[0], 'response.created');
+  assert.equal(types[types.length - 1], 'response.completed');
+  assert.equal(r.status, 'completed');
+  assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'function_call']);
+  assert.equal(r.output[0].content[0].text, 'I should list the files.');
+  const call = r.output[1];
+  assert.equal(call.name, 'ls');
+  assert.deepEqual(JSON.parse(call.arguments), { path: '.' });
+  for (const k of ['input_tokens', 'output_tokens', 'total_tokens']) assert.ok(Number.isInteger(r.usage[k]));
+  assert.ok(Number.isInteger(r.usage.input_tokens_details.cached_tokens));
+  assert.ok(Number.isInteger(r.usage.output_tokens_details.reasoning_tokens));
+  const r2 = await oaiScripted.responses.create({
+    model: 'ft', instructions: 'You are an agent.', tools: rtools,
+    input: [...input, r.output[0], call, { type: 'function_call_output', call_id: call.call_id, output: 'a.txt\nb.txt' }],
+  });
+  assert.equal(r2.output_text, 'The directory has two files.');
+  const count = await fetch(`${scriptedUrl}/v1/responses/input_tokens`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'ft', input: 'hi' }),
+  }).then((x) => x.json());
+  assert.equal(count.object, 'response.input_tokens');
+  assert.ok(count.input_tokens > 0);
+});
+
 console.log(`all ${n} SDK checks passed`);

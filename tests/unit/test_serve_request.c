@@ -243,13 +243,68 @@ static void test_completions(void **state)
     ft_srv_conv_free(&c);
 }
 
+static void test_responses(void **state)
+{
+    (void)state;
+    ft_srv_conv_t c;
+    ft_srv_conv_init(&c);
+    ft_srv_error_t err;
+    json_t *root = NULL;
+    const char *body =
+        "{\"model\":\"codex\",\"instructions\":\"I\",\"max_output_tokens\":9,\"store\":false,"
+        "\"reasoning\":{\"effort\":\"none\"},\"tools\":[{\"type\":\"function\",\"name\":\"sh\","
+        "\"parameters\":{\"type\":\"object\"}},{\"type\":\"web_search\"}],\"input\":["
+        "{\"type\":\"message\",\"role\":\"developer\",\"content\":\"D\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"go\"}]},"
+        "{\"type\":\"reasoning\",\"summary\":[],\"content\":[{\"type\":\"reasoning_text\","
+        "\"text\":\"R\"}]},"
+        "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"sh\",\"arguments\":\"{}\"},"
+        "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"sh\",\"arguments\":\"{\\\"a\\\":"
+        "1}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"o1\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":\"o2\"}]}";
+    assert_true(ft_srv_json_parse(body, strlen(body), &root, &err));
+    if (!ft_srv_responses_parse(root, &c, &err)) fail_msg("%s", err.message);
+    assert_int_equal(c.max_tokens, 9);
+    assert_int_equal(c.enable_thinking, 0);
+    assert_int_equal(c.n_msgs, 5); /* system (instructions + developer), user, assistant, 2 tool */
+    assert_string_equal(c.msgs[0].content, "I\n\nD");
+    assert_int_equal(c.msgs[1].role, FT_SRV_USER);
+    assert_int_equal(c.msgs[2].role, FT_SRV_ASSISTANT);
+    assert_string_equal(c.msgs[2].reasoning, "R");
+    assert_int_equal(c.msgs[2].n_calls, 2);
+    assert_string_equal(c.msgs[2].calls[1].arguments, "{\"a\":1}");
+    assert_string_equal(c.msgs[4].tool_call_id, "c2");
+    assert_int_equal(json_array_size(c.tools), 1); /* web_search is not ours to run */
+    json_decref(root);
+    ft_srv_conv_free(&c);
+    const char *bad[][2] = {
+        {"{}", "input"},
+        {"{\"input\":[]}", "input"},
+        {"{\"input\":\"x\",\"previous_response_id\":\"r\"}", "previous_response_id"},
+        {"{\"input\":\"x\",\"background\":true}", "background"},
+        {"{\"input\":[{\"type\":\"custom_tool_call\"}]}", "input[0]"},
+        {"{\"input\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "input[0]"},
+        {"{\"input\":\"x\",\"tool_choice\":\"required\"}", "tool_choice"},
+        {"{\"input\":\"x\",\"max_output_tokens\":0}", "max_output_tokens"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ft_srv_conv_init(&c);
+        assert_true(ft_srv_json_parse(bad[i][0], strlen(bad[i][0]), &root, &err));
+        if (ft_srv_responses_parse(root, &c, &err)) fail_msg("accepted %s", bad[i][0]);
+        if (strcmp(err.param, bad[i][1]) != 0)
+            fail_msg("%s: param '%s', want '%s'", bad[i][0], err.param, bad[i][1]);
+        json_decref(root);
+        ft_srv_conv_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_openai_errors),
-        cmocka_unit_test(test_openai_fields),
-        cmocka_unit_test(test_anthropic),
-        cmocka_unit_test(test_completions),
+        cmocka_unit_test(test_openai_errors), cmocka_unit_test(test_openai_fields),
+        cmocka_unit_test(test_anthropic),     cmocka_unit_test(test_completions),
+        cmocka_unit_test(test_responses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
