@@ -497,7 +497,17 @@ static enum MHD_Result ft_srv_access(void *cls, struct MHD_Connection *conn, con
         if (!cc) return MHD_NO;
         *con_cls = cc;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > srv->o.max_body_bytes) cc->too_big = 1;
+        if (cl && strtoull(cl, NULL, 10) > srv->o.max_body_bytes) {
+            /* said up front: answered at once, the body is never read (MHD
+             * closes the connection after the reply) */
+            cc->too_big = 1;
+            ft_srv_error_t err;
+            ft_srv_error_set(&err, 413, "invalid_request_error", "",
+                             "the request body is larger than %llu bytes",
+                             (unsigned long long)srv->o.max_body_bytes);
+            return ft_srv_reply_error(
+                conn, !strncmp(url, "/v1/messages", 12) ? FT_SRV_ANTHROPIC : FT_SRV_OPENAI, &err);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
