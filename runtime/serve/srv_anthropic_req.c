@@ -244,12 +244,18 @@ static int ft_srv_a_options(ft_srv_conv_t *c, json_t *root, int count_only, ft_s
     json_t *tc = json_object_get(root, "tool_choice");
     if (tc && !json_is_null(tc)) {
         const char *type = json_string_value(json_object_get(tc, "type"));
+        json_t *name = json_object_get(tc, "name");
         if (type && !strcmp(type, "none"))
             c->tool_choice_none = 1;
-        else if (!type || strcmp(type, "auto") != 0)
+        else if (type && !strcmp(type, "any"))
+            c->tool_choice_required = 1;
+        else if (type && !strcmp(type, "tool") && json_is_string(name)) {
+            c->tool_choice_required = 1;
+            c->tool_choice_name = json_string_value(name);
+        } else if (!type || strcmp(type, "auto") != 0)
             return ft_srv_a_bad(err, "tool_choice",
-                                "must be {\"type\": \"auto\"} or {\"type\": \"none\"} (forcing a "
-                                "tool, \"any\" or \"tool\", is not supported yet)");
+                                "must be {\"type\": \"auto\"|\"any\"|\"none\"} or {\"type\": "
+                                "\"tool\", \"name\": ...}");
         json_t *dp = json_object_get(tc, "disable_parallel_tool_use");
         if (json_is_true(dp)) c->parallel_tool_calls = 0;
     }

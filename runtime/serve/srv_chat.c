@@ -75,8 +75,29 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
             ft_srv_buf_free(&text);
             return 0;
         }
+        if (!ft_srv_conv_check_tool_choice(c, "tool_choice", err)) {
+            ft_srv_buf_free(&text);
+            return 0;
+        }
         out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
         out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
+        if (out->tools && c->tool_choice_required && !count_only) {
+            /* a forced call: the reply starts inside <tool_call> (and, for a named
+             * tool, after its name), where the output parser starts too */
+            ft_srv_buf_t pre = {0};
+            ft_srv_buf_puts(&pre, "\n");
+            if (c->tool_choice_name) {
+                json_t *name = json_string(c->tool_choice_name);
+                char *quoted = name ? ft_srv_tojson(name) : NULL;
+                json_decref(name);
+                ft_srv_buf_printf(&pre, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
+                free(quoted);
+            }
+            ft_srv_buf_puts(&text, "<tool_call>");
+            ft_srv_buf_put(&text, pre.data, pre.len);
+            out->call_prefix = ft_srv_buf_take(&pre);
+            out->reasoning_open = 0;
+        }
     }
     ft_status_t st = FT_OK;
     if (!out->ids)
@@ -86,12 +107,12 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
     if (st) {
         ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));
         ft_status_free(st);
+        ft_srv_prompt_free(m, out);
         return 0;
     }
     if (!count_only && out->n_ids == 0) {
         ft_srv_error_set(err, 400, "invalid_request_error", param, "the prompt is empty");
-        ft_engine_free(m->engine, out->ids);
-        out->ids = NULL;
+        ft_srv_prompt_free(m, out);
         return 0;
     }
     if (!count_only && out->n_ids >= m->n_ctx) {
@@ -105,9 +126,15 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
                              "messages resulted in %u tokens.",
                              m->n_ctx, out->n_ids);
         snprintf(err->code, sizeof(err->code), "context_length_exceeded");
-        ft_engine_free(m->engine, out->ids);
-        out->ids = NULL;
+        ft_srv_prompt_free(m, out);
         return 0;
     }
     return 1;
+}
+
+void ft_srv_prompt_free(const ft_srv_model_t *m, ft_srv_prompt_t *p)
+{
+    ft_engine_free(m->engine, p->ids);
+    free(p->call_prefix);
+    memset(p, 0, sizeof(*p));
 }

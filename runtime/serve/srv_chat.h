@@ -23,12 +23,16 @@ typedef struct ft_srv_prompt {
     uint32_t n_ids;
     int reasoning_open; /* the rendered prompt ends inside <think> */
     int tools;          /* tool calls are parsed from the output */
+    char *call_prefix;  /* a forced tool call: what the prompt already wrote after <tool_call>
+                           (malloc'ed; NULL: none) */
 } ft_srv_prompt_t;
 
 /* count_only: count_tokens (no context check, max_tokens optional).
  * 0 and *err on a bad request; c must be ft_srv_conv_free'd either way. */
 int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
                    size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err);
+
+void ft_srv_prompt_free(const ft_srv_model_t *m, ft_srv_prompt_t *p);
 
 /* The operations endpoints, each from a request body to a JSON reply
  * (*out, a new reference) or 0 and *err:

@@ -133,3 +133,26 @@ char *ft_srv_tojson(const json_t *v)
      * Python's json.dumps does; objects keep their insertion order. */
     return json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 }
+
+int ft_srv_conv_check_tool_choice(const ft_srv_conv_t *c, const char *param, ft_srv_error_t *err)
+{
+    if (!c->tool_choice_required) return 1;
+    if (!c->tools) {
+        ft_srv_error_set(err, 400, "invalid_request_error", param,
+                         "'%s' forces a tool call but the request has no tools", param);
+        return 0;
+    }
+    if (!c->tool_choice_name) return 1;
+    size_t i;
+    json_t *t;
+    json_array_foreach(c->tools, i, t)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (name && !strcmp(name, c->tool_choice_name)) return 1;
+    }
+    ft_srv_error_set(err, 400, "invalid_request_error", param,
+                     "'%s' names the tool '%.64s', which is not among the request's tools", param,
+                     c->tool_choice_name);
+    return 0;
+}

@@ -59,11 +59,13 @@ typedef struct ft_srv_conv {
     json_t *tools; /* NULL, or an array of {"type":"function","function":{name,description,
                       parameters}} as the template renders them (borrowed from root or owned) */
     int stream;
-    int include_usage;       /* OpenAI stream_options.include_usage */
-    int enable_thinking;     /* -1: the template's default, 0 off, 1 on */
-    int tool_choice_none;    /* tools stay in the prompt, calls are not parsed */
-    int parallel_tool_calls; /* 0: stop after the first call */
-    uint32_t max_tokens;     /* 0: up to the context */
+    int include_usage;        /* OpenAI stream_options.include_usage */
+    int enable_thinking;      /* -1: the template's default, 0 off, 1 on */
+    int tool_choice_none;     /* tools stay in the prompt, calls are not parsed */
+    int tool_choice_required; /* the reply is a tool call (OpenAI "required", Anthropic "any") */
+    const char *tool_choice_name; /* the reply is a call of this tool (NULL: any) */
+    int parallel_tool_calls;      /* 0: stop after the first call */
+    uint32_t max_tokens;          /* 0: up to the context */
     const char **stops;
     size_t n_stops;
     int logprobs;
@@ -116,6 +118,10 @@ int ft_srv_responses_parse(json_t *root, ft_srv_conv_t *c, ft_srv_error_t *err);
 /* POST /v1/messages and /v1/messages/count_tokens: the same for an
  * Anthropic body (count_tokens: max_tokens not required). */
 int ft_srv_anthropic_parse(json_t *root, int count_only, ft_srv_conv_t *c, ft_srv_error_t *err);
+
+/* A forced tool call (tool_choice_required) needs tools, and a named one
+ * one of them: 0 and *err (400, param) otherwise. */
+int ft_srv_conv_check_tool_choice(const ft_srv_conv_t *c, const char *param, ft_srv_error_t *err);
 
 /* JSON text of v as Python's json.dumps(v, ensure_ascii=False) writes it
  * (", " and ": " separators, key order kept), which is what the HF chat

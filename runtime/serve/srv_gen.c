@@ -77,7 +77,8 @@ static void ft_srv_gen_on_event(void *user, const ft_srv_ev_t *ev)
 
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     const char *script, ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
+                     const char *call_prefix, const char *script, ft_srv_ev_fn fn, void *user,
+                     ft_srv_error_t *err)
 {
     ft_engine_t *engine = pool->engine;
     const uint32_t n_ctx = pool->n_ctx;
@@ -93,6 +94,7 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
     g->n_prompt = n_prompt;
     ft_srv_outparse_init(&g->parser, reasoning_open, tools, ft_srv_gen_on_event, g);
     if (c->raw) g->parser.state = FT_SRV_PS_CONTENT; /* completions: the text as it comes */
+    if (call_prefix) ft_srv_outparse_open_call(&g->parser, call_prefix, strlen(call_prefix));
 
     const uint32_t room = n_ctx > n_prompt ? n_ctx - n_prompt : 0;
     const uint32_t max_new = c->max_tokens && c->max_tokens < room ? c->max_tokens : room;

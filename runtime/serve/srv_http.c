@@ -248,8 +248,8 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     s->fd = ft_srv_conn_fd(conn);
     const int started =
         ft_srv_gen_start(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.reasoning_open, p.tools,
-                         ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
-    ft_engine_free(srv->model.engine, p.ids);
+                         p.call_prefix, ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
+    ft_srv_prompt_free(&srv->model, &p);
     if (!started) {
         ft_srv_stream_free(s);
         return ft_srv_reply_error(conn, proto, &err);
@@ -303,13 +303,14 @@ static enum MHD_Result ft_srv_count_tokens(ft_srv_t *srv, struct MHD_Connection 
         ft_srv_conv_free(&c);
         return ft_srv_reply_error(conn, proto, &err);
     }
-    ft_engine_free(srv->model.engine, p.ids);
+    const int n = (int)p.n_ids;
+    ft_srv_prompt_free(&srv->model, &p);
     ft_srv_conv_free(&c);
     if (proto == FT_SRV_RESPONSES)
-        return ft_srv_reply_json(conn, MHD_HTTP_OK,
-                                 json_pack("{s:s,s:i}", "object", "response.input_tokens",
-                                           "input_tokens", (int)p.n_ids));
-    return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:i}", "input_tokens", (int)p.n_ids));
+        return ft_srv_reply_json(
+            conn, MHD_HTTP_OK,
+            json_pack("{s:s,s:i}", "object", "response.input_tokens", "input_tokens", n));
+    return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:i}", "input_tokens", n));
 }
 
 static enum MHD_Result ft_srv_stats(ft_srv_t *srv, struct MHD_Connection *conn)

@@ -216,9 +216,19 @@ static int ft_srv_openai_tool_choice(ft_srv_conv_t *c, json_t *v, ft_srv_error_t
         c->tool_choice_none = 1;
         return 1;
     }
+    if (json_is_string(v) && !strcmp(json_string_value(v), "required")) {
+        c->tool_choice_required = 1;
+        return 1;
+    }
+    json_t *name = json_object_get(json_object_get(v, "function"), "name");
+    if (json_is_object(v) && json_is_string(name)) {
+        c->tool_choice_required = 1;
+        c->tool_choice_name = json_string_value(name);
+        return 1;
+    }
     ft_srv_error_set(err, 400, "invalid_request_error", "tool_choice",
-                     "'tool_choice' must be \"auto\" or \"none\" (forcing a call, \"required\" "
-                     "or a named function, is not supported yet)");
+                     "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": "
+                     "\"function\", \"function\": {\"name\": ...}}");
     return 0;
 }
 

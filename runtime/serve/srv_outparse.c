@@ -302,6 +302,14 @@ static void ft_srv_drain(ft_srv_outparse_t *p)
     }
 }
 
+void ft_srv_outparse_open_call(ft_srv_outparse_t *p, const char *prefix, size_t n)
+{
+    p->state = FT_SRV_PS_TOOL;
+    p->think_lstrip = 0;
+    p->call_phase = 0;
+    ft_srv_call_feed(p, prefix, n);
+}
+
 void ft_srv_outparse_feed(ft_srv_outparse_t *p, const char *text, size_t n)
 {
     ft_srv_buf_put(&p->pending, text, n);

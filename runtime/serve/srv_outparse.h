@@ -62,6 +62,9 @@ typedef struct ft_srv_outparse {
  * generation prompt ends in "<think>\n"); tools: parse <tool_call>. */
 void ft_srv_outparse_init(ft_srv_outparse_t *p, int reasoning_open, int tools, ft_srv_ev_fn fn,
                           void *user);
+/* The prompt opened a tool call (a forced one) and wrote prefix (n
+ * bytes) of it: the output goes on from there. */
+void ft_srv_outparse_open_call(ft_srv_outparse_t *p, const char *prefix, size_t n);
 void ft_srv_outparse_feed(ft_srv_outparse_t *p, const char *text, size_t n);
 /* The end of the output: what is held comes out (an unfinished tool
  * call as content text). */

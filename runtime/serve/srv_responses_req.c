@@ -193,12 +193,19 @@ int ft_srv_responses_parse(json_t *root, ft_srv_conv_t *c, ft_srv_error_t *err)
         !ft_srv_get_bool(root, "parallel_tool_calls", &c->parallel_tool_calls, err))
         return 0;
     json_t *tc = json_object_get(root, "tool_choice");
+    json_t *tc_name = json_object_get(tc, "name");
     if (json_is_string(tc) && !strcmp(json_string_value(tc), "none"))
         c->tool_choice_none = 1;
-    else if (tc && !json_is_null(tc) &&
-             !(json_is_string(tc) && !strcmp(json_string_value(tc), "auto")))
+    else if (json_is_string(tc) && !strcmp(json_string_value(tc), "required"))
+        c->tool_choice_required = 1;
+    else if (json_is_object(tc) && json_is_string(tc_name)) {
+        c->tool_choice_required = 1;
+        c->tool_choice_name = json_string_value(tc_name);
+    } else if (tc && !json_is_null(tc) &&
+               !(json_is_string(tc) && !strcmp(json_string_value(tc), "auto")))
         return ft_srv_r_bad(err, "tool_choice",
-                            "must be \"auto\" or \"none\" (forcing a call is not supported yet)");
+                            "must be \"auto\", \"none\", \"required\" or {\"type\": "
+                            "\"function\", \"name\": ...}");
     const char *effort =
         json_string_value(json_object_get(json_object_get(root, "reasoning"), "effort"));
     if (effort && !strcmp(effort, "none")) c->enable_thinking = 0;

@@ -68,6 +68,19 @@ reply=$(jq -c '.choices[0].message.content' "$tmp/body")
 turn2="{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Name a color\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"Another\"}],\"max_tokens\":6,\"temperature\":0}"
 req POST /v1/chat/completions "${auth[@]}" -d "$turn2" | expect "turn 2 reuses turn 1" 200 ".usage.prompt_tokens_details.cached_tokens >= $n1"
 
+# Forced tool calls: the prompt opens the call (named: up to its arguments),
+# so it is longer than with tool_choice auto; a name not among the tools is a 400.
+tools='[{"type":"function","function":{"name":"ls","parameters":{"type":"object"}}}]'
+req POST /v1/chat/completions "${auth[@]}" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":$tools,\"max_tokens\":3}" |
+  expect "tool_choice auto" 200 '.usage.prompt_tokens > 0'
+n_auto=$(jq .usage.prompt_tokens "$tmp/body")
+req POST /v1/chat/completions "${auth[@]}" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":$tools,\"max_tokens\":3,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"ls\"}}}" |
+  expect "tool_choice named" 200 ".usage.prompt_tokens > $n_auto + 5"
+req POST /v1/chat/completions "${auth[@]}" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"rm\"}}}" |
+  expect "tool_choice naming no tool" 400 '.error.param == "tool_choice"'
+req POST /v1/messages -H "x-api-key: k3y" -d '{"max_tokens":3,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]}' |
+  expect "tool_choice any without tools" 400 '.error.type == "invalid_request_error"'
+
 # /v1/completions: raw text, no template; greedy, it is what ft run prints
 # for the same prompt (the server's generation path against the CLI's).
 "$ft" run "$tmp/b" -p "The quick brown fox" -n 12 --json --threads 1 > "$tmp/run.json"

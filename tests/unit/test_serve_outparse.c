@@ -154,13 +154,43 @@ static void test_malformed_calls(void **state)
           "C[ok<tool_call>\n{\"name\": \"f\", \"argu]");
 }
 
+/* A forced call: the prompt opened <tool_call> (and named the tool). */
+static char *run_forced(const char *prefix, const char *text)
+{
+    rec_t r = {.last = -1};
+    ft_srv_outparse_t p;
+    ft_srv_outparse_init(&p, 0, 1, on_event, &r);
+    ft_srv_outparse_open_call(&p, prefix, strlen(prefix));
+    for (const char *c = text; *c; c++)
+        ft_srv_outparse_feed(&p, c, 1);
+    ft_srv_outparse_finish(&p);
+    ft_srv_outparse_free(&p);
+    if (r.last >= 0) ft_srv_buf_puts(&r.log, "]");
+    return ft_srv_buf_take(&r.log);
+}
+
+static void test_forced_calls(void **state)
+{
+    (void)state;
+    char *s =
+        run_forced("\n{\"name\": \"ls\", \"arguments\": ", "{\"path\": \".\"}}\n</tool_call>");
+    assert_string_equal(s, "T0:ls({\"path\": \".\"})");
+    free(s);
+    s = run_forced("\n", "{\"name\": \"cat\", \"arguments\": {}}\n</tool_call>\nDone.");
+    assert_string_equal(s, "T0:cat({})C[Done.]");
+    free(s);
+    /* the model did not write an object: its text, as content */
+    s = run_forced("\n{\"name\": \"ls\", \"arguments\": ", "oops</tool_call>");
+    assert_string_equal(s, "C[<tool_call>\n{\"name\": \"ls\", \"arguments\": oops</tool_call>]");
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_content_only),
-        cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_tool_calls),
-        cmocka_unit_test(test_malformed_calls),
+        cmocka_unit_test(test_content_only), cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_malformed_calls),
+        cmocka_unit_test(test_forced_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,7 +79,7 @@ static void test_openai_errors(void **state)
                  "stop");
     expect_error(0, "{\"tools\":[{\"type\":\"code\"}]," MSGS "}", "tools[0]");
     expect_error(0, "{\"tools\":{}," MSGS "}", "tools");
-    expect_error(0, "{\"tool_choice\":\"required\"," MSGS "}", "tool_choice");
+    expect_error(0, "{\"tool_choice\":\"sometimes\"," MSGS "}", "tool_choice");
     expect_error(0, "{\"response_format\":{\"type\":\"json_object\"}," MSGS "}", "response_format");
     expect_error(0, "{\"stream_options\":3," MSGS "}", "stream_options");
     expect_error(0,
@@ -195,7 +195,7 @@ static void test_anthropic(void **state)
                  "messages[0].content");
     expect_error(1, "{\"max_tokens\":5,\"temperature\":1.5," MSGS "}", "temperature");
     expect_error(1, "{\"max_tokens\":5,\"thinking\":{\"type\":\"maybe\"}," MSGS "}", "thinking");
-    expect_error(1, "{\"max_tokens\":5,\"tool_choice\":{\"type\":\"any\"}," MSGS "}",
+    expect_error(1, "{\"max_tokens\":5,\"tool_choice\":{\"type\":\"tool\"}," MSGS "}",
                  "tool_choice");
     expect_error(1, "{\"max_tokens\":5,\"tools\":[{\"description\":\"no name\"}]," MSGS "}",
                  "tools");
@@ -285,7 +285,7 @@ static void test_responses(void **state)
         {"{\"input\":\"x\",\"background\":true}", "background"},
         {"{\"input\":[{\"type\":\"custom_tool_call\"}]}", "input[0]"},
         {"{\"input\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "input[0]"},
-        {"{\"input\":\"x\",\"tool_choice\":\"required\"}", "tool_choice"},
+        {"{\"input\":\"x\",\"tool_choice\":\"sometimes\"}", "tool_choice"},
         {"{\"input\":\"x\",\"max_output_tokens\":0}", "max_output_tokens"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -299,12 +299,38 @@ static void test_responses(void **state)
     }
 }
 
+static void test_tool_choice(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"tool_choice\":\"required\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+        "\"ls\"}}]," MSGS "}",
+        "{\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"ls\"}},\"tools\":[{"
+        "\"type\":\"function\",\"function\":{\"name\":\"ls\"}}]," MSGS "}",
+        "{\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"rm\"}},\"tools\":[{"
+        "\"type\":\"function\",\"function\":{\"name\":\"ls\"}}]," MSGS "}",
+        "{\"tool_choice\":\"required\"," MSGS "}",
+    };
+    const int ok[] = {1, 1, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        ft_srv_conv_t c;
+        ft_srv_error_t err;
+        if (!parse(0, bodies[i], &c, &err)) fail_msg("%s: %s", bodies[i], err.message);
+        assert_true(c.tool_choice_required);
+        assert_true(i == 0 || i == 3 ? !c.tool_choice_name : c.tool_choice_name != NULL);
+        if (ft_srv_conv_check_tool_choice(&c, "tool_choice", &err) != ok[i])
+            fail_msg("%s: check %d", bodies[i], !ok[i]);
+        if (!ok[i]) assert_string_equal(err.param, "tool_choice");
+        ft_srv_conv_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_errors), cmocka_unit_test(test_openai_fields),
         cmocka_unit_test(test_anthropic),     cmocka_unit_test(test_completions),
-        cmocka_unit_test(test_responses),
+        cmocka_unit_test(test_responses),     cmocka_unit_test(test_tool_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
