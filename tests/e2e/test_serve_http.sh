@@ -104,9 +104,14 @@ for i in $(seq 10); do
 done
 
 # Streams cut off by their clients, beside well-formed requests.
-long='{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":900,"stream":true}'
-for i in $(seq 6); do
-  curl -s -N --max-time 0.$((i + 2)) "$url/v1/chat/completions" "${auth[@]}" -d "$long" > /dev/null 2>&1 &
+# 24 streams over the three streaming protocols, cut off after 0.1-0.9 s.
+for i in $(seq 24); do
+  case $((i % 3)) in
+    0) path=/v1/chat/completions; b='{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":900,"stream":true}' ;;
+    1) path=/v1/messages; b='{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":900,"stream":true}' ;;
+    2) path=/v1/responses; b='{"input":"Tell me a story","max_output_tokens":900,"stream":true}' ;;
+  esac
+  curl -s -N --max-time 0.$((i % 9 + 1)) "$url$path" "${auth[@]}" -d "$b" > /dev/null 2>&1 &
 done
 for i in 1 2 3; do
   curl -s "$url/v1/chat/completions" "${auth[@]}" -d "$chat" > "$tmp/ok$i.json" &
