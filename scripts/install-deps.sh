@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang jq
       libprotobuf-c-dev protobuf-c-compiler libzstd-dev libcmocka-dev
-      libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libxxhash-dev
+      libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libxxhash-dev
       libxml2-utils groff-base)
 missing=()
 for p in "${pkgs[@]}"; do

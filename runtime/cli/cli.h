@@ -17,6 +17,7 @@ int ft_cli_bench(int argc, char **argv);
 FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_prompt,
                                                  uint32_t n_gen, int json);
 int ft_cli_chat(int argc, char **argv);
+int ft_cli_serve(int argc, char **argv);
 int ft_cli_version(int argc, char **argv);
 int ft_cli_help(int argc, char **argv);
 

@@ -149,6 +149,65 @@ static const char ft_help_chat[] =
     "  On a modelled GPU, shrinking its budget in the middle (type /vram 4G):\n"
     "    ft chat qwen3-bundle --backend sim --hw rtx4060_laptop.textproto --vram 8G\n";
 
+static const char ft_help_serve[] =
+    "usage: ft serve BUNDLE [options]\n"
+    "\n"
+    "An HTTP server with OpenAI- and Anthropic-compatible APIs, for coding agents\n"
+    "and SDKs. Each request gets its own session and runs beside the others on the\n"
+    "engine's scheduler; a client that disconnects cancels its request. Prints\n"
+    "'listening on http://HOST:PORT' once it accepts connections and serves until\n"
+    "SIGINT or SIGTERM. Endpoints: GET /health, GET /v1/models, POST\n"
+    "/v1/chat/completions (streamed or not; tools with tool_choice auto, none,\n"
+    "required or a named tool, reasoning_content, logprobs, stop, seed, logit_bias,\n"
+    "penalties), POST /v1/messages (streamed or not;\n"
+    "thinking, tool_use and tool_result blocks), POST /v1/messages/count_tokens, and\n"
+    "POST /tokenize, /detokenize and /apply-template (the prompt a chat body makes),\n"
+    "GET /v1/stats (requests active, completed, cancelled; tokens; engine counters) and\n"
+    "POST /v1/completions (raw text or token ids, no template; echo, legacy logprobs),\n"
+    "and POST /v1/responses (OpenAI's Responses API as Codex speaks it, stateless:\n"
+    "instructions, message, reasoning, function_call and function_call_output items,\n"
+    "the streamed event sequence with complete usage) with /v1/responses/input_tokens.\n"
+    "Tools, tool calls and <think> reasoning are rendered and parsed for Qwen3's\n"
+    "chat template; other ChatML models serve plain chat. Errors come in each\n"
+    "protocol's own shape.\n"
+    "\n"
+    "options:\n"
+    "  --host ADDR\n"
+    "      the address to listen on (default 127.0.0.1); one that is not loopback\n"
+    "      needs --api-key. Without a key, requests whose Host header names anything\n"
+    "      but loopback are refused (403), so web pages cannot reach the server\n"
+    "      through a DNS name rebound to 127.0.0.1\n"
+    "  --port N\n"
+    "      the TCP port (default 8080; 0: any free port, printed)\n"
+    "  --api-key KEY\n"
+    "      require KEY as 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every\n"
+    "      endpoint but /health (compared in constant time)\n"
+    "  --parallel N\n"
+    "      requests the scheduler runs at once (default 4); more wait in its queue.\n"
+    "      As many sessions (each with its KV cache of --ctx tokens) are kept between\n"
+    "      requests: a request takes the one sharing the longest prefix with its prompt\n"
+    "      and evaluates only the rest, reported as cached_tokens (OpenAI) and\n"
+    "      cache_read_input_tokens (Anthropic)\n"
+    "  --ctx N\n"
+    "      tokens of context per request (default: the model's, at most 4096)\n"
+    "  --max-body SIZE\n"
+    "      the largest request body (default 64M); larger ones get 413\n"
+    "  --model-id NAME\n"
+    "      the model id GET /v1/models reports (default: the bundle's folder name);\n"
+    "      any name a request gives is accepted and echoed\n"
+    "  --script FILE\n"
+    "      a test hook, never on unless given: chat requests take the replies in FILE\n"
+    "      in turn (separated by lines that are exactly %%) instead of sampling; the\n"
+    "      reply's tokens are evaluated by the model and then streamed and parsed as\n"
+    "      if sampled, so tool-call round trips are deterministic on test fixtures\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  Serve on port 8080 and ask it something with curl:\n"
+    "    ft serve qwen3-bundle &\n"
+    "    curl -s localhost:8080/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+    "  Claude Code against it:\n"
+    "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
+
 static const char ft_help_logits[] =
     "usage: ft logits BUNDLE --tokens IDS -o FILE [options]\n"
     "\n"
@@ -277,6 +336,7 @@ static const char ft_help_help[] =
 const ft_cli_command_t ft_cli_commands[] = {
     {"run", "generate text from a prompt, streamed to stdout", ft_help_run, ft_cli_run},
     {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
+    {"serve", "an OpenAI- and Anthropic-compatible HTTP server", ft_help_serve, ft_cli_serve},
     {"logits", "write the logits of every position of a token sequence", ft_help_logits,
      ft_cli_logits},
     {"perplexity", "perplexity over a text, and KL divergence from a base", ft_help_perplexity,
