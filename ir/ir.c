@@ -91,6 +91,8 @@ const char *ft_arch_name(ft_arch_t arch)
     case FT_ARCH_GLM4MOE: return "glm4moe";
     case FT_ARCH_QWEN35MOE:
         return "qwen35moe";
+    case FT_ARCH_QWEN3NEXT:
+        return "qwen3next";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";

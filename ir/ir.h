@@ -24,6 +24,7 @@ typedef enum ft_arch {
     FT_ARCH_GPT_OSS = 3,   /* GGUF "gpt-oss", HF GptOssForCausalLM */
     FT_ARCH_GLM4MOE = 4,   /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
     FT_ARCH_QWEN35MOE = 5, /* Qwen3.5/3.6 MoE hybrids: GGUF "qwen35moe" */
+    FT_ARCH_QWEN3NEXT = 6, /* Qwen3-Next: GGUF "qwen3next" */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;

@@ -3,6 +3,8 @@
 #include "../runtime/base/checked.h"
 
 #include <inttypes.h>
+
+#define FT_PLAN_SPLIT_MAX_GROUPS 1024u /* key heads of a fused Qwen3-Next projection */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +70,7 @@ static const ft_role_names_t ft_bias_roles[] = {
 static const char *ft_role_gguf_src_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
 {
     if ((m->hp.arch == FT_ARCH_GPT_OSS || m->hp.arch == FT_ARCH_GLM4MOE ||
-         m->hp.arch == FT_ARCH_QWEN35MOE) &&
+         m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT) &&
         rn->role == FT_ROLE_FFN_NORM)
         return "post_attention_norm";
     return rn->gguf;
@@ -431,6 +433,114 @@ FT_WARN_UNUSED static ft_status_t ft_take_q_gate(ft_name_index_t *ix, const ft_s
     return FT_OK;
 }
 
+/* An IR tensor of `role` made of row ranges of source tensor s: n_ranges
+ * ranges, range i rows [first[i], first[i] + count), in order. */
+FT_WARN_UNUSED static ft_status_t ft_take_rows(ft_ir_model_t *m, const ft_src_tensor_t *s,
+                                               uint64_t row_bytes, const char *iname,
+                                               ft_tensor_role_t role, uint32_t l, uint32_t n_ranges,
+                                               const uint64_t *first, uint64_t count)
+{
+    ft_ir_tensor_t *t;
+    ft_status_t st = ft_ir_add_tensor(m, iname, role, (int32_t)l, &t);
+    if (st) return st;
+    t->dtype = s->dtype;
+    t->n_dims = 2;
+    t->shape[0] = n_ranges * count;
+    t->shape[1] = s->shape[1];
+    t->n_pieces = n_ranges;
+    t->pieces = ft_arena_array(m->arena, n_ranges, sizeof(ft_ir_piece_t));
+    if (!t->pieces) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n_ranges; i++)
+        t->pieces[i] =
+            (ft_ir_piece_t){s->file, s->offset + first[i] * row_bytes, count * row_bytes};
+    return FT_OK;
+}
+
+/* Qwen3-Next's fused projections (llama.cpp's build_qkvz / build_beta_gate),
+ * per key head g of Hk, with R = Hv / Hk value heads each:
+ *   ssm_in [Hk * (2 hd + 2 R hd), d]: q_g (hd) | k_g (hd) | v_g (R hd) | z_g (R hd)
+ *   ssm_ba [2 Hv, d]:                 b_g (R) | a_g (R)
+ * into SSM_QKV (every q_g, every k_g, every v_g: the conv's channels),
+ * ATTN_GATE (every z_g), SSM_BETA and SSM_ALPHA, each range a piece of the
+ * same bytes. ssm_in is optional (attn_qkv + attn_gate instead: *out_fused_in
+ * 0), ssm_ba required. */
+FT_WARN_UNUSED static ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                    ft_ir_model_t *m, uint32_t l, int *out_fused_in)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const uint64_t hd = a->head_dim, Hk = a->n_kv_heads, R = a->n_heads / a->n_kv_heads;
+    const uint64_t G = 2 * hd + 2 * R * hd; /* one key head's rows of ssm_in */
+    uint64_t first[3 * FT_PLAN_SPLIT_MAX_GROUPS];
+    char name[256], iname[256];
+    uint64_t row_bytes;
+    *out_fused_in = 0;
+    if (Hk > FT_PLAN_SPLIT_MAX_GROUPS)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u: %llu key heads (at most %u)",
+                              src->path, l, (unsigned long long)Hk, FT_PLAN_SPLIT_MAX_GROUPS);
+    snprintf(name, sizeof(name), "blk.%u.ssm_in.weight", l);
+    const ft_src_tensor_t *in = ft_name_take(ix, name);
+    ft_status_t st;
+    if (in) {
+        if (in->n_dims != 2 || in->shape[0] != Hk * G ||
+            !ft_dtype_row_bytes(in->dtype, in->shape[1], &row_bytes) ||
+            in->n_bytes != in->shape[0] * row_bytes)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s' is not [%llu, d_model]: q | k | v | z of %llu "
+                                  "key heads",
+                                  src->path, name, (unsigned long long)(Hk * G),
+                                  (unsigned long long)Hk);
+        for (uint64_t g = 0; g < Hk; g++) {
+            first[g] = g * G;                   /* q_g */
+            first[Hk + g] = g * G + hd;         /* k_g */
+            first[2 * Hk + g] = g * G + 2 * hd; /* v_g: R heads */
+        }
+        snprintf(iname, sizeof(iname), "blk.%u.attn_qkv.weight", l);
+        /* q and k ranges are hd rows, v ranges R hd: two tensors' worth of
+         * ranges of different lengths, so SSM_QKV is built in two steps. */
+        if ((st = ft_take_rows(m, in, row_bytes, iname, FT_ROLE_SSM_QKV, l, (uint32_t)(2 * Hk),
+                               first, hd)))
+            return st;
+        ft_ir_tensor_t *qkv = &m->tensors[m->n_tensors - 1];
+        ft_ir_piece_t *pieces = ft_arena_array(m->arena, 3 * Hk, sizeof(ft_ir_piece_t));
+        if (!pieces) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        memcpy(pieces, qkv->pieces, 2 * Hk * sizeof(ft_ir_piece_t));
+        for (uint64_t g = 0; g < Hk; g++)
+            pieces[2 * Hk + g] = (ft_ir_piece_t){
+                in->file, in->offset + first[2 * Hk + g] * row_bytes, R * hd * row_bytes};
+        qkv->pieces = pieces;
+        qkv->n_pieces = (uint32_t)(3 * Hk);
+        qkv->shape[0] = (2 * Hk + Hk * R) * hd;
+        for (uint64_t g = 0; g < Hk; g++)
+            first[g] = g * G + 2 * hd + R * hd; /* z_g */
+        snprintf(iname, sizeof(iname), "blk.%u.attn_gate.weight", l);
+        if ((st = ft_take_rows(m, in, row_bytes, iname, FT_ROLE_ATTN_GATE, l, (uint32_t)Hk, first,
+                               R * hd)))
+            return st;
+        *out_fused_in = 1;
+    }
+    snprintf(name, sizeof(name), "blk.%u.ssm_ba.weight", l);
+    const ft_src_tensor_t *ba = ft_name_take(ix, name);
+    if (!ba) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+    if (ba->n_dims != 2 || ba->shape[0] != 2 * Hk * R ||
+        !ft_dtype_row_bytes(ba->dtype, ba->shape[1], &row_bytes) ||
+        ba->n_bytes != ba->shape[0] * row_bytes)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' is not [%llu, d_model]: beta | alpha of %llu key "
+                              "heads",
+                              src->path, name, (unsigned long long)(2 * Hk * R),
+                              (unsigned long long)Hk);
+    static const ft_tensor_role_t roles[2] = {FT_ROLE_SSM_BETA, FT_ROLE_SSM_ALPHA};
+    static const char *const names[2] = {"ssm_beta", "ssm_alpha"};
+    for (int j = 0; j < 2; j++) {
+        for (uint64_t g = 0; g < Hk; g++)
+            first[g] = g * 2 * R + (uint64_t)j * R;
+        snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, names[j]);
+        if ((st = ft_take_rows(m, ba, row_bytes, iname, roles[j], l, (uint32_t)Hk, first, R)))
+            return st;
+    }
+    return FT_OK;
+}
+
 /* A Gated DeltaNet block's two vectors without the ".weight" suffix, as
  * llama.cpp names them: blk.L.ssm_dt.bias and blk.L.ssm_a. */
 FT_WARN_UNUSED static ft_status_t
@@ -532,14 +642,22 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             return ft_status_make(FT_STATUS_FORMAT, "%s: the config asks for attention biases, but layer %u has "
                                   "none (no 'model.layers.%u.self_attn.q_proj.bias')", src->path, l, l);
         const ft_ir_block_t *b = &m->blocks[l];
-        const int q_gate =
-            m->hp.arch == FT_ARCH_QWEN35MOE && b->attn.kind == FT_ATTN_GQA && b->attn.has_out_gate;
+        const int qwen = m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT;
+        const int q_gate = qwen && b->attn.kind == FT_ATTN_GQA && b->attn.has_out_gate;
+        const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
+        int fused_in = 0, fused_ba = 0; /* Qwen3-Next's ssm_in and ssm_ba, split */
         if (q_gate && (st = ft_take_q_gate(ix, src, m, l))) return st;
-        if (b->attn.kind == FT_ATTN_GATED_DELTANET && (st = ft_take_ssm_vectors(ix, src, m, l)))
+        if (dn && (st = ft_take_ssm_vectors(ix, src, m, l))) return st;
+        if (dn && m->hp.arch == FT_ARCH_QWEN3NEXT &&
+            (st = ft_take_ssm_fused(ix, src, m, l, &fused_in)))
             return st;
+        fused_ba = dn && m->hp.arch == FT_ARCH_QWEN3NEXT;
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];
             if (!ft_role_wanted(b, rn->role) || (q_gate && rn->role == FT_ROLE_ATTN_Q)) continue;
+            if ((fused_in && (rn->role == FT_ROLE_SSM_QKV || rn->role == FT_ROLE_ATTN_GATE)) ||
+                (fused_ba && (rn->role == FT_ROLE_SSM_BETA || rn->role == FT_ROLE_SSM_ALPHA)))
+                continue;
             if (hf && !rn->hf)
                 return ft_status_make(FT_STATUS_UNSUPPORTED,
                                       "%s: layer %u: no safetensors name for %s", src->path, l,

@@ -1,5 +1,6 @@
 /* Qwen3.5 / Qwen3.6 MoE hybrids (GGUF arch "qwen35moe", as llama.cpp's
- * converter writes Qwen3_5MoeForCausalLM): names and hyperparameters -> IR.
+ * converter writes Qwen3_5MoeForCausalLM) and Qwen3-Next (GGUF arch
+ * "qwen3next"): names and hyperparameters -> IR.
  *
  * Every block is a mixer plus a routed MoE with one shared expert whose
  * output is gated by sigmoid(w . h). The mixer is Gated DeltaNet (linear
@@ -15,20 +16,33 @@
  * Qwen's zero-centred "+1" baked in (ssm_norm excepted: it is stored raw and
  * used raw), ssm_a = -exp(A_log), V heads reordered so that value head h
  * reads key head h % n_k_heads (tiled). The MTP block(s) after the decoder
- * (nextn_predict_layers) are skipped. */
+ * (nextn_predict_layers) are skipped.
+ *
+ * Qwen3-Next differs in data only: every 4th block is full attention
+ * whatever full_attention_interval says (llama.cpp hard-codes it), value
+ * heads stay grouped (value head h reads key head h / (Hv / Hk)), q | k | v
+ * | z may come fused per key head in ssm_in and beta | alpha always come
+ * fused per key head in ssm_ba (model_names.c splits both into the same
+ * roles), and a block may be a dense FFN. */
 #include "model_registry.h"
 #include "family_finish.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define FT_Q35_ARCH "qwen35moe"
+/* "<general.architecture>.<key>": the registry routes only qwen35moe and
+ * qwen3next files here. */
+static void ft_q35_key(const ft_src_model_t *src, const char *key, char *out, size_t cap)
+{
+    const char *arch = ft_meta_get_string(&src->meta, "general.architecture");
+    snprintf(out, cap, "%s.%s", arch ? arch : "", key);
+}
 
 FT_WARN_UNUSED static ft_status_t ft_q35_u32(const ft_src_model_t *src, const char *key,
                                              uint32_t lo, uint32_t hi, uint32_t *out)
 {
     char k[96];
-    snprintf(k, sizeof(k), FT_Q35_ARCH ".%s", key);
+    ft_q35_key(src, key, k, sizeof(k));
     return ft_meta_require_u32(&src->meta, src->path, k, lo, hi, out);
 }
 
@@ -37,7 +51,7 @@ FT_WARN_UNUSED static ft_status_t ft_q35_u32_opt(const ft_src_model_t *src, cons
                                                  uint32_t lo, uint32_t hi, uint32_t *out)
 {
     char k[96];
-    snprintf(k, sizeof(k), FT_Q35_ARCH ".%s", key);
+    ft_q35_key(src, key, k, sizeof(k));
     if (!ft_meta_find(&src->meta, k)) return FT_OK;
     return ft_meta_require_u32(&src->meta, src->path, k, lo, hi, out);
 }
@@ -46,7 +60,7 @@ FT_WARN_UNUSED static ft_status_t ft_q35_float(const ft_src_model_t *src, const 
                                                double lo, double hi, int required, float *out)
 {
     char k[96];
-    snprintf(k, sizeof(k), FT_Q35_ARCH ".%s", key);
+    ft_q35_key(src, key, k, sizeof(k));
     double v;
     if (!ft_meta_get_f64(&src->meta, k, &v)) {
         if (!required) return FT_OK;
@@ -66,14 +80,16 @@ typedef struct ft_q35_protos {
     ft_ir_attention_t full, linear;
     ft_ir_moe_t moe;
     uint32_t interval;
+    uint32_t dense_ffn; /* feed_forward_length: Qwen3-Next's dense blocks, else 0 */
 } ft_q35_protos_t;
 
-FT_WARN_UNUSED static ft_status_t ft_q35_linear(const ft_src_model_t *src, ft_ir_attention_t *a)
+FT_WARN_UNUSED static ft_status_t ft_q35_linear(const ft_src_model_t *src, int next,
+                                                ft_ir_attention_t *a)
 {
     uint32_t inner = 0;
     ft_status_t st;
     a->kind = FT_ATTN_GATED_DELTANET;
-    a->heads_tiled = 1;
+    a->heads_tiled = !next; /* Qwen3-Next keeps HF's grouped value heads */
     if ((st = ft_q35_u32(src, "ssm.conv_kernel", 2, 64, &a->conv_kernel)) ||
         (st = ft_q35_u32(src, "ssm.state_size", 1, 4096, &a->head_dim)) ||
         (st = ft_q35_u32(src, "ssm.time_step_rank", 1, 4096, &a->n_heads)) ||
@@ -90,12 +106,12 @@ FT_WARN_UNUSED static ft_status_t ft_q35_linear(const ft_src_model_t *src, ft_ir
     return FT_OK;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_q35_hparams(const ft_src_model_t *src, ft_ir_model_t *m,
-                                                 ft_q35_protos_t *p)
+FT_WARN_UNUSED static ft_status_t ft_q35_hparams(const ft_src_model_t *src, int next,
+                                                 ft_ir_model_t *m, ft_q35_protos_t *p)
 {
     ft_ir_hparams_t *hp = &m->hp;
-    hp->arch = FT_ARCH_QWEN35MOE;
-    hp->arch_name = FT_Q35_ARCH;
+    hp->arch = next ? FT_ARCH_QWEN3NEXT : FT_ARCH_QWEN35MOE;
+    hp->arch_name = next ? "qwen3next" : "qwen35moe";
     hp->norm = FT_NORM_RMS;
     hp->rope = FT_ROPE_NEOX;
     hp->rope_theta = 10000.0f;
@@ -134,13 +150,14 @@ FT_WARN_UNUSED static ft_status_t ft_q35_hparams(const ft_src_model_t *src, ft_i
                               "(whole groups, equal sizes, an even rotation)",
                               src->path, a->n_heads, a->n_kv_heads, a->head_dim, a->value_head_dim,
                               hp->rope_dim);
-    if ((st = ft_q35_linear(src, &p->linear))) return st;
+    if ((st = ft_q35_linear(src, next, &p->linear))) return st;
     if (p->linear.head_dim < hp->rope_dim)
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "%s: ssm.state_size %u below rope.dimension_count %u", src->path,
                               p->linear.head_dim, hp->rope_dim);
-    p->interval = 4;
-    if ((st = ft_q35_u32_opt(src, "full_attention_interval", 1, 4096, &p->interval))) return st;
+    p->interval = 4; /* llama.cpp's qwen3next ignores the key: every 4th block */
+    if (!next && (st = ft_q35_u32_opt(src, "full_attention_interval", 1, 4096, &p->interval)))
+        return st;
     ft_ir_moe_t *moe = &p->moe;
     moe->scoring = FT_ROUTER_SOFTMAX;
     moe->norm_topk_prob = 1; /* build_qwen35moe: norm_w true */
@@ -153,25 +170,36 @@ FT_WARN_UNUSED static ft_status_t ft_q35_hparams(const ft_src_model_t *src, ft_i
         (st = ft_q35_float(src, "expert_weights_scale", 0.0, 1e6, 0, &moe->routed_scaling)))
         return st;
     moe->shared_ffn = moe->expert_ffn;
-    if ((st = ft_q35_u32_opt(src, "feed_forward_length", 1, 1u << 22, &moe->shared_ffn)) ||
-        (st = ft_q35_u32_opt(src, "expert_shared_feed_forward_length", 1, 1u << 22,
+    p->dense_ffn = 0;
+    if ((st = ft_q35_u32_opt(src, "feed_forward_length", 1, 1u << 22, &p->dense_ffn))) return st;
+    if (p->dense_ffn) moe->shared_ffn = p->dense_ffn;
+    if ((st = ft_q35_u32_opt(src, "expert_shared_feed_forward_length", 1, 1u << 22,
                              &moe->shared_ffn)))
         return st;
     if (moe->routed_scaling == 0.0f) moe->routed_scaling = 1.0f;
     return FT_OK;
 }
 
-ft_status_t ft_qwen35moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
+/* Whether the GGUF holds blk.<l>.<suffix>. */
+static int ft_q35_has(const ft_src_model_t *src, uint32_t l, const char *suffix)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "blk.%u.%s", l, suffix);
+    return ft_src_find_tensor(src, name) != NULL;
+}
+
+FT_WARN_UNUSED static ft_status_t ft_q35_build(const ft_src_model_t *src, int next,
+                                               ft_ir_model_t *m)
 {
     if (src->kind != FT_SRC_GGUF)
         return ft_status_make(
             FT_STATUS_UNSUPPORTED,
-            "%s: Qwen3.5/3.6 MoE is imported from GGUF only (the HF "
-            "checkpoint's A_log, norms and head order need the converter's rewriting)",
-            src->path);
+            "%s: %s is imported from GGUF only (the HF checkpoint's A_log, norms and "
+            "head order need the converter's rewriting)",
+            src->path, next ? "Qwen3-Next" : "Qwen3.5/3.6 MoE");
     ft_q35_protos_t p;
     memset(&p, 0, sizeof(p));
-    ft_status_t st = ft_q35_hparams(src, m, &p);
+    ft_status_t st = ft_q35_hparams(src, next, m, &p);
     if (st) return st;
     m->blocks = ft_arena_array(m->arena, m->hp.n_layers, sizeof(ft_ir_block_t));
     if (!m->blocks) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -182,7 +210,34 @@ ft_status_t ft_qwen35moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
         b->is_moe = 1;
         b->moe = p.moe;
         b->act = FT_ACT_SILU;
+        if (!next) continue;
+        /* Qwen3-Next (llama.cpp's create_qwen3next_tensors): a block without
+         * a router is a dense FFN of feed_forward_length; the shared expert
+         * and its gate are there when their tensors are. */
+        b->is_moe = ft_q35_has(src, l, "ffn_gate_inp.weight");
+        b->moe.n_shared_experts = ft_q35_has(src, l, "ffn_up_shexp.weight");
+        b->moe.shared_gate =
+            b->moe.n_shared_experts && ft_q35_has(src, l, "ffn_gate_inp_shexp.weight");
+        if (!b->is_moe) {
+            memset(&b->moe, 0, sizeof(b->moe));
+            b->dense_ffn = p.dense_ffn;
+            if (!b->dense_ffn)
+                return ft_status_make(FT_STATUS_FORMAT,
+                                      "%s: layer %u has no router and no feed_forward_length "
+                                      "for a dense FFN",
+                                      src->path, l);
+        }
     }
     m->hp.tie_embeddings = ft_family_tied_embeddings(src);
     return ft_family_collect(src, m);
+}
+
+ft_status_t ft_qwen35moe_build(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    return ft_q35_build(src, 0, m);
+}
+
+ft_status_t ft_qwen3next_build(const ft_src_model_t *src, ft_ir_model_t *m)
+{
+    return ft_q35_build(src, 1, m);
 }

@@ -241,10 +241,11 @@ static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
     const ft_ir_hparams_t *hp = &ir->hp;
     if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL &&
          hp->arch != FT_ARCH_GPT_OSS && hp->arch != FT_ARCH_GLM4MOE &&
-         hp->arch != FT_ARCH_QWEN35MOE) ||
+         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT) ||
         hp->norm != FT_NORM_RMS || (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "only qwen3moe / mixtral / glm4moe with RMS norms and NeoX or interleaved RoPE");
+                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next "
+                              "with RMS norms and NeoX or interleaved RoPE");
     m->n_layers = hp->n_layers;
     m->d_model = hp->d_model;
     m->vocab_size = hp->vocab_size;

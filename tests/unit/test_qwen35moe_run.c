@@ -22,9 +22,12 @@
  *  - the recurrent state: rewinding to 0 starts over (the same logits
  *    again), a rewind into the middle is refused naming the recurrent
  *    layers, and the session's state region is the program's size;
- *  - hostile files: a missing ssm tensor, a bad ssm.inner_size;
- *  - the cuda backend refuses the bundle at open naming DELTANET (no
- *    device kernel yet). */
+ *  - hostile files: a missing ssm tensor, a bad ssm.inner_size, a too
+ *    short conv, a layer pattern that leaves attn_q's gate rows unread;
+ *  - Qwen3-Next (qwen3next): the same model written with fused ssm_in /
+ *    ssm_ba and grouped value heads imports to the same reference and runs
+ *    to the Qwen3.5 reference on cpu and sim;
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +55,7 @@ static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0, 
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
 
 static char g_dir[4096], g_bundle[4096], g_hw[4096];
+static char g_next_dir[4096], g_next_bundle[4096]; /* the Qwen3-Next file of the same model */
 static ft_ref_greedy_t g_ref;
 
 static void q35_opts(ft_fixture_opts_t *o)
@@ -75,6 +79,16 @@ static int setup(void **state)
         ft_status_free(st);
         return -1;
     }
+    o.arch = FT_FIXTURE_QWEN3NEXT;
+    o.name = "freetoken-fixture-qwen3next";
+    snprintf(g_next_dir, sizeof(g_next_dir), "%s/next", ft_test_tmpdir("qwen35moe_run"));
+    st = ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_F32, g_next_dir, g_next_bundle,
+                             sizeof(g_next_bundle));
+    if (st) {
+        fprintf(stderr, "building the qwen3next bundle: %s\n", ft_status_message(st));
+        ft_status_free(st);
+        return -1;
+    }
     snprintf(g_hw, sizeof(g_hw), "%s/hwprofiles/presets/rtx4090.textproto", FT_SOURCE_DIR);
     return 0;
 }
@@ -93,6 +107,15 @@ static ft_src_model_t *source(void)
     ft_src_model_t *s = NULL;
     FT_REF_OK(ft_import_source(src, &s));
     return s;
+}
+
+static ft_ir_model_t *import_from(const char *dir)
+{
+    char src[4200];
+    snprintf(src, sizeof(src), "%s/model.gguf", dir);
+    ft_ir_model_t *ir = NULL;
+    FT_REF_OK(ft_import_model(src, &ir));
+    return ir;
 }
 
 static ft_ir_model_t *import(void)
@@ -367,6 +390,76 @@ static void test_rewind(void **state)
     ft_engine_close(e);
 }
 
+static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle);
+
+/* Qwen3-Next: the same model in its own layout (fused ssm_in / ssm_ba per
+ * key head, grouped value heads; model_gen_qwen35.c fills it from the
+ * Qwen3.5 file's tensors): its import splits the fused tensors into the
+ * same roles, its reference equals the Qwen3.5 one, and its bundle runs to
+ * the Qwen3.5 reference on cpu and sim. */
+static void test_qwen3next(void **state)
+{
+    (void)state;
+    if (!g_ref.vocab) reference();
+    ft_ir_model_t *m = import_from(g_next_dir);
+    assert_int_equal(m->hp.arch, FT_ARCH_QWEN3NEXT);
+    for (uint32_t l = 0; l < 4; l++)
+        assert_int_equal(m->blocks[l].attn.kind, l < 3 ? FT_ATTN_GATED_DELTANET : FT_ATTN_GQA);
+    assert_false(m->blocks[0].attn.heads_tiled);
+    const ft_ir_tensor_t *qkv = ft_ir_find(m, FT_ROLE_SSM_QKV, 0),
+                         *z = ft_ir_find(m, FT_ROLE_ATTN_GATE, 0);
+    const ft_ir_tensor_t *beta = ft_ir_find(m, FT_ROLE_SSM_BETA, 0);
+    assert_int_equal(qkv->n_pieces, 3 * 2); /* q, k and v of each of the 2 key heads */
+    assert_int_equal(qkv->shape[0], (2 * 2 + 4) * 16);
+    assert_int_equal(z->n_pieces, 2);
+    assert_int_equal(beta->n_pieces, 2);
+    assert_int_equal(beta->shape[0], 4);
+    ft_ref_model_t *rm;
+    FT_REF_OK(ft_ref_model_from_ir(m, &rm));
+    ft_ref_greedy_t next;
+    FT_REF_OK(ft_ref_greedy_reference(rm, k_prompt, N_PROMPT, N_GEN, N_CTX, &next));
+    const double apart = ft_ref_greedy_apart(&next, &g_ref);
+    print_message("qwen3next reference vs qwen35moe reference: %.3g apart\n", apart);
+    assert_true(apart >= 0.0 && apart < 1e-6);
+    assert_memory_equal(next.tokens, g_ref.tokens, N_GEN * sizeof(int32_t));
+    ft_ref_greedy_free(&next);
+    ft_ref_model_free(rm);
+    ft_ir_model_destroy(m);
+    /* the fused tensors' shapes and presence are checked */
+    char src_path[4200];
+    snprintf(src_path, sizeof(src_path), "%s/model.gguf", g_next_dir);
+    ft_src_model_t *s = NULL;
+    FT_REF_OK(ft_import_source(src_path, &s));
+    ((ft_src_tensor_t *)ft_src_find_tensor(s, "blk.2.ssm_ba.weight"))->name = "blk.2.ssm_ab.weight";
+    expect_refused(s, FT_STATUS_FORMAT, "blk.2.ssm_ba.weight");
+    s = NULL;
+    FT_REF_OK(ft_import_source(src_path, &s));
+    ((ft_src_tensor_t *)ft_src_find_tensor(s, "blk.0.ssm_in.weight"))->shape[0] -= 1;
+    expect_refused(s, FT_STATUS_FORMAT, "blk.0.ssm_in.weight");
+    static const struct {
+        ft_backend_kind_t backend;
+        int kernels;
+        const char *name;
+    } cases[] = {
+        {FT_BACKEND_CPU, FT_KERNELS_REFERENCE, "qwen3next cpu reference"},
+        {FT_BACKEND_CPU, FT_KERNELS_GENERATED, "qwen3next cpu generated"},
+        {FT_BACKEND_SIM, FT_KERNELS_GENERATED, "qwen3next sim generated"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        ft_engine_options_t eo;
+        ft_engine_options_init(&eo);
+        eo.backend = cases[c].backend;
+        eo.kernels = cases[c].kernels;
+        if (eo.backend == FT_BACKEND_SIM) {
+            eo.hw_profile = g_hw;
+            eo.vram_bytes = 64ull << 20;
+            eo.plan_ctx = N_CTX;
+        }
+        free(ft_ref_expect_greedy(g_next_bundle, &eo, N_CTX, k_prompt, &g_ref, FT_Q35_TOL,
+                                  cases[c].name, 0));
+    }
+}
+
 static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle)
 {
     ft_ir_model_t *m = NULL;
@@ -408,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_qwen3next),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
