@@ -11,7 +11,8 @@
  *  - the import: block kinds, shapes and the split q / gate;
  *  - the schedule of a DeltaNet block (RMSNORM, LINEAR q|k|v z b, LINEAR a,
  *    DELTANET, HEAD_NORM, GLU, LINEAR, ADD) and of the gated shared expert;
- *  - cpu (reference and generated kernels) and sim: a 20-token prompt's
+ *  - cpu (reference and generated kernels) and sim (everything resident,
+ *    and a budget with a few expert slots, the rest to the CPU): a 20-token prompt's
  *    logits within 1e-4 (normalized error) with the same argmax, 32 greedy
  *    tokens equal; the reference with the value heads grouped instead of
  *    tiled, and without the shared expert's gate, is far from it (the
@@ -50,6 +51,7 @@
 #include <string.h>
 
 #define FT_Q35_TOL 1e-4
+#define FT_Q35_SMALL_VRAM (2300ull << 10) /* dense weights, KV, scratch and a few experts */
 enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 128, N_LONG = 70, N_CONT = 16 };
 static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
@@ -289,6 +291,41 @@ static void test_matches_reference(void **state)
     free(first);
 }
 
+/* The sim with too little VRAM for every expert: the MoE goes through the
+ * expert cache and q* dispatch beside the DeltaNet layers' state, and the
+ * logits stay the reference's. */
+static void test_sim_offload(void **state)
+{
+    (void)state;
+    if (!g_ref.vocab) reference();
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_SIM;
+    eo.kernels = FT_KERNELS_GENERATED;
+    eo.hw_profile = g_hw;
+    eo.vram_bytes = FT_Q35_SMALL_VRAM;
+    eo.plan_ctx = N_CTX;
+    free(ft_ref_expect_greedy(g_bundle, &eo, N_CTX, k_prompt, &g_ref, FT_Q35_TOL,
+                              "qwen35moe sim, few slots", 0));
+    ft_engine_t *e = NULL;
+    FT_REF_OK(ft_engine_open(g_bundle, &eo, &e));
+    ft_session_options_t so;
+    ft_session_options_init(&so);
+    so.n_ctx = N_CTX;
+    ft_session_t *s = NULL;
+    FT_REF_OK(ft_session_create(e, &so, &s));
+    FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, NULL));
+    ft_engine_stats_t es;
+    ft_engine_stats(e, &es);
+    print_message("sim %.0f KiB: %u slots, %llu hits, %llu misses (%llu to the CPU)\n",
+                  FT_Q35_SMALL_VRAM / 1024.0, es.n_slots, (unsigned long long)es.expert_hits,
+                  (unsigned long long)es.expert_misses, (unsigned long long)es.misses_to_cpu);
+    assert_true(es.n_slots > 0);
+    assert_true(es.expert_misses > 0);
+    ft_session_destroy(s);
+    ft_engine_close(e);
+}
+
 static ft_engine_t *open_cpu(void)
 {
     ft_engine_options_t eo;
@@ -498,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_import),
         cmocka_unit_test(test_schedule),
         cmocka_unit_test(test_matches_reference),
+        cmocka_unit_test(test_sim_offload),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_hostile),
