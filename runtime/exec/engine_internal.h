@@ -72,6 +72,14 @@ struct ft_session {
     void *v_cache;
     size_t kv_bytes; /* of k_cache and v_cache together */
     float *logits;    /* [vocab] last position */
+    /* The recurrent state of the model's linear-attention layers (the
+     * program's rstate_bytes, each DELTANET op's slice at its rstate_off),
+     * zeroed at create and on a rewind to 0; NULL when the model has none.
+     * All of a session's recurrent state is here and nowhere else, so a
+     * snapshot is one copy of these bytes. */
+    uint8_t *rstate;
+    size_t rstate_bytes;
+    float *dn_scratch;          /* [max_dn_channels] the DELTANET kernel's conv output */
     struct ft_dev_session *dev; /* a device backend: the device's KV and buffers (the host KV
                                    cache above is then empty), else NULL */
 };

@@ -405,7 +405,10 @@ uint32_t ft_session_n_ctx(const ft_session_t *session);
  * wherever the backend keeps it (host memory, or device memory on cuda). */
 uint64_t ft_session_kv_bytes(const ft_session_t *session);
 /* Forgets every position from n_past on (n_past <= current). Refused
- * (FT_STATUS_BUSY) while the session has an unfinished request. */
+ * (FT_STATUS_BUSY) while the session has an unfinished request. A model
+ * with recurrent (linear-attention) layers keeps one state for all its
+ * positions: such a session rewinds to 0 (starting over) and to where it
+ * is; any other position is refused (FT_STATUS_UNSUPPORTED). */
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* ------------------------------------------------------------------ */

@@ -203,11 +203,13 @@ void ft_ref_model_free(ft_ref_model_t *m)
     if (!m) return;
     for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         ft_ref_layer_t *L = &m->layers[l];
-        double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
-                         L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
-                         L->bq,        L->bk,       L->bv,     L->bo,   L->sinks,     L->w_gate,
-                         L->router_bias, L->b_gate, L->b_up,   L->b_down,
-                         L->sel_bias,  L->sh_gate,  L->sh_up,  L->sh_down};
+        double *all[] = {
+            L->attn_norm,   L->wq,       L->wk,          L->wv,     L->wo,       L->q_norm,
+            L->k_norm,      L->ffn_norm, L->router,      L->gate,   L->up,       L->down,
+            L->bq,          L->bk,       L->bv,          L->bo,     L->sinks,    L->w_gate,
+            L->router_bias, L->b_gate,   L->b_up,        L->b_down, L->sel_bias, L->sh_gate,
+            L->sh_up,       L->sh_down,  L->sh_gate_inp, L->dn_qkv, L->dn_z,     L->dn_beta,
+            L->dn_alpha,    L->dn_conv,  L->dn_dt_bias,  L->dn_a,   L->dn_norm,  L->dn_out};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }
