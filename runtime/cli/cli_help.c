@@ -206,7 +206,8 @@ static const char ft_help_serve[] =
     "examples:\n"
     "  Serve on port 8080 and ask it something with curl:\n"
     "    ft serve qwen3-bundle &\n"
-    "    curl -s localhost:8080/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+    "    curl -s localhost:8080/v1/chat/completions -d "
+    "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
     "  Claude Code against it:\n"
     "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
 
