@@ -208,7 +208,8 @@ static const char ft_help_serve[] =
     "    ft serve qwen3-bundle &\n"
     "    curl -s localhost:8080/v1/chat/completions -d "
     "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
-    "  Claude Code against it:\n"
+    "  Claude Code against it (its system prompt and tools alone are many thousand tokens):\n"
+    "    ft serve qwen3-bundle --ctx 32768 --parallel 2 &\n"
     "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
 
 static const char ft_help_logits[] =
