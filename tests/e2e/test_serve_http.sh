@@ -180,4 +180,15 @@ toks=$(jq -c .tokens "$tmp/body")
 req POST /detokenize -d "{\"tokens\":$toks}" | expect "detokenize" 200 '.content == "Hello <|im_end|>"'
 req POST /detokenize -d '{"tokens":[99999]}' | expect "detokenize, bad id" 400 '.error.param == "tokens"'
 req POST /apply-template -d "$chat" | expect "apply-template" 200 '.prompt == "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"'
+# Both servers stop cleanly on SIGTERM and printed nothing but their
+# address (in the ASan build: no leak, no UBSan report).
+for p in $pid $pid2; do
+  kill "$p"
+  set +e; wait "$p"; rc=$?; set -e
+  [ "$rc" = 0 ] || fail "ft serve exited with $rc after SIGTERM"
+done
+trap - EXIT
+for log in "$tmp/log" "$tmp/log2"; do
+  if grep -v '^listening' "$log" | grep -q .; then fail "ft serve printed: $(head -20 "$log")"; fi
+done
 echo "ok: ft serve HTTP limits, auth, errors and disconnects"
