@@ -41,7 +41,9 @@ for v in ZSTD:zstd PROTOBUF_C:protobuf-c PCRE2:pcre2-8 JANSSON:jansson; do
     a=$(gcc -print-file-name="lib${v#*:}.a")
     [ -f "$a" ] && static_libs+=("-Dpkgcfg_lib_${v%%:*}_${v#*:}=$a")
 done
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DFT_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DFT_NATIVE=OFF \
+# FT_SERVE=OFF: ft serve's libmicrohttpd cannot be linked glibc-only (its
+# archive needs GnuTLS), and the GPU run does not serve.
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DFT_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DFT_NATIVE=OFF -DFT_SERVE=OFF \
     "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed" "${static_libs[@]}" >/dev/null
 ninja -C "$BUILD" -j"$JOBS" ft ftc ftgen gpu_kernels gpu_kernels_prebuilt ftcudafake
 

@@ -162,7 +162,9 @@ static const char ft_help_serve[] =
     "penalties), POST /v1/messages (streamed or not;\n"
     "thinking, tool_use and tool_result blocks), POST /v1/messages/count_tokens, and\n"
     "POST /tokenize, /detokenize and /apply-template (the prompt a chat body makes),\n"
-    "GET /v1/stats (requests active, completed, cancelled; tokens; engine counters) and\n"
+    "GET /v1/stats (requests active, completed, cancelled; tokens; engine counters),\n"
+    "GET /metrics (the same for Prometheus, with time-to-first-token and per-token\n"
+    "latency histograms), and\n"
     "POST /v1/completions (raw text or token ids, no template; echo, legacy logprobs),\n"
     "and POST /v1/responses (OpenAI's Responses API as Codex speaks it, stateless:\n"
     "instructions, message, reasoning, function_call and function_call_output items,\n"
@@ -204,8 +206,10 @@ static const char ft_help_serve[] =
     "examples:\n"
     "  Serve on port 8080 and ask it something with curl:\n"
     "    ft serve qwen3-bundle &\n"
-    "    curl -s localhost:8080/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
-    "  Claude Code against it:\n"
+    "    curl -s localhost:8080/v1/chat/completions -d "
+    "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+    "  Claude Code against it (its system prompt and tools alone are many thousand tokens):\n"
+    "    ft serve qwen3-bundle --ctx 32768 --parallel 2 &\n"
     "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
 
 static const char ft_help_logits[] =

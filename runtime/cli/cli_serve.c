@@ -2,6 +2,10 @@
  * (runtime/serve/). This file only reads the command line and opens the
  * engine; serve/ does the rest through freetoken.h. */
 #include "cli.h"
+
+#include <stdio.h>
+
+#if FT_HAVE_SERVE
 #include "serve/serve.h"
 
 #include <getopt.h>
@@ -115,3 +119,12 @@ int ft_cli_serve(int argc, char **argv)
     }
     return cst ? ft_cli_fail(cst) : 0;
 }
+#else
+/* Built with -DFT_SERVE=OFF (scripts/gpu-prepare.sh's glibc-only ft). */
+int ft_cli_serve(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    fputs("ft serve: this ft was built without the HTTP server (cmake -DFT_SERVE=OFF)\n", stderr);
+    return 1;
+}
+#endif

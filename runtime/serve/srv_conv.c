@@ -2,6 +2,8 @@
  * ownership helpers, the JSON reader's limits, tojson. */
 #include "srv_conv.h"
 
+#include "srv_buf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +129,164 @@ int ft_srv_json_parse(const char *body, size_t n, json_t **out_root, ft_srv_erro
     return 1;
 }
 
+/* A double as Python's repr writes it: the shortest digits that read
+ * back as the same double; fixed notation for decimal exponents -4..15
+ * (with ".0" when integral), else d.ddde+XX. */
+static void ft_srv_json_real(ft_srv_buf_t *b, double x)
+{
+    char digits[40];
+    int prec = 0;
+    for (; prec < 17; prec++) { /* %.{prec}e: prec+1 significant digits */
+        snprintf(digits, sizeof(digits), "%.*e", prec, x);
+        if (strtod(digits, NULL) == x) break;
+    }
+    snprintf(digits, sizeof(digits), "%.*e", prec, x);
+    /* digits: [-]d[.ddd]e[+-]XX */
+    char *e = strchr(digits, 'e');
+    const int exp10 = atoi(e + 1);
+    *e = '\0';
+    const int neg = digits[0] == '-';
+    char mant[24];
+    size_t nm = 0;
+    for (const char *c = digits + neg; *c; c++)
+        if (*c != '.') mant[nm++] = *c;
+    while (nm > 1 && mant[nm - 1] == '0')
+        nm--; /* repr has no trailing zeros */
+    mant[nm] = '\0';
+    if (neg) ft_srv_buf_put(b, "-", 1);
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            ft_srv_buf_puts(b, "0.");
+            for (int i = -1; i > exp10; i--)
+                ft_srv_buf_put(b, "0", 1);
+            ft_srv_buf_puts(b, mant);
+        } else {
+            const size_t whole = (size_t)exp10 + 1;
+            for (size_t i = 0; i < whole; i++)
+                ft_srv_buf_put(b, i < nm ? &mant[i] : "0", 1);
+            ft_srv_buf_put(b, ".", 1);
+            if (nm > whole)
+                ft_srv_buf_puts(b, mant + whole);
+            else
+                ft_srv_buf_put(b, "0", 1);
+        }
+        return;
+    }
+    ft_srv_buf_put(b, mant, 1);
+    if (nm > 1) {
+        ft_srv_buf_put(b, ".", 1);
+        ft_srv_buf_puts(b, mant + 1);
+    }
+    ft_srv_buf_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+}
+
+/* A string as json.dumps(ensure_ascii=False) writes it: quote, backslash
+ * and the C0 controls escaped (\n \r \t \b \f by name, others \u00xx in
+ * lower case); everything else as it is, UTF-8. */
+static void ft_srv_json_str(ft_srv_buf_t *b, const char *s, size_t n)
+{
+    ft_srv_buf_put(b, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[8];
+        switch (c) {
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
+        default:
+            if (c < 0x20) {
+                snprintf(u, sizeof(u), "\\u%04x", c);
+                esc = u;
+            }
+        }
+        if (!esc) continue;
+        ft_srv_buf_put(b, s + run, i - run);
+        ft_srv_buf_puts(b, esc);
+        run = i + 1;
+    }
+    ft_srv_buf_put(b, s + run, n - run);
+    ft_srv_buf_put(b, "\"", 1);
+}
+
+static void ft_srv_json_write(ft_srv_buf_t *b, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        ft_srv_buf_put(b, "{", 1);
+        const char *k;
+        json_t *x;
+        int first = 1;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            if (!first) ft_srv_buf_puts(b, ", ");
+            first = 0;
+            ft_srv_json_str(b, k, strlen(k));
+            ft_srv_buf_puts(b, ": ");
+            ft_srv_json_write(b, x);
+        }
+        ft_srv_buf_put(b, "}", 1);
+        return;
+    }
+    case JSON_ARRAY: {
+        ft_srv_buf_put(b, "[", 1);
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            if (i) ft_srv_buf_puts(b, ", ");
+            ft_srv_json_write(b, x);
+        }
+        ft_srv_buf_put(b, "]", 1);
+        return;
+    }
+    case JSON_STRING:
+        ft_srv_json_str(b, json_string_value(v), json_string_length(v));
+        return;
+    case JSON_INTEGER:
+        ft_srv_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return;
+    case JSON_REAL:
+        ft_srv_json_real(b, json_real_value(v));
+        return;
+    case JSON_TRUE:
+        ft_srv_buf_puts(b, "true");
+        return;
+    case JSON_FALSE:
+        ft_srv_buf_puts(b, "false");
+        return;
+    case JSON_NULL:
+        ft_srv_buf_puts(b, "null");
+        return;
+    }
+}
+
 char *ft_srv_tojson(const json_t *v)
 {
-    /* jansson without JSON_COMPACT separates with ", " and ": " as
-     * Python's json.dumps does; objects keep their insertion order. */
-    return json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    /* our own writer: jansson's differs from Python's json.dumps in float
+     * digits (17 significant, not the shortest) and \u00XX case */
+    ft_srv_buf_t b = {0};
+    if (v) ft_srv_json_write(&b, v);
+    return v ? ft_srv_buf_take(&b) : NULL;
 }
 
 int ft_srv_conv_check_tool_choice(const ft_srv_conv_t *c, const char *param, ft_srv_error_t *err)

@@ -124,7 +124,8 @@ int ft_srv_anthropic_parse(json_t *root, int count_only, ft_srv_conv_t *c, ft_sr
 int ft_srv_conv_check_tool_choice(const ft_srv_conv_t *c, const char *param, ft_srv_error_t *err);
 
 /* JSON text of v as Python's json.dumps(v, ensure_ascii=False) writes it
- * (", " and ": " separators, key order kept), which is what the HF chat
+ * (", " and ": " separators, key order kept, floats in repr's shortest
+ * form, controls as lower-case \u00xx), which is what the HF chat
  * templates' tojson gives; malloc'ed, NULL on out of memory. */
 char *ft_srv_tojson(const json_t *v);
 

@@ -177,14 +177,20 @@ static const char *ft_srv_anthropic_error_type(const ft_srv_error_t *err)
     }
 }
 
+/* Messages and params may quote the request (a JSON parse error shows
+ * the bytes near it, a field name is the client's): made valid UTF-8 with
+ * U+FFFD, else jansson would refuse them and the client would get no
+ * error body at all. */
 static json_t *ft_srv_error_json(ft_srv_proto_t proto, const ft_srv_error_t *err)
 {
+    json_t *msg = ft_srv_json_lossy(err->message, strlen(err->message));
     if (proto == FT_SRV_ANTHROPIC)
-        return json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type",
-                         ft_srv_anthropic_error_type(err), "message", err->message);
-    return json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", err->message, "type",
-                     err->type ? err->type : "server_error", "param",
-                     err->param[0] ? err->param : NULL, "code", err->code[0] ? err->code : NULL);
+        return json_pack("{s:s,s:{s:s,s:o}}", "type", "error", "error", "type",
+                         ft_srv_anthropic_error_type(err), "message", msg);
+    json_t *param = err->param[0] ? ft_srv_json_lossy(err->param, strlen(err->param)) : json_null();
+    return json_pack("{s:{s:o,s:s,s:o,s:s?}}", "error", "message", msg, "type",
+                     err->type ? err->type : "server_error", "param", param, "code",
+                     err->code[0] ? err->code : NULL);
 }
 
 char *ft_srv_error_body(ft_srv_proto_t proto, const ft_srv_error_t *err)

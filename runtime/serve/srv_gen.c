@@ -92,6 +92,7 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
     g->stop_index = -1;
     g->parallel_tool_calls = c->parallel_tool_calls;
     g->n_prompt = n_prompt;
+    g->t_start = ft_srv_now();
     ft_srv_outparse_init(&g->parser, reasoning_open, tools, ft_srv_gen_on_event, g);
     if (c->raw) g->parser.state = FT_SRV_PS_CONTENT; /* completions: the text as it comes */
     if (call_prefix) ft_srv_outparse_open_call(&g->parser, call_prefix, strlen(call_prefix));
@@ -162,7 +163,8 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
 static void ft_srv_gen_feed_token(ft_srv_gen_t *g, const ft_sample_t *s)
 {
     if (g->keep_samples && g->n_generated < g->n_samples_cap) g->samples[g->n_generated] = *s;
-    g->n_generated++;
+    if (g->n_generated++ == 0) g->t_first = ft_srv_now();
+    g->t_last = ft_srv_now();
     if (g->finish != FT_SRV_FINISH_NONE || ft_engine_is_eog(g->engine, s->token)) return;
     const char *text;
     size_t n;

@@ -1,5 +1,7 @@
 /* One generation for one HTTP request, through the public request API:
- * its own session, sampler, detokenizer, stop matcher and output parser.
+ * a session from the pool (srv_pool.h: the one sharing the longest
+ * prefix with the prompt), its own sampler, detokenizer, stop matcher and
+ * output parser.
  * The connection's thread drives it with ft_srv_gen_step, which waits
  * for tokens in short slices so that it can notice a client that went
  * away (the request is then cancelled, prefill included, at the next
@@ -48,6 +50,7 @@ typedef struct ft_srv_gen {
     size_t content_sent;
     /* results */
     uint32_t n_prompt, n_generated;
+    double t_start, t_first, t_last; /* monotonic seconds: submitted, first and last token */
     unsigned n_tool_calls;
     ft_srv_finish_t finish;
     int stop_index;       /* the stop string that ended it, or -1 */

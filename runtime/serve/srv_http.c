@@ -20,6 +20,8 @@
 #include "srv_chat.h"
 
 #define FT_SRV_KEEPALIVE_S 10.0
+#define FT_SRV_N_TTFT_BUCKETS 10
+#define FT_SRV_N_TOK_BUCKETS 8
 
 typedef struct ft_srv {
     ft_srv_model_t model;
@@ -34,7 +36,27 @@ typedef struct ft_srv {
      * engine error; cancelled: their client went away first) */
     _Atomic uint64_t n_active, n_completed, n_cancelled, n_errors;
     _Atomic uint64_t n_prompt_tokens, n_cached_tokens, n_generated_tokens;
+    /* GET /metrics: time to first token and per-token latency histograms */
+    pthread_mutex_t metrics_mu;
+    uint64_t ttft_counts[FT_SRV_N_TTFT_BUCKETS + 1], tok_counts[FT_SRV_N_TOK_BUCKETS + 1];
+    double ttft_sum, tok_sum;
+    uint64_t tok_n;
 } ft_srv_t;
+
+static const double ft_srv_ttft_buckets[FT_SRV_N_TTFT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1,
+                                                                  2.5,  5,   10,   30,  60};
+static const double ft_srv_tok_buckets[FT_SRV_N_TOK_BUCKETS] = {0.005, 0.01, 0.025, 0.05,
+                                                                0.1,   0.25, 0.5,   1};
+
+/* Counts x, weight times, in the first bucket whose bound holds it (the
+ * last: +Inf). */
+static void ft_srv_observe(uint64_t *counts, const double *bounds, int n, double x, uint64_t weight)
+{
+    int i = 0;
+    while (i < n && x > bounds[i])
+        i++;
+    counts[i] += weight;
+}
 
 /* One connection's request: its body as it arrives. */
 typedef struct ft_srv_conn {
@@ -156,6 +178,22 @@ static void ft_srv_stream_free(void *cls)
         atomic_fetch_sub(&srv->n_active, 1);
         atomic_fetch_add(&srv->n_prompt_tokens, s->gen.n_prompt);
         atomic_fetch_add(&srv->n_cached_tokens, s->gen.n_cached);
+        const ft_srv_gen_t *g = &s->gen;
+        pthread_mutex_lock(&srv->metrics_mu);
+        if (g->n_generated) {
+            srv->ttft_sum += g->t_first - g->t_start;
+            ft_srv_observe(srv->ttft_counts, ft_srv_ttft_buckets, FT_SRV_N_TTFT_BUCKETS,
+                           g->t_first - g->t_start, 1);
+        }
+        if (g->n_generated > 1) {
+            const double per = (g->t_last - g->t_first) / (g->n_generated - 1);
+            srv->tok_sum += per * (g->n_generated - 1);
+            srv->tok_n += g->n_generated - 1;
+            /* one sample per token: the request's mean */
+            ft_srv_observe(srv->tok_counts, ft_srv_tok_buckets, FT_SRV_N_TOK_BUCKETS, per,
+                           g->n_generated - 1);
+        }
+        pthread_mutex_unlock(&srv->metrics_mu);
         atomic_fetch_add(&srv->n_generated_tokens, s->gen.n_generated);
         atomic_fetch_add(!s->ended                              ? &srv->n_cancelled
                          : s->gen.finish == FT_SRV_FINISH_ERROR ? &srv->n_errors
@@ -334,6 +372,71 @@ static enum MHD_Result ft_srv_stats(ft_srv_t *srv, struct MHD_Connection *conn)
                   (json_int_t)es.expert_bytes_read, "predicted", es.predicted));
 }
 
+static void ft_srv_histogram(ft_srv_buf_t *b, const char *name, const char *help,
+                             const uint64_t *counts, const double *bounds, int n, double sum)
+{
+    ft_srv_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += counts[i];
+        ft_srv_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+                          (unsigned long long)cum);
+    }
+    cum += counts[n];
+    ft_srv_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                      (unsigned long long)cum, name, sum, name, (unsigned long long)cum);
+}
+
+static void ft_srv_metric(ft_srv_buf_t *b, const char *name, const char *type, const char *help,
+                          uint64_t v)
+{
+    ft_srv_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+                      (unsigned long long)v);
+}
+
+/* GET /metrics: Prometheus text exposition. */
+static enum MHD_Result ft_srv_metrics(ft_srv_t *srv, struct MHD_Connection *conn)
+{
+    ft_engine_stats_t es;
+    ft_engine_stats(srv->model.engine, &es);
+    ft_srv_buf_t b = {0};
+    ft_srv_buf_printf(&b,
+                      "# HELP ft_requests_total Generating requests that ran, by how they ended.\n"
+                      "# TYPE ft_requests_total counter\n"
+                      "ft_requests_total{outcome=\"completed\"} %llu\n"
+                      "ft_requests_total{outcome=\"cancelled\"} %llu\n"
+                      "ft_requests_total{outcome=\"error\"} %llu\n",
+                      (unsigned long long)srv->n_completed, (unsigned long long)srv->n_cancelled,
+                      (unsigned long long)srv->n_errors);
+    ft_srv_metric(&b, "ft_requests_active", "gauge", "Generating requests running or queued.",
+                  srv->n_active);
+    ft_srv_metric(&b, "ft_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+                  srv->n_prompt_tokens);
+    ft_srv_metric(&b, "ft_cached_prompt_tokens_total", "counter",
+                  "Prompt tokens reused from a kept session instead of evaluated.",
+                  srv->n_cached_tokens);
+    ft_srv_metric(&b, "ft_generated_tokens_total", "counter", "Tokens generated.",
+                  srv->n_generated_tokens);
+    pthread_mutex_lock(&srv->metrics_mu);
+    ft_srv_histogram(&b, "ft_time_to_first_token_seconds",
+                     "From submitting a request to its first generated token.", srv->ttft_counts,
+                     ft_srv_ttft_buckets, FT_SRV_N_TTFT_BUCKETS, srv->ttft_sum);
+    ft_srv_histogram(&b, "ft_time_per_token_seconds",
+                     "Time per generated token after the first (each request's mean, once per "
+                     "token).",
+                     srv->tok_counts, ft_srv_tok_buckets, FT_SRV_N_TOK_BUCKETS, srv->tok_sum);
+    pthread_mutex_unlock(&srv->metrics_mu);
+    ft_srv_metric(&b, "ft_engine_steps_total", "counter", "Scheduler steps run.", es.sched_steps);
+    ft_srv_metric(&b, "ft_engine_expert_hits_total", "counter",
+                  "Expert cache hits (sim and cuda backends).", es.expert_hits);
+    ft_srv_metric(&b, "ft_engine_expert_misses_total", "counter",
+                  "Expert cache misses (sim and cuda backends).", es.expert_misses);
+    ft_srv_metric(&b, "ft_engine_expert_bytes_read_total", "counter",
+                  "Bytes of expert weights the forward passes read.", es.expert_bytes_read);
+    return ft_srv_reply(conn, MHD_HTTP_OK, ft_srv_buf_take(&b),
+                        "text/plain; version=0.0.4; charset=utf-8");
+}
+
 static enum MHD_Result ft_srv_models(ft_srv_t *srv, struct MHD_Connection *conn)
 {
     const char *id = srv->o.model_id;
@@ -440,7 +543,8 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
                   {"/v1/stats", 0},
                   {"/v1/completions", 1},
                   {"/v1/responses", 1},
-                  {"/v1/responses/input_tokens", 1}};
+                  {"/v1/responses/input_tokens", 1},
+                  {"/metrics", 0}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         if (routes[i].post ? !post : !get) {
@@ -474,6 +578,8 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
             return ft_srv_chat(srv, conn, FT_SRV_RESPONSES, &cc->body);
         case 10:
             return ft_srv_count_tokens(srv, conn, FT_SRV_RESPONSES, &cc->body);
+        case 11:
+            return ft_srv_metrics(srv, conn);
         default:
             ok = ft_srv_op_apply_template(&srv->model, body, cc->body.len, &out, &err);
             break;
@@ -567,6 +673,7 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     if (!srv) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: server state");
     srv->o = *o;
     ft_srv_model_init(&srv->model, engine, o->n_ctx);
+    pthread_mutex_init(&srv->metrics_mu, NULL);
     ft_status_t pst = ft_srv_pool_init(&srv->pool, engine, o->n_ctx, o->n_slots);
     if (!pst && o->script_path) pst = ft_srv_load_script(srv, o->script_path);
     if (pst) {
@@ -615,6 +722,7 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     sigwait(&sigs, &sig);
     MHD_stop_daemon(d); /* waits for the connection threads */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_destroy(&srv->metrics_mu);
     ft_srv_pool_free(&srv->pool); /* after MHD stopped: no request holds a session */
     free(srv->replies);
     free(srv->script_text);

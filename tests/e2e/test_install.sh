@@ -59,8 +59,8 @@ so=$prefix/lib/libfreetoken.so
 readelf -d "$so" > "$tmp/dynamic.txt"
 grep -q "(SONAME).*\[libfreetoken.so.$abi\]" "$tmp/dynamic.txt" || fail "SONAME is not libfreetoken.so.$abi: $(grep SONAME "$tmp/dynamic.txt")"
 [ -e "$prefix/lib/libfreetoken.so.$abi" ] || fail "no libfreetoken.so.$abi link"
-if grep -iE '\(NEEDED\).*(clang|llvm|nvrtc|cuda|jansson|cmocka)' "$tmp/dynamic.txt"; then
-  fail "libfreetoken.so links a library of the compiler or the tests"
+if grep -iE '\(NEEDED\).*(clang|llvm|nvrtc|cuda|jansson|microhttpd|cmocka)' "$tmp/dynamic.txt"; then
+  fail "libfreetoken.so links a library of the compiler, of ft serve or of the tests"
 fi
 # Exports: exactly the functions freetoken.h declares, all ft_*.
 nm -D --defined-only "$so" | awk '{print $NF}' | sort > "$tmp/exports.txt"

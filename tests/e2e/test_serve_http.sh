@@ -151,6 +151,15 @@ jq -e '.requests.completed >= 3 and .tokens.generated > 0' "$tmp/body" > /dev/nu
 # the same for a whole (not streamed) reply, which sends nothing until it is done
 send_and_close "${body/\"stream\":true/\"stream\":false}"
 wait_cancelled 2
+# /metrics: Prometheus text with the same counts.
+code=$(curl -s -o "$tmp/metrics" -w '%{http_code}' "$url/metrics" "${auth[@]}")
+[ "$code" = 200 ] || fail "/metrics: $code"
+completed=$(sed -n 's/^ft_requests_total{outcome="completed"} //p' "$tmp/metrics")
+[ "${completed:-0}" -ge 3 ] || fail "/metrics completed: '$completed'"
+grep -q '^ft_requests_total{outcome="cancelled"} [1-9]' "$tmp/metrics" || fail "/metrics: no cancelled requests"
+grep -q '^ft_time_to_first_token_seconds_count [1-9]' "$tmp/metrics" || fail "/metrics: no TTFT samples"
+grep -q '^ft_time_per_token_seconds_bucket{le="+Inf"} [1-9]' "$tmp/metrics" || fail "/metrics: no per-token samples"
+grep -q '^ft_cached_prompt_tokens_total [1-9]' "$tmp/metrics" || fail "/metrics: no cached tokens"
 req GET /health | expect "health at the end" 200 '.status == "ok"'
 req POST /v1/chat/completions "${auth[@]}" -d "$chat" | expect "greedy at the end" 200 ".choices[0].message.content == $want"
 kill -0 $pid || fail "the server died"
@@ -171,4 +180,15 @@ toks=$(jq -c .tokens "$tmp/body")
 req POST /detokenize -d "{\"tokens\":$toks}" | expect "detokenize" 200 '.content == "Hello <|im_end|>"'
 req POST /detokenize -d '{"tokens":[99999]}' | expect "detokenize, bad id" 400 '.error.param == "tokens"'
 req POST /apply-template -d "$chat" | expect "apply-template" 200 '.prompt == "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"'
+# Both servers stop cleanly on SIGTERM and printed nothing but their
+# address (in the ASan build: no leak, no UBSan report).
+for p in $pid $pid2; do
+  kill "$p"
+  set +e; wait "$p"; rc=$?; set -e
+  [ "$rc" = 0 ] || fail "ft serve exited with $rc after SIGTERM"
+done
+trap - EXIT
+for log in "$tmp/log" "$tmp/log2"; do
+  if grep -v '^listening' "$log" | grep -q .; then fail "ft serve printed: $(head -20 "$log")"; fi
+done
 echo "ok: ft serve HTTP limits, auth, errors and disconnects"

@@ -6,6 +6,7 @@
  * its bytes are also fed to the output parser as model text, whole and
  * byte by byte, which must give the same events. Errors must carry an
  * HTTP status and a message; nothing may crash or leak. */
+#include "srv_format.h"
 #include "srv_outparse.h"
 #include "srv_template.h"
 
@@ -49,6 +50,17 @@ static char *ft_fuzz_parse(const char *text, size_t n, size_t step, int tools)
     return ft_srv_buf_take(&r.b);
 }
 
+/* Every error must make a body in both shapes (its text may quote the
+ * request's bytes). */
+static void ft_fuzz_error_bodies(const ft_srv_error_t *err)
+{
+    for (int p = FT_SRV_OPENAI; p <= FT_SRV_RESPONSES; p++) {
+        char *b = ft_srv_error_body((ft_srv_proto_t)p, err);
+        if (!b) __builtin_trap();
+        free(b);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0) return 0;
@@ -74,11 +86,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         } else if (err.http < 400 || !err.message[0]) {
             __builtin_trap();
+        } else {
+            ft_fuzz_error_bodies(&err);
         }
         ft_srv_conv_free(&c);
         json_decref(root);
     } else if (err.http != 400 || !err.message[0]) {
         __builtin_trap();
+    } else {
+        ft_fuzz_error_bodies(&err);
     }
     /* the same bytes as model output (text, not necessarily UTF-8) */
     char *whole = ft_fuzz_parse(body, n, n ? n : 1, 1);

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "srv_conv.h"
+#include "srv_format.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -325,12 +326,38 @@ static void test_tool_choice(void **state)
     }
 }
 
+/* An error quoting bytes that are not UTF-8 (a JSON parse error near
+ * them, a URL) still gets its body, in both shapes. */
+static void test_error_bodies(void **state)
+{
+    (void)state;
+    ft_srv_conv_t c;
+    ft_srv_error_t err;
+    const char bad[] = "{\"x\":\"\\ud80\xd2\xb2}";
+    assert_false(parse(0, bad, &c, &err));
+    ft_srv_conv_free(&c);
+    for (int p = FT_SRV_OPENAI; p <= FT_SRV_RESPONSES; p++) {
+        char *body = ft_srv_error_body((ft_srv_proto_t)p, &err);
+        assert_non_null(body);
+        json_error_t je;
+        json_t *v = json_loads(body, 0, &je);
+        if (!v) fail_msg("%s: %s", body, je.text);
+        json_decref(v);
+        free(body);
+    }
+    ft_srv_error_set(&err, 404, "not_found_error", "\xff", "no route for GET /\xc3");
+    char *body = ft_srv_error_body(FT_SRV_OPENAI, &err);
+    assert_non_null(body);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_errors), cmocka_unit_test(test_openai_fields),
         cmocka_unit_test(test_anthropic),     cmocka_unit_test(test_completions),
         cmocka_unit_test(test_responses),     cmocka_unit_test(test_tool_choice),
+        cmocka_unit_test(test_error_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

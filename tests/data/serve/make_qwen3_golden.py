@@ -102,6 +102,13 @@ cases = {
                             "tools": [{"type": "function", "function": {
                                 "name": "f", "description": "ünïcode <b>&</b>",
                                 "parameters": {"type": "object", "properties": {}}}}]},
+    "numbers and controls in tojson": {"messages": [{"role": "user", "content": "x"}], "tools": [{
+        "type": "function", "function": {
+            "name": "tune", "description": "ctl \x01\x1f\x7f \u2028 / end",
+            "parameters": {"type": "object", "properties": {"t": {
+                "type": "number", "minimum": 0.1, "maximum": 1e16, "multipleOf": 2.5e-07,
+                "default": 100.0, "examples": [1e-05, 0.0001, 123456789012345678.0, -0.0, 3.14159,
+                                               1.5e+22, 7, -3]}}}}}]},
 }
 
 out = []
