@@ -84,8 +84,16 @@ ft_status_t ft_srv_pool_acquire(ft_srv_pool_t *p, const int32_t *prompt, uint32_
     st = ft_srv_slot_session(p, best);
     uint32_t keep = best_lcp < n_prompt ? best_lcp : (n_prompt ? n_prompt - 1 : 0);
     if (keep > best->n_hist) keep = best->n_hist;
-    if (!st && best->session && ft_session_n_past(best->session) != keep)
+    if (!st && best->session && ft_session_n_past(best->session) != keep) {
         st = ft_session_rewind(best->session, keep);
+        if (st && keep) {
+            /* A model with recurrent (linear-attention) layers rewinds only
+             * where it has the state: start this session over instead. */
+            ft_status_free(st);
+            keep = 0;
+            st = ft_session_rewind(best->session, 0);
+        }
+    }
     if (st) {
         ft_srv_pool_release(p, best, NULL, 0, NULL, 0);
         return st;
