@@ -130,13 +130,42 @@ static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
         ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
 }
 
+typedef struct ft_dn_ctx {
+    ft_step_t *st;
+    const ft_xop_t *x;
+    float *state;
+} ft_dn_ctx_t;
+
+/* The chunked recurrence, value heads split over the pool's threads. */
+static void ft_dn_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_dn_ctx_t *c = ctx;
+    ft_session_t *s = c->st->s;
+    const ft_program_t *p = s->m->prog;
+    for (uint32_t h = ti; h < c->x->dn.n_v_heads; h += nt)
+        ft_op_deltanet_chunked_head(&c->x->dn, h, s->dn_rows, s->dn_g, s->dn_beta, c->st->n,
+                                    c->state, s->dn_chunk + (size_t)ti * p->max_dn_chunk_scratch,
+                                    c->st->buf[c->x->out[0]]);
+}
+
 /* Gated DeltaNet over the step's tokens in order, each reading and
- * advancing the layer's slice of the session's recurrent state. */
+ * advancing the layer's slice of the session's recurrent state: token by
+ * token (the reference kernel), or, with the generated kernels and a step
+ * of at least FT_DELTANET_CHUNK_MIN_TOKENS, in the chunked form (equal to
+ * float rounding: ops.h) with the heads on the thread pool. */
 static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
 {
     ft_session_t *s = st->s;
     float *state = (float *)(s->rstate + x->rstate_off);
     const size_t C = ft_deltanet_channels(&x->dn), H = x->dn.n_v_heads, o = H * x->dn.head_dim;
+    if (s->use_generated && st->n >= FT_DELTANET_CHUNK_MIN_TOKENS) {
+        ft_op_deltanet_prepare(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, st->buf[x->in[0]],
+                               st->buf[x->in[1]], st->buf[x->in[2]], st->n, state, s->dn_rows,
+                               s->dn_g, s->dn_beta);
+        ft_dn_ctx_t c = {st, x, state};
+        ft_threadpool_run(s->engine->pool, ft_dn_worker, &c);
+        return;
+    }
     for (uint32_t t = 0; t < st->n; t++)
         ft_op_deltanet_token(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, st->buf[x->in[0]] + t * C,
                              st->buf[x->in[1]] + t * H, st->buf[x->in[2]] + t * H, state,

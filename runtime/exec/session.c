@@ -77,6 +77,12 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c, uint32_t n_thread
     s->rstate = p->rstate_bytes ? ft_carve(c, p->rstate_bytes) : NULL;
     s->dn_scratch =
         p->max_dn_channels ? ft_carve(c, (size_t)p->max_dn_channels * sizeof(float)) : NULL;
+    s->dn_rows = p->max_dn_channels ? ft_carve(c, B * p->max_dn_channels * sizeof(float)) : NULL;
+    s->dn_g = p->max_dn_heads ? ft_carve(c, B * p->max_dn_heads * sizeof(float)) : NULL;
+    s->dn_beta = p->max_dn_heads ? ft_carve(c, B * p->max_dn_heads * sizeof(float)) : NULL;
+    s->dn_chunk = p->max_dn_chunk_scratch
+                      ? ft_carve(c, n_threads * p->max_dn_chunk_scratch * sizeof(float))
+                      : NULL;
     ft_expert_scratch_t *es = ft_carve(c, n_threads * sizeof(ft_expert_scratch_t));
     for (uint32_t t = 0; t < n_threads; t++) {
         ft_expert_scratch_t tmp, *e = es ? &es[t] : &tmp;
