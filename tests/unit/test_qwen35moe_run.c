@@ -24,19 +24,22 @@
  *    within 1e-4 of the reference kernels';
  *  - the recurrent state: rewinding to 0 starts over (the same logits
  *    again), a rewind into the middle is refused naming the recurrent
- *    layers, and the session's state region is the program's size;
+ *    layers;
  *  - hostile files: a missing ssm tensor, a bad ssm.inner_size, a too
  *    short conv, a layer pattern that leaves attn_q's gate rows unread;
  *  - Qwen3-Next (qwen3next): the same model written with fused ssm_in /
  *    ssm_ba and grouped value heads imports to the same reference and runs
  *    to the Qwen3.5 reference on cpu and sim;
- */
+ *  - the cuda backend (fake driver) refuses the bundle at open naming
+ *    DELTANET: it has no device kernel yet. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cuda_codegen.h"
+#include "cuda_test_skip.h"
 #include "ref_bundle.h"
 #include "ref_forward.h"
 #include "ref_greedy_check.h"
@@ -48,6 +51,7 @@
 
 #include "../../runtime/format/bundle.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -527,6 +531,36 @@ static void test_qwen3next(void **state)
     }
 }
 
+/* The cuda backend has no DeltaNet kernel yet: a bundle compiled for the
+ * fake driver's sm_90 is refused at open, naming the op, not run wrong. */
+static void test_cuda_refuses(void **state)
+{
+    (void)state;
+    void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (fake) dlclose(fake);
+    if (!fake || !ft_cg_cuda_nvrtc_available())
+        FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
+    setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
+    setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
+    char src[4200], bundle[4300];
+    snprintf(src, sizeof(src), "%s/model.gguf", g_dir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_CUDA;
+    eo.vram_bytes = 64ull << 20;
+    eo.plan_ctx = N_CTX;
+    ft_engine_t *e = NULL;
+    ft_status_t st = ft_engine_open(bundle, &eo, &e);
+    assert_null(e);
+    assert_non_null(st);
+    print_message("cuda: %s\n", ft_status_message(st));
+    assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(ft_status_message(st), "DELTANET"));
+    ft_status_free(st);
+}
+
 static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle)
 {
     ft_ir_model_t *m = NULL;
@@ -570,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_qwen3next),
+        cmocka_unit_test(test_cuda_refuses),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
