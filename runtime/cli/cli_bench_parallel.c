@@ -104,11 +104,18 @@ ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_pro
     }
     ft_par_phase_t one = {0}, all = {0};
     if (!st) st = ft_par_decode(e, s, smp, 1, n_gen, &one);
-    for (uint32_t i = 0; i < n_par && !st; i++) /* the same starting point for every session */
-        st = ft_session_rewind(s[i], n_prompt - 1);
+    /* The same starting point for every session: back to the prompt's last
+     * token. A model with recurrent layers cannot cut its state back, so
+     * its sessions start over and evaluate the prompt before that token. */
     for (uint32_t i = 0; i < n_par && !st; i++) {
         ft_par_prompt(ids, n_prompt, i, range);
-        st = ft_session_eval(s[i], ids + n_prompt - 1, 1, NULL);
+        st = ft_session_rewind(s[i], n_prompt - 1);
+        if (st && ft_status_code(st) == FT_STATUS_UNSUPPORTED) {
+            ft_status_free(st);
+            st = ft_session_rewind(s[i], 0);
+            if (!st && n_prompt > 1) st = ft_session_eval(s[i], ids, n_prompt - 1, NULL);
+        }
+        if (!st) st = ft_session_eval(s[i], ids + n_prompt - 1, 1, NULL);
     }
     if (!st) st = ft_par_decode(e, s, smp, n_par, n_gen, &all);
     if (!st && json)

@@ -130,18 +130,54 @@ static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
         ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
 }
 
+typedef struct ft_dn_ctx {
+    const ft_xop_t *x;
+    ft_session_t *s;
+    float *state;
+    uint32_t n;
+    float *out; /* the run's first output row */
+} ft_dn_ctx_t;
+
+/* The chunked recurrence, value heads split over the pool's threads. */
+static void ft_dn_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_dn_ctx_t *c = ctx;
+    ft_session_t *s = c->s;
+    const ft_program_t *p = s->m->prog;
+    for (uint32_t h = ti; h < c->x->dn.n_v_heads; h += nt)
+        ft_op_deltanet_chunked_head(&c->x->dn, h, s->dn_rows, s->dn_g, s->dn_beta, c->n, c->state,
+                                    s->dn_chunk + (size_t)ti * p->max_dn_chunk_scratch, c->out);
+}
+
 /* Gated DeltaNet over the pass's tokens in order, each reading and
- * advancing the layer's slice of its own session's recurrent state (a
- * session's rows are consecutive and in position order). */
+ * advancing the layer's slice of its own session's recurrent state. A
+ * session's rows are consecutive and in position order: each such run goes
+ * token by token (the reference kernel), or, with the generated kernels
+ * and a run of at least FT_DELTANET_CHUNK_MIN_TOKENS, in the chunked form
+ * (equal to float rounding: ops.h) with the heads on the thread pool. The
+ * choice is the run's, so a session's results are those of running alone. */
 static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
 {
     const size_t C = ft_deltanet_channels(&x->dn), H = x->dn.n_v_heads, o = H * x->dn.head_dim;
-    for (uint32_t t = 0; t < st->n; t++) {
-        ft_session_t *s = st->w->row_s[st->row0 + t];
+    for (uint32_t t0 = 0, t1; t0 < st->n; t0 = t1) {
+        ft_session_t *s = st->w->row_s[st->row0 + t0];
+        for (t1 = t0 + 1; t1 < st->n && st->w->row_s[st->row0 + t1] == s;)
+            t1++;
         float *state = (float *)(s->rstate + x->rstate_off);
-        ft_op_deltanet_token(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, st->buf[x->in[0]] + t * C,
-                             st->buf[x->in[1]] + t * H, st->buf[x->in[2]] + t * H, state, s->dn_scratch,
-                             st->buf[x->out[0]] + t * o);
+        const float *in0 = st->buf[x->in[0]] + t0 * C, *in1 = st->buf[x->in[1]] + t0 * H,
+                    *in2 = st->buf[x->in[2]] + t0 * H;
+        float *out = st->buf[x->out[0]] + t0 * o;
+        const uint32_t n = t1 - t0;
+        if (st->w->use_generated && n >= FT_DELTANET_CHUNK_MIN_TOKENS) {
+            ft_op_deltanet_prepare(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, in0, in1, in2, n, state,
+                                   s->dn_rows, s->dn_g, s->dn_beta);
+            ft_dn_ctx_t c = {x, s, state, n, out};
+            ft_threadpool_run(st->e->pool, ft_dn_worker, &c);
+            continue;
+        }
+        for (uint32_t t = 0; t < n; t++)
+            ft_op_deltanet_token(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, in0 + t * C, in1 + t * H,
+                                 in2 + t * H, state, s->dn_scratch, out + t * o);
     }
 }
 

@@ -69,4 +69,32 @@ void ft_op_deltanet_token(const ft_deltanet_shape_t *sh, const float *conv_w, co
                           const float *A, const float *qkv, const float *b, const float *a,
                           float *state, float *y, float *out);
 
+/* ---- the chunked form (op_deltanet_chunk.c) ------------------------------ */
+
+/* Tokens per chunk, and the shortest step the executor runs chunked (with
+ * the generated kernels; the reference kernels stay sequential). */
+#define FT_DELTANET_CHUNK 64u
+#define FT_DELTANET_CHUNK_MIN_TOKENS 16u
+
+/* The token-by-token part of n tokens (rows of qkv, b, a as above): the
+ * conv + SiLU advancing state's window, q and k L2-normalised, into y
+ * [n][channels]; g = A softplus(a + dt_bias) and beta = sigmoid(b) into g
+ * and beta [n][n_v_heads]. */
+void ft_op_deltanet_prepare(const ft_deltanet_shape_t *sh, const float *conv_w,
+                            const float *dt_bias, const float *A, const float *qkv, const float *b,
+                            const float *a, uint32_t n, float *state, float *y, float *g,
+                            float *beta);
+
+/* Floats of scratch one head's chunked recurrence needs. */
+size_t ft_deltanet_chunk_scratch_floats(const ft_deltanet_shape_t *sh);
+
+/* Value head h's recurrence over the n prepared tokens in chunks of
+ * FT_DELTANET_CHUNK: its S in state advances, its head_dim outputs of
+ * each token go to out [n][n_v_heads * head_dim]. Heads are independent
+ * (one thread each). Agrees with ft_op_deltanet_token to float rounding
+ * (test_deltanet_kernel states the bound). */
+void ft_op_deltanet_chunked_head(const ft_deltanet_shape_t *sh, uint32_t h, const float *y,
+                                 const float *g, const float *beta, uint32_t n, float *state,
+                                 float *scratch, float *out);
+
 #endif

@@ -170,6 +170,9 @@ FT_WARN_UNUSED static ft_status_t ft_bind_deltanet(ft_bind_ctx_t *c, const Ftpla
     x->rstate_bytes = ft_deltanet_state_bytes(sh);
     c->p->rstate_bytes += (x->rstate_bytes + 63) & ~(size_t)63;
     if (C > c->p->max_dn_channels) c->p->max_dn_channels = (uint32_t)C;
+    if (op->n_heads > c->p->max_dn_heads) c->p->max_dn_heads = op->n_heads;
+    if (ft_deltanet_chunk_scratch_floats(sh) > c->p->max_dn_chunk_scratch)
+        c->p->max_dn_chunk_scratch = ft_deltanet_chunk_scratch_floats(sh);
     return FT_OK;
 }
 

@@ -101,6 +101,8 @@ typedef struct ft_program {
      * copy exactly it. max_dn_channels: the widest conv (scratch). */
     size_t rstate_bytes;
     uint32_t max_dn_channels;
+    uint32_t max_dn_heads;       /* the most value heads of a DELTANET */
+    size_t max_dn_chunk_scratch; /* floats one head's chunked form needs (ops.h) */
 } ft_program_t;
 
 /* Binds the plan's schedule against the model view m (whose mats table

@@ -36,7 +36,14 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c)
     const ft_program_t *p = m->prog;
     s->rstate_bytes = p->rstate_bytes;
     s->rstate = p->rstate_bytes ? ft_carve(c, p->rstate_bytes) : NULL;
+    /* DeltaNet's scratch: its recurrence runs per session (executor.c) */
+    const size_t B = s->n_batch, n_threads = ft_threadpool_size(s->engine->pool);
     s->dn_scratch = p->max_dn_channels ? ft_carve(c, (size_t)p->max_dn_channels * sizeof(float)) : NULL;
+    s->dn_rows = p->max_dn_channels ? ft_carve(c, B * p->max_dn_channels * sizeof(float)) : NULL;
+    s->dn_g = p->max_dn_heads ? ft_carve(c, B * p->max_dn_heads * sizeof(float)) : NULL;
+    s->dn_beta = p->max_dn_heads ? ft_carve(c, B * p->max_dn_heads * sizeof(float)) : NULL;
+    s->dn_chunk =
+        p->max_dn_chunk_scratch ? ft_carve(c, n_threads * p->max_dn_chunk_scratch * sizeof(float)) : NULL;
 }
 
 ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options_t *opts,

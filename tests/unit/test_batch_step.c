@@ -93,7 +93,7 @@ typedef struct plan {
 
 static void make_plans(plan_t *p, uint32_t vocab)
 {
-    static const uint32_t lens[N_SESS] = {17, 9, 23}, chunks[N_SESS] = {8, 9, 5};
+    static const uint32_t lens[N_SESS] = {17, 9, 23}, chunks[N_SESS] = {8, 9, 16}; /* 16: DeltaNet's chunked form */
     uint32_t x = 12345;
     for (uint32_t s = 0; s < N_SESS; s++) {
         p[s].n_prompt = lens[s];

@@ -19,22 +19,27 @@
  *    two layout facts this import depends on);
  *  - prefill in chunks of 1, 7 and 64 tokens (a 70-token prompt): the
  *    same logits bit for bit on the reference kernels, and the same
- *    greedy continuation;
+ *    greedy continuation; on the generated kernels (the chunked DeltaNet
+ *    form for steps of 16 tokens or more) the same tokens, the logits
+ *    within 1e-4 of the reference kernels';
  *  - the recurrent state: rewinding to 0 starts over (the same logits
  *    again), a rewind into the middle is refused naming the recurrent
- *    layers, and the session's state region is the program's size;
+ *    layers;
  *  - hostile files: a missing ssm tensor, a bad ssm.inner_size, a too
  *    short conv, a layer pattern that leaves attn_q's gate rows unread;
  *  - Qwen3-Next (qwen3next): the same model written with fused ssm_in /
  *    ssm_ba and grouped value heads imports to the same reference and runs
  *    to the Qwen3.5 reference on cpu and sim;
- */
+ *  - the cuda backend (fake driver) refuses the bundle at open naming
+ *    DELTANET: it has no device kernel yet. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cuda_codegen.h"
+#include "cuda_test_skip.h"
 #include "ref_bundle.h"
 #include "ref_forward.h"
 #include "ref_greedy_check.h"
@@ -46,6 +51,8 @@
 
 #include "../../runtime/format/bundle.h"
 
+#include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,15 +333,20 @@ static void test_sim_offload(void **state)
     ft_engine_close(e);
 }
 
-static ft_engine_t *open_cpu(void)
+static ft_engine_t *open_cpu_kernels(int kernels)
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
     eo.backend = FT_BACKEND_CPU;
-    eo.kernels = FT_KERNELS_REFERENCE;
+    eo.kernels = kernels;
     ft_engine_t *e = NULL;
     FT_REF_OK(ft_engine_open(g_bundle, &eo, &e));
     return e;
+}
+
+static ft_engine_t *open_cpu(void)
+{
+    return open_cpu_kernels(FT_KERNELS_REFERENCE);
 }
 
 static ft_session_t *new_session(ft_engine_t *e)
@@ -395,9 +407,31 @@ static void test_chunked_prefill(void **state)
     }
     print_message("chunks of 1, 7 and 64: the same logits and %u greedy tokens (first %d)\n",
                   N_CONT, cont[0][0]);
+    ft_engine_close(e);
+    /* The generated kernels: steps of 16 tokens or more run the DeltaNet
+     * recurrence in its chunked form (the 64-token chunk, the 7-token ones
+     * sequentially); the same greedy tokens, the logits within the
+     * tolerance of the reference kernels'. */
+    e = open_cpu_kernels(FT_KERNELS_GENERATED);
+    for (int c = 0; c < 3; c++) {
+        float *gen = malloc(V * sizeof(float));
+        int32_t gcont[N_CONT];
+        assert_non_null(gen);
+        run_chunked(e, prompt, chunks[c], gen, gcont, V);
+        double d = 0.0, mx = 0.0;
+        for (uint32_t i = 0; i < V; i++) {
+            d = fmax(d, fabs((double)gen[i] - last[0][i]));
+            mx = fmax(mx, fabs((double)last[0][i]));
+        }
+        print_message("generated kernels, chunks of %u: %.3g from the reference kernels' logits\n",
+                      chunks[c], d / mx);
+        assert_true(d / mx <= FT_Q35_TOL);
+        assert_memory_equal(gcont, cont[0], sizeof(gcont));
+        free(gen);
+    }
+    ft_engine_close(e);
     for (int c = 0; c < 3; c++)
         free(last[c]);
-    ft_engine_close(e);
 }
 
 static void test_rewind(void **state)
@@ -497,6 +531,36 @@ static void test_qwen3next(void **state)
     }
 }
 
+/* The cuda backend has no DeltaNet kernel yet: a bundle compiled for the
+ * fake driver's sm_90 is refused at open, naming the op, not run wrong. */
+static void test_cuda_refuses(void **state)
+{
+    (void)state;
+    void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (fake) dlclose(fake);
+    if (!fake || !ft_cg_cuda_nvrtc_available())
+        FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
+    setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
+    setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
+    char src[4200], bundle[4300];
+    snprintf(src, sizeof(src), "%s/model.gguf", g_dir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
+    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.backend = FT_BACKEND_CUDA;
+    eo.vram_bytes = 64ull << 20;
+    eo.plan_ctx = N_CTX;
+    ft_engine_t *e = NULL;
+    ft_status_t st = ft_engine_open(bundle, &eo, &e);
+    assert_null(e);
+    assert_non_null(st);
+    print_message("cuda: %s\n", ft_status_message(st));
+    assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(ft_status_message(st), "DELTANET"));
+    ft_status_free(st);
+}
+
 static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle)
 {
     ft_ir_model_t *m = NULL;
@@ -540,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_qwen3next),
+        cmocka_unit_test(test_cuda_refuses),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
