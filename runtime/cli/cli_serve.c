@@ -75,6 +75,11 @@ int ft_cli_serve(int argc, char **argv)
         fputs("ft serve: one BUNDLE is needed\n", stderr);
         return 2;
     }
+    if (!so.api_key) { /* from the environment: out of the process's command line (a service's
+                          EnvironmentFile, packaging/freetoken.service) */
+        const char *env = getenv("FT_API_KEY");
+        if (env && env[0]) so.api_key = env;
+    }
     if (so.api_key && !so.api_key[0]) {
         fputs("ft serve: --api-key is empty\n", stderr);
         return 2;

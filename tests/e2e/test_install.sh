@@ -32,6 +32,9 @@ done
 for p in "$src"/hwprofiles/presets/*.textproto; do
   cmp -s "$p" "$prefix/share/freetoken/presets/$(basename "$p")" || fail "preset $(basename "$p") not installed"
 done
+for p in freetoken.service freetoken.env.example README.md; do
+  cmp -s "$src/packaging/$p" "$prefix/share/doc/freetoken/packaging/$p" || fail "packaging/$p not installed"
+done
 
 # The man pages, generated from the programs' help at build time: they
 # render without a groff warning and have a section for every command the
