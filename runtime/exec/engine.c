@@ -230,6 +230,14 @@ void ft_exec_engine_close(ft_engine_t *e)
     ft_mem_free(e->a ? &keep : NULL, e);
 }
 
+ft_status_t ft_engine_verify_some(ft_engine_t *e, uint64_t max_bytes, uint64_t *out_left)
+{
+    uint64_t left = 0;
+    ft_status_t st = e ? ft_blob_verify_pass(e->verify, max_bytes ? max_bytes : 1, &left) : FT_OK;
+    if (out_left) *out_left = left;
+    return st;
+}
+
 const ft_model_info_t *ft_engine_info(const ft_engine_t *e)
 {
     return &e->info;
@@ -300,6 +308,7 @@ static void ft_engine_stats_locked(const ft_engine_t *e, ft_engine_stats_t *out)
     memset(out, 0, sizeof(*out));
     ft_blob_verify_counts(e->verify, &out->blobs_checked, &out->blobs_damaged);
     out->verify_note = ft_blob_verify_note(e->verify);
+    out->verify_damage = ft_blob_verify_damage(e->verify);
     out->expert_bytes_read = e->expert_bytes_read;
     out->sched_steps = e->sched_steps;
     if (!e->offload)

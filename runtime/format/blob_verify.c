@@ -19,6 +19,12 @@ struct ft_blob_verify {
     atomic_uchar **state;         /* [n_layers][n_experts] FT_BLOB_* */
     atomic_ullong n_checked, n_damaged;
     char note[160];
+    /* The first damaged blob's error, for reports: written once by whoever
+     * moves damage_state from 0 to 1, readable when it is 2. */
+    atomic_int damage_state;
+    char damage[512];
+    atomic_ullong cursor; /* ft_blob_verify_pass: the next (layer << 32 | expert) to look at */
+    uint64_t n_blobs;     /* expert blobs with hashes */
 };
 
 void ft_blob_verify_destroy(ft_blob_verify_t *v)
@@ -67,6 +73,8 @@ ft_status_t ft_blob_verify_create(const ft_bundle_t *b, int mode, const ft_alloc
     v->a = alloc;
     atomic_init(&v->n_checked, 0);
     atomic_init(&v->n_damaged, 0);
+    atomic_init(&v->damage_state, 0);
+    atomic_init(&v->cursor, 0);
     const Ftplan__Plan *plan = b->plan;
     ft_status_t st = FT_OK;
     if (mode == FT_VERIFY_FULL) {
@@ -95,6 +103,7 @@ ft_status_t ft_blob_verify_create(const ft_bundle_t *b, int mode, const ft_alloc
             if (!v->state[eb->layer]) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "verify: out of memory");
             for (uint32_t e = 0; !st && e < eb->n_experts; e++)
                 atomic_init(&v->state[eb->layer][e], FT_BLOB_UNCHECKED);
+            if (!st) v->n_blobs += eb->n_experts;
         }
         v->lazy = 1;
     }
@@ -133,11 +142,17 @@ ft_status_t ft_blob_verify_expert(ft_blob_verify_t *v, uint32_t layer, uint32_t 
     if (st) return ft_status_annotate(st, "%s: layer %u expert %u", v->b->dir, layer, e);
     const uint64_t h = XXH3_64bits(p, (size_t)eb->stride);
     if (h != eb->hashes[e]) {
+        ft_status_t bad = ft_blob_damaged(v, layer, e, h);
         if (now == FT_BLOB_UNCHECKED) {
             atomic_store_explicit(s, FT_BLOB_DAMAGED, memory_order_release);
             atomic_fetch_add(&v->n_damaged, 1);
+            int zero = 0;
+            if (atomic_compare_exchange_strong(&v->damage_state, &zero, 1)) {
+                snprintf(v->damage, sizeof(v->damage), "%s", ft_status_message(bad));
+                atomic_store_explicit(&v->damage_state, 2, memory_order_release);
+            }
         }
-        return ft_blob_damaged(v, layer, e, h);
+        return bad;
     }
     if (now == FT_BLOB_UNCHECKED) atomic_fetch_add(&v->n_checked, 1);
     atomic_store_explicit(s, FT_BLOB_OK, memory_order_release);
@@ -153,4 +168,42 @@ void ft_blob_verify_counts(const ft_blob_verify_t *v, uint64_t *out_checked, uin
 const char *ft_blob_verify_note(const ft_blob_verify_t *v)
 {
     return v ? v->note : "";
+}
+
+const char *ft_blob_verify_damage(const ft_blob_verify_t *v)
+{
+    return v && atomic_load_explicit(&v->damage_state, memory_order_acquire) == 2 ? v->damage : "";
+}
+
+ft_status_t ft_blob_verify_pass(ft_blob_verify_t *v, uint64_t max_bytes, uint64_t *out_left)
+{
+    *out_left = 0;
+    if (!v || !v->lazy) return FT_OK;
+    uint64_t spent = 0;
+    ft_status_t bad = FT_OK;
+    for (;;) {
+        const uint64_t at = atomic_fetch_add(&v->cursor, 1);
+        const uint32_t layer = (uint32_t)(at >> 32), e = (uint32_t)at;
+        if (layer >= v->n_layers) {
+            atomic_store(&v->cursor, (uint64_t)v->n_layers << 32); /* stays past the end */
+            break;
+        }
+        const Ftplan__ExpertBlock *eb = v->eb[layer];
+        if (!eb || e >= eb->n_experts) { /* the next layer */
+            uint64_t want = at + 1;
+            atomic_compare_exchange_strong(&v->cursor, &want, (uint64_t)(layer + 1) << 32);
+            continue;
+        }
+        if (atomic_load_explicit(&v->state[layer][e], memory_order_acquire) != FT_BLOB_UNCHECKED) continue;
+        ft_status_t st = ft_blob_verify_expert(v, layer, e);
+        if (st && !bad)
+            bad = st;
+        else
+            ft_status_free(st);
+        spent += eb->stride;
+        if (spent >= max_bytes) break;
+    }
+    const uint64_t done = atomic_load(&v->n_checked) + atomic_load(&v->n_damaged);
+    *out_left = v->n_blobs > done ? v->n_blobs - done : 0;
+    return bad;
 }

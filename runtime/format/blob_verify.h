@@ -48,5 +48,12 @@ FT_WARN_UNUSED ft_status_t ft_blob_verify_expert(ft_blob_verify_t *v, uint32_t l
 void ft_blob_verify_counts(const ft_blob_verify_t *v, uint64_t *out_checked, uint64_t *out_damaged);
 /* "" or one line: the plan has no per-blob hashes. */
 const char *ft_blob_verify_note(const ft_blob_verify_t *v);
+/* "" or the error of the first damaged blob found (for reports). */
+const char *ft_blob_verify_damage(const ft_blob_verify_t *v);
+/* The background pass (lazy mode): checks expert blobs not checked yet, in
+ * order, until about max_bytes were read; *out_left: blobs still unchecked.
+ * Returns the first damaged blob's FT_STATUS_MISMATCH it met (the pass goes
+ * on past it at the next call), else FT_OK. Safe beside steps. */
+FT_WARN_UNUSED ft_status_t ft_blob_verify_pass(ft_blob_verify_t *v, uint64_t max_bytes, uint64_t *out_left);
 
 #endif

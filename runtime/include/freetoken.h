@@ -149,6 +149,7 @@ typedef struct ft_allocator {
  *     ft_engine_count_routing, ft_engine_routing_counts (these wait for the
  *     step in progress), ft_engine_tokenize, ft_engine_token_bytes,
  *     ft_engine_is_eog, ft_engine_chat_format, ft_engine_chat_template,
+ *     ft_engine_verify_some,
  *     ft_engine_free,
  *     ft_detokenizer_create, ft_session_create, ft_session_retain,
  *     ft_session_destroy, and every ft_request_* call;
@@ -211,6 +212,16 @@ typedef enum ft_verify_kind {
     FT_VERIFY_OFF = 2,  /* only the cheap checks at open: sizes and the header's hash against the
                            plan (weights from another compile are refused in every mode) */
 } ft_verify_kind_t;
+
+/* The rest of lazy verification, ahead of use (a server calls it while
+ * idle, so a damaged blob shows in its health report before a request
+ * routes to it): checks expert blobs not checked yet, in order, until about
+ * max_bytes of weights were read. *out_left (may be NULL): blobs still
+ * unchecked; 0 when everything is (or nothing is to be checked: verify off
+ * or full, a plan without per-blob hashes). Returns FT_STATUS_MISMATCH for
+ * a damaged blob it found (naming it; the next call goes on past it), else
+ * FT_OK. Thread-safe; it reads the mapped weights beside running steps. */
+FT_WARN_UNUSED ft_status_t ft_engine_verify_some(ft_engine_t *engine, uint64_t max_bytes, uint64_t *out_left);
 
 typedef struct ft_engine_options {
     uint32_t n_threads;              /* 0: one per online CPU */
@@ -297,6 +308,8 @@ typedef struct ft_engine_stats {
      * hashes to check. */
     uint64_t blobs_checked, blobs_damaged;
     const char *verify_note;
+    const char *verify_damage; /* "" or the first damaged blob's error (bundle, layer, expert,
+                                  byte range) */
     /* The scheduler (every backend): steps run, and the bytes of expert
      * weights their forward passes read (each routed expert's gate, up and
      * down once per pass, for all the pass's tokens routed to it; cpu and

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #include "srv_chat.h"
@@ -41,7 +42,48 @@ typedef struct ft_srv {
     uint64_t ttft_counts[FT_SRV_N_TTFT_BUCKETS + 1], tok_counts[FT_SRV_N_TOK_BUCKETS + 1];
     double ttft_sum, tok_sum;
     uint64_t tok_n;
+    /* The idle verification pass (ft_srv_verifier): expert blobs it has
+     * still to check, and how it is stopped. */
+    _Atomic uint64_t verify_left;
+    pthread_t verifier;
+    int verifier_started, verifier_stop;
+    pthread_mutex_t verifier_mu;
+    pthread_cond_t verifier_cv;
 } ft_srv_t;
+
+/* The idle verification pass: while no request runs, the expert blobs lazy
+ * verification has not checked yet, FT_SRV_VERIFY_SLICE bytes at a time
+ * (a few milliseconds of reading, so a request that arrives waits little
+ * for the disk), until every one is checked; a damaged one shows in
+ * /health and /metrics before any request routes to it. */
+#define FT_SRV_VERIFY_SLICE (32ull << 20)
+static void *ft_srv_verifier(void *arg)
+{
+    ft_srv_t *srv = arg;
+    uint64_t left = 1;
+    pthread_mutex_lock(&srv->verifier_mu);
+    while (!srv->verifier_stop && left) {
+        if (atomic_load(&srv->n_active) == 0) {
+            pthread_mutex_unlock(&srv->verifier_mu);
+            ft_status_t st = ft_engine_verify_some(srv->model.engine, FT_SRV_VERIFY_SLICE, &left);
+            if (st) fprintf(stderr, "ft serve: %s\n", ft_status_message(st));
+            ft_status_free(st);
+            atomic_store(&srv->verify_left, left);
+            pthread_mutex_lock(&srv->verifier_mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L; /* look again in 200 ms */
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->verifier_cv, &srv->verifier_mu, &until);
+    }
+    pthread_mutex_unlock(&srv->verifier_mu);
+    return NULL;
+}
 
 static const double ft_srv_ttft_buckets[FT_SRV_N_TTFT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1,
                                                                   2.5,  5,   10,   30,  60};
@@ -394,6 +436,24 @@ static void ft_srv_metric(ft_srv_buf_t *b, const char *name, const char *type, c
                       (unsigned long long)v);
 }
 
+/* GET /health: 200 "ok", or 503 "degraded" once a weight blob was found
+ * damaged (by a request that routed to it or by the idle verification
+ * pass): the engine still answers requests that do not touch it, but a
+ * supervisor should replace the bundle. */
+static enum MHD_Result ft_srv_health(ft_srv_t *srv, struct MHD_Connection *conn)
+{
+    ft_engine_stats_t es;
+    ft_engine_stats(srv->model.engine, &es);
+    json_t *w = json_pack("{s:I,s:I,s:I}", "checked", (json_int_t)es.blobs_checked, "damaged",
+                          (json_int_t)es.blobs_damaged, "unchecked",
+                          (json_int_t)atomic_load(&srv->verify_left));
+    if (w && es.blobs_damaged) json_object_set_new(w, "error", json_string(es.verify_damage));
+    if (w && es.verify_note && es.verify_note[0]) json_object_set_new(w, "note", json_string(es.verify_note));
+    return ft_srv_reply_json(conn, es.blobs_damaged ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+                             json_pack("{s:s,s:o*}", "status", es.blobs_damaged ? "degraded" : "ok",
+                                       "weights", w));
+}
+
 /* GET /metrics: Prometheus text exposition. */
 static enum MHD_Result ft_srv_metrics(ft_srv_t *srv, struct MHD_Connection *conn)
 {
@@ -433,6 +493,15 @@ static enum MHD_Result ft_srv_metrics(ft_srv_t *srv, struct MHD_Connection *conn
                   "Expert cache misses (sim and cuda backends).", es.expert_misses);
     ft_srv_metric(&b, "ft_engine_expert_bytes_read_total", "counter",
                   "Bytes of expert weights the forward passes read.", es.expert_bytes_read);
+    ft_srv_metric(&b, "ft_weight_blobs_checked", "gauge",
+                  "Expert weight blobs checked against the plan's hashes and found intact.",
+                  es.blobs_checked);
+    ft_srv_metric(&b, "ft_weight_blobs_damaged", "gauge",
+                  "Expert weight blobs found damaged (the bundle should be replaced).",
+                  es.blobs_damaged);
+    ft_srv_metric(&b, "ft_weight_blobs_unchecked", "gauge",
+                  "Expert weight blobs not checked yet (the idle pass checks them).",
+                  atomic_load(&srv->verify_left));
     return ft_srv_reply(conn, MHD_HTTP_OK, ft_srv_buf_take(&b),
                         "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -515,8 +584,7 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
                          "[::1]) when the server runs without --api-key");
         return ft_srv_reply_error(conn, proto, &err);
     }
-    if (!strcmp(url, "/health") && get)
-        return ft_srv_reply_json(conn, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+    if (!strcmp(url, "/health") && get) return ft_srv_health(srv, conn);
     if (!ft_srv_authorized(srv, conn)) {
         ft_srv_error_set(
             &err, 401, "authentication_error", "",
@@ -716,10 +784,26 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&addr)->sin6_addr, host, sizeof(host));
     else
         inet_ntop(AF_INET, &((struct sockaddr_in *)&addr)->sin_addr, host, sizeof(host));
+    pthread_mutex_init(&srv->verifier_mu, NULL);
+    pthread_cond_init(&srv->verifier_cv, NULL);
+    uint64_t left = 0;
+    ft_status_free(ft_engine_verify_some(engine, 1, &left)); /* how many are left (checks one) */
+    atomic_store(&srv->verify_left, left);
+    if (left)
+        srv->verifier_started = pthread_create(&srv->verifier, NULL, ft_srv_verifier, srv) == 0;
     fprintf(out, v6 ? "listening on http://[%s]:%u\n" : "listening on http://%s:%u\n", host, port);
     fflush(out);
     int sig = 0;
     sigwait(&sigs, &sig);
+    if (srv->verifier_started) {
+        pthread_mutex_lock(&srv->verifier_mu);
+        srv->verifier_stop = 1;
+        pthread_cond_signal(&srv->verifier_cv);
+        pthread_mutex_unlock(&srv->verifier_mu);
+        pthread_join(srv->verifier, NULL);
+    }
+    pthread_cond_destroy(&srv->verifier_cv);
+    pthread_mutex_destroy(&srv->verifier_mu);
     MHD_stop_daemon(d); /* waits for the connection threads */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_mutex_destroy(&srv->metrics_mu);
