@@ -44,6 +44,8 @@ typedef enum ft_status_code {
     FT_STATUS_CANCELLED = 10,    /* the work was cancelled (ft_request_cancel) before it finished */
     FT_STATUS_BUSY = 11,         /* refused for now: the engine's queue is full, or it still has
                                     live sessions (ft_engine_close); retrying later may succeed */
+    FT_STATUS_RESOURCE_EXHAUSTED = 12, /* a fixed budget is spent and nothing can be freed: the
+                                          KV page pool is full of pages in use by sessions */
 } ft_status_code_t;
 
 /* An error: a code plus a message. NULL is success. */
