@@ -30,7 +30,7 @@ typedef struct ft_bench_sim {
     uint64_t prefill_tok, decode_tok;
     ft_engine_stats_t decode;         /* decode-phase counters, summed */
     uint32_t replans;
-    uint64_t kv_bytes;                /* the session's KV cache (ft_session_kv_bytes), every backend */
+    uint64_t kv_bytes;                /* the session's KV cache after the prompt (ft_session_kv_bytes) */
 } ft_bench_sim_t;
 
 static int ft_cmp_double(const void *a, const void *b)
@@ -82,8 +82,6 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     ft_bench_tokens(ids, o->n_prompt + o->n_gen, vocab);
     ft_status_t st = ft_session_create(e, &so, &s);
-    if (!st)
-        sim->kv_bytes = ft_session_kv_bytes(s);
     for (uint32_t r = 0; r < o->reps && !st; r++) {
         st = ft_session_rewind(s, 0);
         ft_engine_stats_t es;
@@ -92,6 +90,8 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
         if (!st)
             st = ft_session_eval(s, ids, o->n_prompt, NULL);
         double t1 = ft_cli_now();
+        if (!st) /* the pages the prompt took (cpu, sim), or the device's cache (cuda) */
+            sim->kv_bytes = ft_session_kv_bytes(s);
         ft_engine_stats(e, &es);
         sim->prefill_s += es.device_seconds;
         sim->streamed += es.experts_streamed;

@@ -7,6 +7,7 @@
 #include "../base/threadpool.h"
 #include "../format/blob_verify.h"
 #include "../format/bundle.h"
+#include "../kv/kv_table.h"
 #include "../moe/offload.h"
 #include "../text/tokenizer.h"
 #include "model.h"
@@ -45,6 +46,12 @@ struct ft_engine {
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
     char kernels_desc[48];  /* info.kernels */
     uint32_t gen_min_tokens; /* batches of at least this many tokens use the module's kernels */
+    /* cpu and sim backends: the KV page pool every session's cache lives
+     * in (from mem), and the prefix tree over it; NULL on cuda (device KV).
+     * Used under step_lock. */
+    ft_kv_pool_t *kv_pool;
+    ft_kv_tree_t *kv_tree;
+    uint64_t kv_restored; /* positions restored from the prefix cache (stats; under step_lock) */
 };
 
 /* Per-thread scratch for one MoE expert job. */
@@ -64,11 +71,21 @@ struct ft_session {
     int has_logits;
     int use_generated; /* this chunk runs the generated kernels (engine policy) */
     void *block;      /* every buffer below lives in this one allocation (from engine->mem) */
-    /* [n_layers][n_ctx][max_kv_dim] elements of m->kv_dtype: float, or
-     * IEEE half (uint16_t bits); NULL on the cuda backend (device KV). */
-    void *k_cache;
-    void *v_cache;
-    size_t kv_bytes; /* of k_cache and v_cache together */
+    /* The KV cache: pages of the engine's pool (runtime/kv), elements of
+     * m->kv_dtype (float, or IEEE half bits); empty on the cuda backend
+     * (device KV, in dev). Written and read under step_lock. */
+    ft_kv_table_t kv;
+    int prefix_cache;    /* shares pages through the engine's prefix tree */
+    ft_kv_prio_t kv_prio; /* the priority of what it caches */
+    uint32_t n_restored; /* positions its last request restored from the cache */
+    /* One layer's K then V rows [0, n_ctx) gathered contiguous for the
+     * plan's attention kernel (op_attention.c), or NULL: no kernels. */
+    uint8_t *kv_stage;
+    /* The recurrent state of the model's linear-attention layers, one
+     * region (the program's per-layer state, end to end); an anchor copies
+     * it. NULL and 0 for attention-only models. */
+    uint8_t *rstate;
+    size_t rstate_bytes;
     float **bufs;     /* [prog->n_buffers] the schedule's buffers, [n_batch][width] each
                          (the logits buffer: NULL, the step's output goes there) */
     void *xp;         /* prepared activations, [n_batch] rows of the widest format */

@@ -1,7 +1,9 @@
 /* The attention ops on the CPU: per-head RMSNorm, rotary embedding, the
  * KV cache append, and causal softmax attention over the cache.
  *
- * The cache holds elements of the plan's kv_format: float, or IEEE half
+ * The cache is the session's pages (runtime/kv: a page holds 16
+ * positions, one layer's rows of a page contiguous), every access through
+ * ft_kv_at. It holds elements of the plan's kv_format: float, or IEEE half
  * (rounded to nearest even on append; read back by widening, which is
  * exact, so attention's float operations are those over an f32 cache of
  * the rounded values). */
@@ -14,6 +16,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#define FT_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* ---- per-head norm, RoPE, KV append ----------------------------------- */
 
@@ -110,22 +114,32 @@ void ft_xop_rope(ft_step_t *st, const ft_xop_t *x)
     ft_each_row(st, x, ft_rope_row);
 }
 
+/* Where position pos's K (kv 0) or V (kv 1) row of a layer is: the one
+ * address computation every KV access goes through (the session's page
+ * table, runtime/kv). */
+static inline uint8_t *ft_kv_at(const ft_session_t *s, uint32_t layer, uint32_t kv, uint32_t pos)
+{
+    const ft_kv_table_t *kt = &s->kv;
+    const size_t row = (size_t)s->m->prog->max_kv_width * s->m->kv_elem_bytes;
+    return ft_kv_table_rows(kt, pos >> kt->page_shift, layer, kv) + (pos & ((1u << kt->page_shift) - 1)) * row;
+}
+
 static void ft_kv_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
 {
     ft_session_t *s = st->s;
-    const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = s->m->prog->max_kv_width;
-    const size_t row = ((size_t)x->layer * s->n_ctx + st->pos0 + t) * stride;
+    const uint32_t kvd = x->n_kv_heads * x->head_dim, pos = st->pos0 + t;
     const float *k = st->buf[x->in[0]] + (size_t)t * kvd, *v = st->buf[x->in[1]] + (size_t)t * kvd;
+    uint8_t *kr = ft_kv_at(s, (uint32_t)x->layer, 0, pos), *vr = ft_kv_at(s, (uint32_t)x->layer, 1, pos);
     if (s->m->kv_dtype == FT_DTYPE_F16) {
-        uint16_t *kc = (uint16_t *)s->k_cache + row, *vc = (uint16_t *)s->v_cache + row;
+        uint16_t *kc = (uint16_t *)kr, *vc = (uint16_t *)vr;
         for (uint32_t i = 0; i < kvd; i++) {
             kc[i] = ft_fp32_to_fp16(k[i]);
             vc[i] = ft_fp32_to_fp16(v[i]);
         }
         return;
     }
-    memcpy((float *)s->k_cache + row, k, kvd * sizeof(float));
-    memcpy((float *)s->v_cache + row, v, kvd * sizeof(float));
+    memcpy(kr, k, kvd * sizeof(float));
+    memcpy(vr, v, kvd * sizeof(float));
 }
 
 void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x)
@@ -140,6 +154,10 @@ typedef struct ft_attn_run {
     const ft_xop_t *x;
     ft_kabi_attn_fn kernel;         /* the plan's attention kernel (f32 KV), or NULL */
     ft_kabi_attn_f16_fn kernel_f16; /* the plan's attention kernel (f16 KV), or NULL */
+    /* For a kernel: the layer's K and V rows [lo, ...) contiguous (one
+     * page's, or gathered into s->kv_stage), row stride max_kv_width. */
+    const uint8_t *k_rows, *v_rows;
+    uint32_t lo;
 } ft_attn_run_t;
 
 /* Dot product with eight partial sums: the compiler keeps them in one
@@ -202,24 +220,34 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
                        row + ft_cpu_act_row_bytes(x->next_type, kvh * slice));
 }
 
-/* The reference loop of one item over the cache of layer x->layer: the
- * KV head's rows are at kc / vc + p * kvd elements of the cache's type;
- * its query heads are kvh * group + g. */
-static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, const void *kc, const void *vc,
-                         uint32_t n_keys, float *scores, float *out)
+/* The reference loop of one item over the cache of layer x->layer, keys
+ * [first, first + n_keys), page by page (a page's rows of a layer are
+ * contiguous, kvd elements of the cache's type apart); the KV head's
+ * elements start head_off bytes into a row, its query heads are kvh *
+ * group + g. The operations and their order are those of one loop over
+ * the keys, whatever the pages. */
+static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, uint32_t first, uint32_t n_keys,
+                         float *scores, float *out)
 {
     ft_session_t *s = r->st->s;
     const ft_xop_t *x = r->x;
     const uint32_t hd = x->head_dim, group = x->n_heads / x->n_kv_heads, kvd = s->m->prog->max_kv_width;
+    const uint32_t layer = (uint32_t)x->layer, mask = (1u << s->kv.page_shift) - 1;
     const float scale = 1.0f / sqrtf((float)hd);
     const int f16 = s->m->kv_dtype == FT_DTYPE_F16;
-    for (uint32_t p = 0; p < n_keys; p++) {
-        const size_t at = (size_t)p * kvd;
-        for (uint32_t g = 0; g < group; g++)
-            scores[(size_t)g * s->n_ctx + p] =
-                (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
-                     : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
-                scale;
+    const size_t eb = s->m->kv_elem_bytes, head_off = (size_t)kvh * hd * eb;
+    for (uint32_t p0 = 0; p0 < n_keys;) {
+        const uint32_t pos = first + p0, run = FT_MIN(mask + 1 - (pos & mask), n_keys - p0);
+        const uint8_t *kc = ft_kv_at(s, layer, 0, pos) + head_off;
+        for (uint32_t p = p0; p < p0 + run; p++) {
+            const size_t at = (size_t)(p - p0) * kvd;
+            for (uint32_t g = 0; g < group; g++)
+                scores[(size_t)g * s->n_ctx + p] =
+                    (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
+                         : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
+                    scale;
+        }
+        p0 += run;
     }
     for (uint32_t g = 0; g < group; g++)
         if (x->sinks)
@@ -228,15 +256,20 @@ static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, c
         else
             ft_op_softmax(scores + (size_t)g * s->n_ctx, n_keys);
     memset(out, 0, (size_t)group * hd * sizeof(float));
-    for (uint32_t p = 0; p < n_keys; p++) {
-        const size_t at = (size_t)p * kvd;
-        for (uint32_t g = 0; g < group; g++) {
-            const float w = scores[(size_t)g * s->n_ctx + p];
-            if (f16)
-                ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
-            else
-                ft_axpy(out + (size_t)g * hd, w, (const float *)vc + at, hd);
+    for (uint32_t p0 = 0; p0 < n_keys;) {
+        const uint32_t pos = first + p0, run = FT_MIN(mask + 1 - (pos & mask), n_keys - p0);
+        const uint8_t *vc = ft_kv_at(s, layer, 1, pos) + head_off;
+        for (uint32_t p = p0; p < p0 + run; p++) {
+            const size_t at = (size_t)(p - p0) * kvd;
+            for (uint32_t g = 0; g < group; g++) {
+                const float w = scores[(size_t)g * s->n_ctx + p];
+                if (f16)
+                    ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
+                else
+                    ft_axpy(out + (size_t)g * hd, w, (const float *)vc + at, hd);
+            }
         }
+        p0 += run;
     }
 }
 
@@ -252,8 +285,6 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
     const uint32_t qd = H * hd, kvd = s->m->prog->max_kv_width;
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t eb = s->m->kv_elem_bytes; /* bytes of a cache element */
-    const uint8_t *kc = (const uint8_t *)s->k_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
-    const uint8_t *vc = (const uint8_t *)s->v_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
     float *scores = s->scores + (size_t)ti * s->m->prog->max_group * s->n_ctx; /* [group][n_ctx] */
     uint64_t b, e;
     ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
@@ -266,23 +297,54 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint32_t n_keys = pos + 1 - first;
         const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
         float *out = r->st->buf[x->out[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
-        const uint8_t *kh = kc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
-        const uint8_t *vh = vc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
         /* the plan's kernel: the same operations, sizes as constants */
+        const size_t at = ((size_t)(first - r->lo) * kvd + (size_t)kvh * hd) * eb;
         if (r->kernel)
-            r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, s->n_ctx, out);
+            r->kernel(q, (const float *)(r->k_rows + at), (const float *)(r->v_rows + at), kvd, n_keys, scale,
+                      scores, s->n_ctx, out);
         else if (r->kernel_f16)
-            r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, s->n_ctx,
-                          out);
+            r->kernel_f16(q, (const uint16_t *)(r->k_rows + at), (const uint16_t *)(r->v_rows + at), kvd, n_keys,
+                          scale, scores, s->n_ctx, out);
         else
-            ft_attn_item(r, kvh, q, kh, vh, n_keys, scores, out);
+            ft_attn_item(r, kvh, q, first, n_keys, scores, out);
         ft_attn_prepare_next(r, t, kvh, out);
     }
+}
+
+/* The kernels take each key row at a fixed stride: the rows [lo, hi) of
+ * the layer in one page are that already; else they are copied, page by
+ * page, into the session's staging rows (once per op, for every token
+ * and head of the step). */
+static void ft_attn_rows(ft_attn_run_t *r)
+{
+    ft_session_t *s = r->st->s;
+    const ft_xop_t *x = r->x;
+    const uint32_t hi = r->st->pos0 + r->st->n, p0 = r->st->pos0;
+    const uint32_t layer = (uint32_t)x->layer, shift = s->kv.page_shift, mask = (1u << shift) - 1;
+    r->lo = x->sliding_window && p0 >= x->sliding_window ? p0 + 1 - x->sliding_window : 0;
+    if (r->lo >> shift == (hi - 1) >> shift) {
+        r->k_rows = ft_kv_at(s, layer, 0, r->lo);
+        r->v_rows = ft_kv_at(s, layer, 1, r->lo);
+        return;
+    }
+    const size_t row = (size_t)s->m->prog->max_kv_width * s->m->kv_elem_bytes;
+    uint8_t *k = s->kv_stage, *v = s->kv_stage + (size_t)s->n_ctx * row;
+    for (uint32_t pos = r->lo; pos < hi;) {
+        const uint32_t run = FT_MIN(mask + 1 - (pos & mask), hi - pos);
+        const size_t off = (size_t)(pos - r->lo) * row;
+        memcpy(k + off, ft_kv_at(s, layer, 0, pos), run * row);
+        memcpy(v + off, ft_kv_at(s, layer, 1, pos), run * row);
+        pos += run;
+    }
+    r->k_rows = k;
+    r->v_rows = v;
 }
 
 void ft_xop_attention(ft_step_t *st, const ft_xop_t *x)
 {
     const int gen = st->s->use_generated;
-    ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL};
+    ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL, NULL, NULL, 0};
+    if (r.kernel || r.kernel_f16)
+        ft_attn_rows(&r);
     ft_threadpool_run(st->s->engine->pool, ft_attn_worker, &r);
 }

@@ -9,6 +9,10 @@
  * of running it alone), else the token it sampled last, else (an empty
  * prompt) no token, only a sample.
  *
+ * A prefix_cache session's request starts by restoring the cached prefix
+ * of its prompt (runtime/kv), and every chunk publishes the full pages it
+ * filled.
+ *
  * Running: today the items run one after another through the executor,
  * each as its own forward pass. Batching them into one pass (MoE over all
  * the step's tokens) replaces ft_sched_run_step's loop, not the queueing
@@ -82,11 +86,34 @@ FT_WARN_UNUSED static ft_status_t ft_item_sample(ft_sched_item_t *it)
     return FT_OK;
 }
 
+/* A request's first prompt chunk: a prefix_cache session with nothing
+ * evaluated restores what the prefix cache holds of the prompt (not when
+ * the caller asked for every prompt row's logits), and the item becomes
+ * the chunk after it. */
+FT_WARN_UNUSED static ft_status_t ft_item_restore(ft_sched_item_t *it)
+{
+    ft_request_t *r = it->r;
+    ft_session_t *s = r->session;
+    s->n_restored = 0;
+    if (r->out_rows) return FT_OK;
+    uint32_t k = 0;
+    ft_status_t st = ft_exec_session_restore(s, r->tokens, r->n_tokens, &k);
+    if (st || !k) return st;
+    memcpy(s->sched->history, r->tokens, k * sizeof(int32_t));
+    r->n_done = k;
+    it->n = ft_item_tokens(r, &it->tokens, &it->prompt);
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
 {
     ft_request_t *r = it->r;
     ft_session_t *s = r->session;
     ft_sched_session_t *ss = s->sched;
+    if (it->prompt && r->n_done == 0) {
+        ft_status_t st = ft_item_restore(it);
+        if (st) return st;
+    }
     if (it->n) {
         const uint32_t pos = s->n_past;
         float *rows =
@@ -96,6 +123,8 @@ FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
         memcpy(ss->history + pos, it->tokens, it->n * sizeof(int32_t));
         ss->n_used += it->n;
         if (it->prompt) r->n_done += it->n;
+        st = ft_exec_session_publish(s, ss->history);
+        if (st) return st;
     }
     if (r->n_done < r->n_tokens) return FT_OK; /* more prompt to come */
     if (!r->max_new) {
