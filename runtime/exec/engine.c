@@ -1,6 +1,7 @@
 /* Engines: a bundle opened for running (plan, mapped weights, model view,
  * tokenizer, thread pool). */
 #include "engine_internal.h"
+#include "work.h"
 
 #include "../backends/cpu/cpu_device.h"
 #include "../backends/cuda/cuda_backend.h"
@@ -39,6 +40,7 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->weight_bytes_per_token = m->weight_bytes_per_token;
     i->n_threads = ft_threadpool_size(e->pool);
     i->kernels = e->kernels_desc;
+    i->batched_steps = !e->dev;
 }
 
 /* Points every matrix, expert and fusion the module has a kernel for at it. */
@@ -250,6 +252,7 @@ void ft_exec_engine_close(ft_engine_t *e)
         ft_dev_engine_destroy(e->dev);
         e->offload = NULL;
     }
+    ft_work_free(e); /* from e->mem: the sim's device or the cpu one */
     ft_kv_tree_destroy(e->kv_tree); /* its pages first, then the pool's memory */
     ft_kv_pool_destroy(e->kv_pool);
     ft_offload_destroy(e->offload);

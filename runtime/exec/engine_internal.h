@@ -46,6 +46,8 @@ struct ft_engine {
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
     char kernels_desc[48];  /* info.kernels */
     uint32_t gen_min_tokens; /* batches of at least this many tokens use the module's kernels */
+    struct ft_work *work;    /* the step workspace every session's passes run in (work.h) */
+    uint64_t work_bytes;
     /* cpu and sim backends: the KV page pool every session's cache lives
      * in (from mem), and the prefix tree over it; NULL on cuda (device KV).
      * Used under step_lock. */
@@ -69,43 +71,20 @@ struct ft_session {
     const ft_model_t *m;
     uint32_t n_ctx, n_batch, n_past;
     int has_logits;
-    int use_generated; /* this chunk runs the generated kernels (engine policy) */
-    void *block;      /* every buffer below lives in this one allocation (from engine->mem) */
+    void *block;      /* the logits, one allocation (from engine->mem); the buffers a step
+                         computes in are the engine's (work.h) */
     /* The KV cache: pages of the engine's pool (runtime/kv), elements of
      * m->kv_dtype (float, or IEEE half bits); empty on the cuda backend
      * (device KV, in dev). Written and read under step_lock. */
     ft_kv_table_t kv;
-    int prefix_cache;    /* shares pages through the engine's prefix tree */
+    int prefix_cache;     /* shares pages through the engine's prefix tree */
     ft_kv_prio_t kv_prio; /* the priority of what it caches */
-    uint32_t n_restored; /* positions its last request restored from the cache */
-    /* One layer's K then V rows [0, n_ctx) gathered contiguous for the
-     * plan's attention kernel (op_attention.c), or NULL: no kernels. */
-    uint8_t *kv_stage;
+    uint32_t n_restored;  /* positions its last request restored from the cache */
     /* The recurrent state of the model's linear-attention layers, one
      * region (the program's per-layer state, end to end); an anchor copies
      * it. NULL and 0 for attention-only models. */
     uint8_t *rstate;
     size_t rstate_bytes;
-    float **bufs;     /* [prog->n_buffers] the schedule's buffers, [n_batch][width] each
-                         (the logits buffer: NULL, the step's output goes there) */
-    void *xp;         /* prepared activations, [n_batch] rows of the widest format */
-    /* Where prepared rows of a buffer are, between the op that made them
-     * and its consumers (executor.c): in xp, and a second format in the
-     * buffer's own memory (alt). -1: none. */
-    int32_t xp_buf, alt_buf;
-    ft_dtype_t xp_type, alt_type;
-    float *scores;    /* [n_threads][max_group][n_ctx] */
-    float *router;    /* [n_batch, max_experts] */
-    float *route_scratch; /* [2 * max_experts] group-limited routing (forward_moe.c) */
-    int32_t *sel;     /* [n_batch, max_used] chosen experts */
-    float *sel_w;     /* [n_batch, max_used] their weights */
-    float *eo;        /* [n_batch, max_used, d] each chosen expert's output */
-    uint32_t *e_count;  /* [max_experts] tokens routed to each expert */
-    uint32_t *e_list;   /* [max_experts][n_batch] t * max_used + slot */
-    int32_t *e_active;  /* [max_experts] experts with tokens this layer */
-    uint32_t *e_active_count; /* [max_experts] tokens of each active expert */
-    const uint8_t **e_blob;   /* [max_experts] offloaded expert blob, or NULL: mapped weights */
-    ft_expert_scratch_t *es; /* [n_threads] */
     float *logits;    /* [vocab] last position */
     struct ft_dev_session *dev; /* a device backend: the device's KV and buffers (the host KV
                                    cache above is then empty), else NULL */

@@ -14,7 +14,7 @@
  * buffer's memory); s->xp_buf / alt_buf say whose they are, so each
  * consumer takes them instead of floats. Anything that writes the buffer
  * or prepares other rows into xp ends that. */
-#include "forward.h"
+#include "exec_api.h"
 #include "forward_internal.h"
 
 #include "../backends/cpu/kernels.h"
@@ -23,40 +23,41 @@
 
 #include <string.h>
 
-static void ft_prep_clear(ft_session_t *s)
+static void ft_prep_clear(ft_work_t *w)
 {
-    s->xp_buf = s->alt_buf = -1;
+    w->xp_buf = w->alt_buf = -1;
 }
 
 /* Whether x's input is prepared for format t in xp (1), in the buffer's
  * memory (2), or not (0). */
-static int ft_prep_find(const ft_session_t *s, const ft_xop_t *x, ft_dtype_t t)
+static int ft_prep_find(const ft_work_t *w, const ft_xop_t *x, ft_dtype_t t)
 {
-    if (s->xp_buf == (int32_t)x->in[0] && s->xp_type == t)
-        return 1;
-    if (s->alt_buf == (int32_t)x->in[0] && s->alt_type == t)
-        return 2;
+    if (w->xp_buf == (int32_t)x->in[0] && w->xp_type == t) return 1;
+    if (w->alt_buf == (int32_t)x->in[0] && w->alt_type == t) return 2;
     return 0;
 }
 
 static void ft_run_rmsnorm(ft_step_t *st, const ft_xop_t *x)
 {
-    ft_session_t *s = st->s;
+    ft_work_t *w = st->w;
     const float *in = st->buf[x->in[0]];
     float *out = st->buf[x->out[0]];
-    if (s->use_generated && x->n_prep) {
-        ft_fwd_norm_prepare(s, x->prep_fn[0], in, x->vec, x->eps, x->width, x->prep_type[0], st->n, s->xp);
-        s->xp_buf = (int32_t)x->out[0];
-        s->xp_type = x->prep_type[0];
+    if (w->use_generated && x->n_prep) {
+        ft_fwd_norm_prepare(st, x->prep_fn[0], in, x->vec, x->eps, x->width, x->prep_type[0], st->n,
+                            w->xp);
+        w->xp_buf = (int32_t)x->out[0];
+        w->xp_type = x->prep_type[0];
         if (x->n_prep == 2) {
-            ft_fwd_norm_prepare(s, x->prep_fn[1], in, x->vec, x->eps, x->width, x->prep_type[1], st->n, out);
-            s->alt_buf = (int32_t)x->out[0];
-            s->alt_type = x->prep_type[1];
+            ft_fwd_norm_prepare(st, x->prep_fn[1], in, x->vec, x->eps, x->width, x->prep_type[1],
+                                st->n, out);
+            w->alt_buf = (int32_t)x->out[0];
+            w->alt_type = x->prep_type[1];
         }
         return;
     }
     for (uint32_t t = 0; t < st->n; t++)
-        ft_op_rmsnorm(out + (size_t)t * x->width, in + (size_t)t * x->width, x->vec, x->width, x->eps);
+        ft_op_rmsnorm(out + (size_t)t * x->width, in + (size_t)t * x->width, x->vec, x->width,
+                      x->eps);
 }
 
 /* Each output row += its weight's bias, after the product (whichever
@@ -76,23 +77,23 @@ static void ft_run_biases(ft_step_t *st, const ft_xop_t *x, float *const *ys)
 
 static void ft_run_linear(ft_step_t *st, const ft_xop_t *x)
 {
-    ft_session_t *s = st->s;
+    ft_work_t *w = st->w;
     float *ys[FT_XOP_MAX_ARGS];
     for (uint32_t j = 0; j < x->n_w; j++)
         ys[j] = st->buf[x->out[j]];
-    if (ft_prep_find(s, x, x->w[0]->dtype) == 1) {
+    if (ft_prep_find(w, x, x->w[0]->dtype) == 1) {
         int one_format = 1;
         for (uint32_t j = 1; j < x->n_w; j++)
             one_format &= x->w[j]->dtype == x->w[0]->dtype;
         if (one_format) {
-            ft_fwd_linear_prepared(s, x->w, ys, x->n_w, st->n);
+            ft_fwd_linear_prepared(st, x->w, ys, x->n_w, st->n);
             ft_run_biases(st, x, ys);
             return;
         }
     }
-    ft_fwd_linear(s, x->w, ys, x->n_w, st->buf[x->in[0]], st->n);
+    ft_fwd_linear(st, x->w, ys, x->n_w, st->buf[x->in[0]], st->n);
     ft_run_biases(st, x, ys);
-    ft_prep_clear(s); /* xp now holds this op's input */
+    ft_prep_clear(w); /* xp now holds this op's input */
 }
 
 static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
@@ -100,8 +101,8 @@ static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens
     const ft_mat_t *e = x->w[0];
     float *out = st->buf[x->out[0]];
     for (uint32_t t = 0; t < st->n; t++)
-        ft_cpu_dequantize_row(e->dtype, e->data + (size_t)tokens[t] * e->row_bytes, out + (size_t)t * e->cols,
-                              e->cols);
+        ft_cpu_dequantize_row(e->dtype, e->data + (size_t)tokens[t] * e->row_bytes,
+                              out + (size_t)t * e->cols, e->cols);
 }
 
 /* out = act(gate) * up, row for row (out may be the gate): SwiGLU, the
@@ -110,8 +111,7 @@ static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
 {
     float *out = st->buf[x->out[0]];
     const size_t n = (size_t)st->n * x->width;
-    if (out != st->buf[x->in[0]])
-        memcpy(out, st->buf[x->in[0]], n * sizeof(float));
+    if (out != st->buf[x->in[0]]) memcpy(out, st->buf[x->in[0]], n * sizeof(float));
     if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
         ft_op_swiglu_oai(out, st->buf[x->in[1]], (uint32_t)n, x->act_alpha, x->act_limit);
     else if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID)
@@ -130,13 +130,13 @@ static void ft_run_add(ft_step_t *st, const ft_xop_t *x)
 
 FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
 {
-    ft_session_t *s = st->s;
+    ft_work_t *w = st->w;
     switch (x->kind) {
     case FTPLAN__OP_KIND__OP_EMBED:
         ft_run_embed(st, x, tokens);
         break;
     case FTPLAN__OP_KIND__OP_RMSNORM:
-        ft_prep_clear(s);
+        ft_prep_clear(w);
         ft_run_rmsnorm(st, x);
         return FT_OK;
     case FTPLAN__OP_KIND__OP_LINEAR:
@@ -153,10 +153,10 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
         break;
     case FTPLAN__OP_KIND__OP_ATTENTION:
         ft_xop_attention(st, x);
-        ft_prep_clear(s);
+        ft_prep_clear(w);
         if (x->prepare_next) {
-            s->xp_buf = (int32_t)x->out[0];
-            s->xp_type = x->next_type;
+            w->xp_buf = (int32_t)x->out[0];
+            w->xp_type = x->next_type;
         }
         return FT_OK;
     case FTPLAN__OP_KIND__OP_ADD:
@@ -166,18 +166,18 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
         ft_run_glu(st, x);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER: {
-        const int prepared = ft_prep_find(s, x, x->L->router.dtype) == 1;
+        const int prepared = ft_prep_find(w, x, x->L->router.dtype) == 1;
         ft_xop_router(st, x, prepared);
-        if (!prepared)
-            ft_prep_clear(s); /* the router product prepared its rows into xp */
+        if (!prepared) ft_prep_clear(w); /* the router product prepared its rows into xp */
         return FT_OK;
     }
     case FTPLAN__OP_KIND__OP_MOE: {
-        const int where = ft_prep_find(s, x, x->L->gate.dtype);
-        const uint8_t *rows = where == 1   ? (const uint8_t *)s->xp
+        const int where = ft_prep_find(w, x, x->L->gate.dtype);
+        const uint8_t *rows = where == 1   ? (const uint8_t *)w->xp
                               : where == 2 ? (const uint8_t *)st->buf[x->in[0]]
                                            : NULL;
-        ft_status_t r = ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL, st->off);
+        ft_status_t r =
+            ft_xop_moe(st, x, x->L->gate.dtype == x->L->up.dtype ? rows : NULL, st->off);
         if (r) return r;
         break;
     }
@@ -186,136 +186,219 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
     }
     /* What this op wrote is no longer what was prepared. */
     for (uint32_t j = 0; j < x->n_out; j++) {
-        if (s->xp_buf == (int32_t)x->out[j])
-            s->xp_buf = -1;
-        if (s->alt_buf == (int32_t)x->out[j])
-            s->alt_buf = -1;
+        if (w->xp_buf == (int32_t)x->out[j]) w->xp_buf = -1;
+        if (w->alt_buf == (int32_t)x->out[j]) w->alt_buf = -1;
     }
     return FT_OK;
 }
-
-/* A backend as the executor sees it: a step begins, takes each op in
- * order (row0: the first row of the session's buffers the op computes;
- * the epilogue's LINEAR writes the logits from row 0), and ends, which
- * leaves the logits of rows [first, n) in logits and the last one's in
- * s->logits. */
-typedef struct ft_target {
-    ft_status_t (*begin)(ft_step_t *st, uint32_t first);
-    ft_status_t (*op)(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens);
-    ft_status_t (*end)(ft_step_t *st, float *logits);
-} ft_target_t;
-
-/* ---- cpu ------------------------------------------------------------------ */
-
-FT_WARN_UNUSED static ft_status_t ft_cpu_begin(ft_step_t *st, uint32_t first)
-{
-    (void)first;
-    ft_prep_clear(st->s);
-    return FT_OK;
-}
-
-FT_WARN_UNUSED static ft_status_t ft_cpu_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
-{
-    return ft_run_op(st, x, tokens);
-}
-
-FT_WARN_UNUSED static ft_status_t ft_cpu_end(ft_step_t *st, float *logits)
-{
-    (void)st;
-    (void)logits;
-    return FT_OK;
-}
-
-static const ft_target_t ft_cpu_target = {ft_cpu_begin, ft_cpu_op, ft_cpu_end};
-
-/* ---- sim: the CPU's numerics, the modelled device's clock --------------- */
-
-FT_WARN_UNUSED static ft_status_t ft_sim_begin(ft_step_t *st, uint32_t first)
-{
-    st->off = st->s->engine->offload;
-    ft_offload_step_begin(st->off);
-    return ft_cpu_begin(st, first);
-}
-
-FT_WARN_UNUSED static ft_status_t ft_sim_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
-{
-    if (x->kind == FTPLAN__OP_KIND__OP_ROUTER) /* the device's attention and router of the block */
-        ft_offload_attention(st->off, (uint32_t)x->layer, st->n);
-    return ft_run_op(st, x, tokens);
-}
-
-FT_WARN_UNUSED static ft_status_t ft_sim_end(ft_step_t *st, float *logits)
-{
-    (void)logits;
-    ft_offload_step_end(st->off, st->n_step);
-    return FT_OK;
-}
-
-static const ft_target_t ft_sim_target = {ft_sim_begin, ft_sim_op, ft_sim_end};
 
 /* ---- a device through the device interface (dev_ops.c) ------------------- */
 
-FT_WARN_UNUSED static ft_status_t ft_dev_begin(ft_step_t *st, uint32_t first)
-{
-    ft_session_t *s = st->s;
-    return ft_dev_step_begin(s->dev, st->n, s->n_past, first, s->engine->routing);
-}
-
-FT_WARN_UNUSED static ft_status_t ft_dev_op(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens)
-{
-    return ft_dev_run_op(st->s->dev, x, tokens, st->row0, st->n);
-}
-
-FT_WARN_UNUSED static ft_status_t ft_dev_end(ft_step_t *st, float *logits)
-{
-    return ft_dev_step_end(st->s->dev, logits, st->s->logits);
-}
-
-static const ft_target_t ft_dev_target = {ft_dev_begin, ft_dev_op, ft_dev_end};
-
-/* ---- the walk --------------------------------------------------------------- */
-
-FT_WARN_UNUSED static ft_status_t ft_run_list(const ft_target_t *t, ft_step_t *st, const ft_xops_t *list,
-                                             const int32_t *tokens)
+FT_WARN_UNUSED static ft_status_t ft_run_dev_list(ft_step_t *st, const ft_xops_t *list,
+                                                  const int32_t *tokens)
 {
     ft_status_t e = FT_OK;
     for (uint32_t i = 0; i < list->n && !e; i++)
-        e = t->op(st, &list->ops[i], tokens);
+        e = ft_dev_run_op(st->s->dev, &list->ops[i], tokens, st->row0, st->n);
     return e;
 }
 
-ft_status_t ft_forward_chunk(ft_session_t *s, const int32_t *tokens, uint32_t n, float *all_logits)
+/* One session's chunk through the device's kernels: the device keeps the
+ * session's KV and buffers (dev_session.c); rows [first, n) of logits
+ * come back into all_logits (when asked for) and the last one's into
+ * s->logits. */
+FT_WARN_UNUSED static ft_status_t ft_forward_dev(ft_session_t *s, const int32_t *tokens, uint32_t n,
+                                                 float *all_logits)
 {
-    const ft_model_t *m = s->m;
-    const ft_program_t *p = m->prog;
-    const ft_target_t *t = s->dev ? &ft_dev_target : s->engine->offload ? &ft_sim_target : &ft_cpu_target;
-    s->use_generated = s->engine->kmod && n >= s->engine->gen_min_tokens;
-    /* The epilogue: every row's logits when asked for, else the last's. */
+    const ft_program_t *p = s->m->prog;
     const uint32_t first = all_logits ? 0 : n - 1;
-    ft_step_t st = {.s = s, .n = n, .n_step = n, .pos0 = s->n_past, .row0 = 0};
-    for (uint32_t b = 0; b < p->n_buffers; b++)
-        st.buf[b] = s->bufs[b];
-    ft_status_t e = t->begin(&st, first);
-    if (!e) e = ft_run_list(t, &st, &p->prologue, tokens);
+    ft_step_t st = {.e = s->engine, .s = s, .n = n, .n_step = n, .row0 = 0};
+    ft_status_t e = ft_dev_step_begin(s->dev, n, s->n_past, first, s->engine->routing);
+    if (!e) e = ft_run_dev_list(&st, &p->prologue, tokens);
     for (uint32_t l = 0; l < p->n_blocks && !e; l++)
-        e = ft_run_list(t, &st, &p->blocks[l], tokens);
+        e = ft_run_dev_list(&st, &p->blocks[l], tokens);
     if (!e) {
-        ft_prep_clear(s);
         st.n = n - first;
-        st.pos0 = s->n_past + first;
         st.row0 = first;
-        for (uint32_t b = 0; b < p->n_buffers; b++)
-            st.buf[b] = s->bufs[b] ? s->bufs[b] + (size_t)first * p->widths[b] : NULL;
-        st.buf[p->logits_buf] = all_logits ? all_logits : s->logits;
-        e = ft_run_list(t, &st, &p->epilogue, tokens + first);
+        e = ft_run_dev_list(&st, &p->epilogue, tokens + first);
     }
-    if (!e) e = t->end(&st, all_logits);
-    if (e) return e;
-    if (s->engine->routing)
-        s->engine->routing_tokens += n;
-    if (all_logits && !s->dev)
-        memcpy(s->logits, all_logits + (size_t)(n - 1) * m->vocab_size, m->vocab_size * sizeof(float));
+    if (!e) e = ft_dev_step_end(s->dev, all_logits, s->logits);
+    return e;
+}
+
+/* ---- cpu and sim: one pass over the rows of several sessions ------------ */
+
+FT_WARN_UNUSED static ft_status_t ft_run_list(ft_step_t *st, const ft_xops_t *list,
+                                              const int32_t *tokens)
+{
+    ft_status_t e = FT_OK;
+    for (uint32_t i = 0; i < list->n && !e; i++) {
+        const ft_xop_t *x = &list->ops[i];
+        /* sim: the modelled device's attention and router of the block */
+        if (st->off && x->kind == FTPLAN__OP_KIND__OP_ROUTER)
+            ft_offload_attention(st->off, (uint32_t)x->layer, st->n);
+        e = ft_run_op(st, x, tokens);
+    }
+    return e;
+}
+
+/* Moves the rows the epilogue computes to the front of each buffer it
+ * reads or writes: rows [r0 + first, r0 + n) of each item in `order`, the
+ * order the pass laid them out in (the items whose logits are the last
+ * row's first: their logits go to the workspace's rows, one per item;
+ * then each item that asks for every row). Rows only move towards the
+ * front, so in that order memmove keeps every row. Returns the rows kept. */
+static uint32_t ft_compact_rows(const ft_program_t *p, ft_work_t *w, const ft_exec_item_t *items,
+                                const uint32_t *order, uint32_t n_items, const uint32_t *row0)
+{
+    uint8_t touched[FT_STEP_MAX_BUFFERS] = {0};
+    for (uint32_t i = 0; i < p->epilogue.n; i++) {
+        const ft_xop_t *x = &p->epilogue.ops[i];
+        for (uint32_t j = 0; j < x->n_in; j++)
+            touched[x->in[j]] = 1;
+        for (uint32_t j = 0; j < x->n_out; j++)
+            touched[x->out[j]] = 1;
+    }
+    uint32_t dst = 0;
+    for (uint32_t k = 0; k < n_items; k++) {
+        const ft_exec_item_t *it = &items[order[k]];
+        const uint32_t first = it->out_rows ? 0 : it->n - 1, src = row0[order[k]] + first,
+                       rows = it->n - first;
+        for (uint32_t b = 0; b < p->n_buffers && src != dst; b++)
+            if (touched[b] && w->bufs[b])
+                memmove(w->bufs[b] + (size_t)dst * p->widths[b],
+                        w->bufs[b] + (size_t)src * p->widths[b],
+                        (size_t)rows * p->widths[b] * sizeof(float));
+        dst += rows;
+    }
+    return dst;
+}
+
+/* The epilogue over rows [r, r + n) of the compacted buffers, its logits
+ * into out. */
+FT_WARN_UNUSED static ft_status_t ft_run_epilogue(ft_step_t *st, const ft_program_t *p, uint32_t r,
+                                                  uint32_t n, float *out)
+{
+    ft_prep_clear(st->w);
+    st->n = n;
+    st->row0 = r;
+    for (uint32_t b = 0; b < p->n_buffers; b++)
+        st->buf[b] = st->w->bufs[b] ? st->w->bufs[b] + (size_t)r * p->widths[b] : NULL;
+    st->buf[p->logits_buf] = out;
+    return ft_run_list(st, &p->epilogue, NULL);
+}
+
+/* One pass: the items' rows one after another in the workspace (their sum
+ * at most w->rows, at most w->items of them), every op over all rows,
+ * each row-wise op reading its row's own session. */
+FT_WARN_UNUSED static ft_status_t ft_forward_pass(ft_engine_t *e, const ft_exec_item_t *items,
+                                                  uint32_t n_items, int use_generated)
+{
+    const ft_model_t *m = e->model;
+    const ft_program_t *p = m->prog;
+    ft_work_t *w = e->work;
+    /* Rows in the order the epilogue wants them (ft_compact_rows): the
+     * items whose logits are the last row's, then those asking for all. */
+    uint32_t row0[FT_EXEC_MAX_ITEMS], order[FT_EXEC_MAX_ITEMS], R = 0, n_last = 0;
+    for (uint32_t i = 0; i < n_items; i++)
+        if (!items[i].out_rows) order[n_last++] = i;
+    for (uint32_t i = 0, k = n_last; i < n_items; i++)
+        if (items[i].out_rows) order[k++] = i;
+    for (uint32_t k = 0; k < n_items; k++) {
+        const ft_exec_item_t *it = &items[order[k]];
+        row0[order[k]] = R;
+        for (uint32_t t = 0; t < it->n; t++) {
+            w->row_s[R + t] = it->s;
+            w->row_pos[R + t] = it->s->n_past + t;
+            w->tok[R + t] = it->tokens[t];
+        }
+        R += it->n;
+    }
+    w->use_generated = use_generated;
+    ft_prep_clear(w);
+    ft_step_t st = {.e = e, .w = w, .n = R, .n_step = R, .row0 = 0, .off = e->offload};
+    for (uint32_t b = 0; b < p->n_buffers; b++)
+        st.buf[b] = w->bufs[b];
+    if (st.off) ft_offload_step_begin(st.off);
+    ft_status_t err = ft_run_list(&st, &p->prologue, w->tok);
+    for (uint32_t l = 0; l < p->n_blocks && !err; l++)
+        err = ft_run_list(&st, &p->blocks[l], w->tok);
+    /* The epilogue: the last row of each item, together, then every row of
+     * the items that ask for all their logits, each into its own rows. */
+    if (!err) {
+        ft_compact_rows(p, w, items, order, n_items, row0);
+        if (n_last) err = ft_run_epilogue(&st, p, 0, n_last, w->logits);
+        for (uint32_t k = n_last, r = n_last; k < n_items && !err; k++) {
+            const ft_exec_item_t *it = &items[order[k]];
+            err = ft_run_epilogue(&st, p, r, it->n, it->out_rows);
+            r += it->n;
+        }
+    }
+    if (st.off) ft_offload_step_end(st.off, R);
+    if (err) return err;
+    for (uint32_t k = 0; k < n_items; k++) {
+        const ft_exec_item_t *it = &items[order[k]];
+        const float *last = k < n_last ? w->logits + (size_t)k * m->vocab_size
+                                       : it->out_rows + (size_t)(it->n - 1) * m->vocab_size;
+        memcpy(it->s->logits, last, m->vocab_size * sizeof(float));
+    }
+    return FT_OK;
+}
+
+int ft_exec_uses_generated(const ft_engine_t *e, uint32_t n)
+{
+    return e->kmod && n >= e->gen_min_tokens;
+}
+
+/* The session has taken n more tokens and has the last one's logits. */
+static void ft_forward_done(ft_session_t *s, uint32_t n)
+{
+    if (s->engine->routing) s->engine->routing_tokens += n;
     s->n_past += n;
     s->has_logits = 1;
+}
+
+ft_status_t ft_exec_step(ft_engine_t *e, const ft_exec_item_t *items, uint32_t n_items)
+{
+    if (e->dev) { /* the device keeps each session's buffers: one chunk at a time */
+        for (uint32_t i = 0; i < n_items; i++) {
+            const ft_exec_item_t *it = &items[i];
+            ft_status_t err = ft_forward_dev(it->s, it->tokens, it->n, it->out_rows);
+            if (err) return err;
+            ft_forward_done(it->s, it->n);
+        }
+        return FT_OK;
+    }
+    /* Every item's KV pages first (the scheduler prepared them already:
+     * then this only checks), so a full pool stops the step before it
+     * computes anything. */
+    for (uint32_t i = 0; i < n_items; i++) {
+        ft_status_t err = ft_exec_session_prepare(items[i].s, items[i].n);
+        if (err) return err;
+    }
+    /* Passes of the items that share a kernel path (a row's results are
+     * those of its item alone whatever else is in the pass, as long as its
+     * path is the one it would take alone), each within the workspace. */
+    for (int gen = 1; gen >= 0; gen--) {
+        ft_exec_item_t pass[FT_EXEC_MAX_ITEMS];
+        uint32_t n_pass = 0, rows = 0;
+        for (uint32_t i = 0; i <= n_items; i++) {
+            const int last = i == n_items;
+            const ft_exec_item_t *it = last ? NULL : &items[i];
+            if (it && ft_exec_uses_generated(e, it->n) != gen) continue;
+            if (n_pass && (last || rows + it->n > e->work->rows || n_pass == e->work->items ||
+                           n_pass == FT_EXEC_MAX_ITEMS)) {
+                ft_status_t err = ft_forward_pass(e, pass, n_pass, gen);
+                if (err) return err;
+                for (uint32_t k = 0; k < n_pass; k++)
+                    ft_forward_done(pass[k].s, pass[k].n);
+                n_pass = rows = 0;
+            }
+            if (it) {
+                pass[n_pass++] = *it;
+                rows += it->n;
+            }
+        }
+    }
     return FT_OK;
 }

@@ -40,26 +40,26 @@ static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
     }
 }
 
-void ft_fwd_linear_prepared(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys,
-                               uint32_t n_mats, uint32_t n)
+void ft_fwd_linear_prepared(ft_step_t *st, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
+                            uint32_t n)
 {
-    ft_mm_run_t r = {.xp = s->xp, .n_tok = n, .use_generated = s->use_generated};
+    ft_mm_run_t r = {.xp = st->w->xp, .n_tok = n, .use_generated = st->w->use_generated};
     for (uint32_t i = 0; i < n_mats; i++)
         r.jobs[r.n_jobs++] = (ft_mm_job_t){mats[i], ys[i], mats[i]->rows};
-    ft_threadpool_run(s->engine->pool, ft_mm_worker, &r);
+    ft_threadpool_run(st->e->pool, ft_mm_worker, &r);
 }
 
-void ft_fwd_linear(ft_session_t *s, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
-                      const float *x, uint32_t n)
+void ft_fwd_linear(ft_step_t *st, const ft_mat_t *const *mats, float *const *ys, uint32_t n_mats,
+                   const float *x, uint32_t n)
 {
     uint32_t i = 0;
     while (i < n_mats) {
         const ft_dtype_t dt = mats[i]->dtype;
-        ft_cpu_act_prepare(dt, x, mats[i]->cols, n, mats[i]->cols, s->xp);
+        ft_cpu_act_prepare(dt, x, mats[i]->cols, n, mats[i]->cols, st->w->xp);
         uint32_t j = i;
         while (j < n_mats && mats[j]->dtype == dt)
             j++;
-        ft_fwd_linear_prepared(s, mats + i, ys + i, j - i, n);
+        ft_fwd_linear_prepared(st, mats + i, ys + i, j - i, n);
         i = j;
     }
 }
@@ -84,13 +84,13 @@ static void ft_norm_worker(void *ctx, uint32_t ti, uint32_t nt)
         r->fn(r->x + b * r->d, r->d, r->w, r->eps, (uint32_t)(e - b), r->out + b * r->out_row_bytes);
 }
 
-void ft_fwd_norm_prepare(ft_session_t *s, ft_kabi_norm_prepare_fn fn, const float *x, const float *w,
+void ft_fwd_norm_prepare(ft_step_t *st, ft_kabi_norm_prepare_fn fn, const float *x, const float *w,
                          float eps, uint32_t d, ft_dtype_t wtype, uint32_t n, void *out)
 {
     ft_norm_run_t r = {fn, x, w, eps, n, d, out, ft_cpu_act_row_bytes(wtype, d)};
     if (n < 4)
         fn(x, d, w, r.eps, n, out);
     else
-        ft_threadpool_run(s->engine->pool, ft_norm_worker, &r);
+        ft_threadpool_run(st->e->pool, ft_norm_worker, &r);
 }
 

@@ -133,10 +133,15 @@ typedef struct ft_allocator {
  * list of work items, each (session, tokens): a prefill chunk of at most
  * the session's n_batch tokens or one decode token, chosen round-robin
  * from the running requests up to a token budget (ft_engine_options_t
- * step_tokens). Today a step runs its items one after another; a session's
- * results do not depend on what else shares its step, and chunk
- * boundaries are the session's own (n_batch), so every session's logits
- * are bit-identical to running it alone.
+ * step_tokens). On the cpu and sim backends a step is one forward pass
+ * over all its items' tokens (continuous batching: attention reads each
+ * session's own KV cache, every other op, the MoE block with its expert
+ * reads included, runs over the step's tokens together); on cuda the
+ * items still run one after another. A session's results do not depend
+ * on what else shares its step (items are never put in one pass with
+ * items that would run other kernels alone), and chunk boundaries are the
+ * session's own (n_batch), so every session's logits are bit-identical to
+ * running it alone.
  *
  * Any number of threads may submit work (ft_request_submit, or the
  * synchronous ft_session_eval, which submits and waits) and read results.
@@ -265,6 +270,8 @@ typedef struct ft_model_info {
     const char *kernels; /* what runs the products: "generated avx512" (or avx2,
                             portable) when the plan's CPU module was loaded, else
                             "reference" */
+    int batched_steps;   /* 1: a scheduler step is one forward pass over its
+                            sessions' tokens (cpu, sim); 0: one after another (cuda) */
 } ft_model_info_t;
 
 /* Valid while the engine is open. */

@@ -213,11 +213,24 @@ ft_status_t ft_sched_create(ft_engine_t *e, const ft_engine_options_t *opts, ft_
     sc->max_running = opts->max_running ? opts->max_running : FT_SCHED_MAX_RUNNING;
     sc->step_tokens = opts->step_tokens ? opts->step_tokens : FT_SCHED_STEP_TOKENS;
     sc->items = ft_mem_calloc(e->a, sc->max_running, sizeof(ft_sched_item_t));
-    if (!sc->items) {
+    sc->exec = ft_mem_calloc(e->a, sc->max_running, sizeof(ft_exec_item_t));
+    if (!sc->items || !sc->exec) {
         const uint32_t n = sc->max_running;
+        ft_mem_free(e->a, sc->items);
+        ft_mem_free(e->a, sc->exec);
         ft_mem_free(e->a, sc);
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "scheduler: out of memory for %u step items",
                               n);
+    }
+    /* The step workspace holds a step's token budget over the sessions a
+     * pass carries (more items than that run as several passes). */
+    ft_status_t st = ft_exec_reserve(
+        e, sc->step_tokens, sc->max_running < FT_EXEC_MAX_ITEMS ? sc->max_running : FT_EXEC_MAX_ITEMS);
+    if (st) {
+        ft_mem_free(e->a, sc->items);
+        ft_mem_free(e->a, sc->exec);
+        ft_mem_free(e->a, sc);
+        return ft_status_annotate(st, "scheduler");
     }
     int made = 0;
     if (pthread_mutex_init(&sc->mu, NULL) == 0) {
@@ -235,6 +248,7 @@ ft_status_t ft_sched_create(ft_engine_t *e, const ft_engine_options_t *opts, ft_
         if (made >= 2) pthread_cond_destroy(&sc->work);
         if (made >= 1) pthread_mutex_destroy(&sc->mu);
         ft_mem_free(e->a, sc->items);
+        ft_mem_free(e->a, sc->exec);
         ft_mem_free(e->a, sc);
         return ft_status_make(FT_STATUS_UNAVAILABLE, "scheduler: cannot start its thread");
     }
@@ -255,5 +269,6 @@ void ft_sched_destroy(ft_sched_t *sc)
     pthread_mutex_destroy(&sc->mu);
     const ft_allocator_t *a = sc->e->a;
     ft_mem_free(a, sc->items);
+    ft_mem_free(a, sc->exec);
     ft_mem_free(a, sc);
 }

@@ -19,6 +19,7 @@
 
 #include "freetoken.h"
 #include "../exec/engine_internal.h"
+#include "../exec/exec_api.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -82,6 +83,7 @@ typedef struct ft_sched_item {
     int sampled;               /* a sample was drawn: r->samples[r->n_made - 1] */
     ft_finish_reason_t finish; /* what the item ended, or NONE */
     ft_status_t st;
+    uint32_t pos; /* the session's n_past before the step */
 } ft_sched_item_t;
 
 struct ft_sched {
@@ -96,6 +98,7 @@ struct ft_sched {
     uint32_t max_queued, max_running, step_tokens;
     uint32_t rr;               /* round-robin start in the running list */
     ft_sched_item_t *items;    /* [max_running] */
+    ft_exec_item_t *exec;      /* [max_running] the step's items as the executor takes them */
     uint64_t n_steps, n_items; /* counters */
 };
 

@@ -10,13 +10,15 @@
  * prompt) no token, only a sample.
  *
  * A prefix_cache session's request starts by restoring the cached prefix
- * of its prompt (runtime/kv), and every chunk publishes the full pages it
- * filled.
+ * of its prompt (runtime/kv); before the step every item gets the KV pages
+ * its tokens need (an item the pool cannot serve fails alone, with
+ * FT_STATUS_RESOURCE_EXHAUSTED), and after it every chunk publishes the
+ * full pages it filled.
  *
- * Running: today the items run one after another through the executor,
- * each as its own forward pass. Batching them into one pass (MoE over all
- * the step's tokens) replaces ft_sched_run_step's loop, not the queueing
- * around it. */
+ * Running: the items' tokens go to the executor as one step (ft_exec_step:
+ * on cpu and sim one forward pass over all of them where their kernel
+ * paths agree, the MoE block reading each routed expert once per pass; on
+ * a device one item after another), then each request takes its sample. */
 #include "sched_internal.h"
 
 #include "../exec/exec_api.h"
@@ -105,25 +107,35 @@ FT_WARN_UNUSED static ft_status_t ft_item_restore(ft_sched_item_t *it)
     return FT_OK;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
+/* What an item needs before the step: the restored prefix, KV pages for
+ * its tokens, its tokens as an executor item (0: none to evaluate, or it
+ * failed: it->st). */
+static uint32_t ft_item_exec(ft_sched_item_t *it, ft_exec_item_t *out)
+{
+    const ft_request_t *r = it->r;
+    ft_session_t *s = r->session;
+    if (it->prompt && r->n_done == 0 && (it->st = ft_item_restore(it))) return 0;
+    it->pos = s->n_past;
+    if (!it->n) return 0;
+    if ((it->st = ft_exec_session_prepare(s, it->n))) return 0;
+    float *rows =
+        it->prompt && r->out_rows ? r->out_rows + (size_t)r->n_done * s->m->vocab_size : NULL;
+    *out = (ft_exec_item_t){s, it->tokens, it->n, rows};
+    return 1;
+}
+
+/* After the step: the item's tokens joined its session's history; the
+ * request samples when its prompt is done. pos: n_past before the step. */
+FT_WARN_UNUSED static ft_status_t ft_item_finish(ft_sched_item_t *it, uint32_t pos)
 {
     ft_request_t *r = it->r;
     ft_session_t *s = r->session;
     ft_sched_session_t *ss = s->sched;
-    if (it->prompt && r->n_done == 0) {
-        ft_status_t st = ft_item_restore(it);
-        if (st) return st;
-    }
     if (it->n) {
-        const uint32_t pos = s->n_past;
-        float *rows =
-            it->prompt && r->out_rows ? r->out_rows + (size_t)r->n_done * s->m->vocab_size : NULL;
-        ft_status_t st = ft_exec_session_run(s, it->tokens, it->n, rows);
-        if (st) return st;
         memcpy(ss->history + pos, it->tokens, it->n * sizeof(int32_t));
         ss->n_used += it->n;
         if (it->prompt) r->n_done += it->n;
-        st = ft_exec_session_publish(s, ss->history);
+        ft_status_t st = ft_exec_session_publish(s, ss->history);
         if (st) return st;
     }
     if (r->n_done < r->n_tokens) return FT_OK; /* more prompt to come */
@@ -137,11 +149,26 @@ FT_WARN_UNUSED static ft_status_t ft_item_run(ft_sched_item_t *it)
 void ft_sched_run_step(ft_sched_t *sc, uint32_t n_items)
 {
     sc->e->sched_steps++; /* under step_lock */
+    /* Every item's tokens in one executor step (batched passes on cpu and
+     * sim), then each request's bookkeeping and sample. */
+    uint32_t n_exec = 0;
     for (uint32_t i = 0; i < n_items; i++) {
         ft_sched_item_t *it = &sc->items[i];
-        it->st = ft_item_run(it);
+        it->st = NULL;
+        n_exec += ft_item_exec(it, &sc->exec[n_exec]);
+    }
+    ft_status_t err = n_exec ? ft_exec_step(sc->e, sc->exec, n_exec) : FT_OK;
+    for (uint32_t i = 0; i < n_items; i++) {
+        ft_sched_item_t *it = &sc->items[i];
+        if (it->st) { /* failed before the step: its restore or its pages */
+        } else if (err && it->n) {
+            it->st = ft_status_make(ft_status_code(err), "%s", ft_status_message(err));
+        } else {
+            it->st = ft_item_finish(it, it->pos);
+        }
         if (it->st) it->finish = FT_FINISH_ERROR;
     }
+    ft_status_free(err);
 }
 
 ft_status_t ft_sched_start_check(const ft_request_t *r)

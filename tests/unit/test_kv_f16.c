@@ -210,9 +210,11 @@ static void test_append_rounds_to_nearest_even(void **state)
     }
     ft_step_t st;
     memset(&st, 0, sizeof(st));
-    st.s = s;
+    st.e = e;
+    st.w = e->work;
     st.n = st.n_step = 1;
-    st.pos0 = pos;
+    st.w->row_s[0] = s;
+    st.w->row_pos[0] = pos;
     st.buf[x->in[0]] = k;
     st.buf[x->in[1]] = v;
     FT_REF_OK(ft_kv_table_prepare(&s->kv, pos, 1)); /* the position's page, as a step would */
