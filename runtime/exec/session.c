@@ -184,16 +184,21 @@ ft_status_t ft_exec_session_restore(ft_session_t *s, const int32_t *tokens, uint
 {
     *out_n = 0;
     s->n_restored = 0;
-    if (!s->prefix_cache || s->n_past || n < 2)
+    /* The last token's logits are computed; and at least as many tokens as
+     * take the generated kernels, so that the chunk after the restore runs
+     * the kernels a cold prompt's chunks do (gen_min_tokens 2 where decode
+     * runs the reference kernels). */
+    const ft_engine_t *e = s->engine;
+    const uint32_t keep = e->kmod && e->gen_min_tokens > 1 ? e->gen_min_tokens : 1;
+    if (!s->prefix_cache || s->n_past || n <= keep)
         return FT_OK;
-    /* At most n - 1: the last token's logits are computed. */
-    ft_status_t st = ft_kv_table_restore(&s->kv, s->engine->kv_tree, tokens, n - 1, s->rstate, s->rstate_bytes,
+    ft_status_t st = ft_kv_table_restore(&s->kv, e->kv_tree, tokens, n - keep, s->rstate, s->rstate_bytes,
                                          s->kv_prio, out_n);
     if (st)
         return st;
     s->n_past = s->n_restored = *out_n;
     s->has_logits = 0;
-    s->engine->kv_restored += *out_n;
+    s->engine->kv_restored += *out_n; /* under step_lock */
     return FT_OK;
 }
 

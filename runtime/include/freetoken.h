@@ -393,9 +393,12 @@ typedef struct ft_session_options {
        it is destroyed, until evicted), and a request that starts while the session is
        empty (n_past 0: new, or rewound to 0) restores the longest cached prefix of its
        prompt, or the deepest anchor that matches, and computes only the rest (at least
-       its last token, whose logits it needs). Restored positions give bit-identical
-       logits to computing them, where the kernels compute each row alone (the reference
-       kernels). 0 (default): neither. */
+       its last token, whose logits it needs, and at least two where single tokens run
+       other kernels than batches: FT_KERNELS_AUTO with an avx2 or portable module). The
+       logits are bit-identical to computing the whole prompt (each row's arithmetic
+       does not depend on the rows beside it; tests/unit/test_kv_prefix.c). It is not
+       for requests that ask for every prompt row's logits (out_all_logits: nothing is
+       restored). 0 (default): neither. */
     int prefix_cache;
     int cache_priority; /* ft_cache_priority_t of what it caches; 0: FT_CACHE_NORMAL */
 } ft_session_options_t;

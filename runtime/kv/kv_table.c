@@ -93,6 +93,15 @@ ft_status_t ft_kv_table_publish(ft_kv_table_t *t, ft_kv_tree_t *tree, const int3
         ft_status_t st = ft_kv_tree_insert(tree, i ? t->nodes[i - 1] : NULL, tokens + (size_t)i * P,
                                            t->pages[i], prio, &node);
         if (st) return st;
+        if (ft_kv_node_page(node) != t->pages[i]) {
+            /* The tree had these tokens already (another session computed
+             * them at the same time): take its page, the same KV, and let
+             * ours go. Holding it keeps the node from eviction while the
+             * table points at it. */
+            ft_kv_page_ref(t->pool, ft_kv_node_page(node));
+            ft_kv_page_unref(t->pool, t->pages[i]);
+            ft_kv_table_set(t, i, ft_kv_node_page(node));
+        }
         t->nodes[i] = node;
         t->n_published++;
     }

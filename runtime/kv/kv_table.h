@@ -47,7 +47,9 @@ FT_WARN_UNUSED ft_status_t ft_kv_table_prepare(ft_kv_table_t *t, uint32_t pos0, 
  * stays, and is copied when next written if shared). */
 void ft_kv_table_truncate(ft_kv_table_t *t, uint32_t n_past);
 /* Caches the full pages of tokens[0, n_past) (the session's sequence) not
- * yet in the tree. */
+ * yet in the tree. A page whose tokens the tree has already (computed by
+ * another session at the same time) is replaced by the tree's: the same
+ * KV, one copy. */
 FT_WARN_UNUSED ft_status_t ft_kv_table_publish(ft_kv_table_t *t, ft_kv_tree_t *tree,
                                                const int32_t *tokens, uint32_t n_past,
                                                ft_kv_prio_t prio);

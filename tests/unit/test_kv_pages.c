@@ -277,13 +277,49 @@ static void test_eviction(void **state)
     ft_kv_pool_destroy(pool);
 }
 
+/* Two tables compute the same tokens at once: the second to publish takes
+ * the tree's page, so the node it builds on stays while it needs it, even
+ * when the first table is gone and the pool needs pages. */
+static void test_publish_twice(void **state)
+{
+    (void)state;
+    ft_kv_pool_t *pool = new_pool(6);
+    ft_kv_tree_t *tree = NULL;
+    assert_null(ft_kv_tree_create(pool, 1 << 20, NULL, &tree));
+    int32_t toks[CTX];
+    for (int i = 0; i < CTX; i++)
+        toks[i] = 7 + i;
+    ft_kv_table_t a, b;
+    assert_null(ft_kv_table_init(&a, pool, CTX, NULL));
+    assert_null(ft_kv_table_init(&b, pool, CTX, NULL));
+    write_rows(&a, 1, 0, 8);
+    write_rows(&b, 1, 0, 8);
+    assert_null(ft_kv_table_publish(&a, tree, toks, 8, FT_KV_PRIO_NORMAL));
+    assert_null(ft_kv_table_publish(&b, tree, toks, 8, FT_KV_PRIO_NORMAL));
+    assert_int_equal(b.pages[0], a.pages[0]);
+    assert_int_equal(b.pages[1], a.pages[1]);
+    ft_kv_pool_stats_t ps;
+    ft_kv_pool_stats(pool, &ps);
+    assert_int_equal(ps.pages_used, 2); /* one copy */
+    ft_kv_table_free(&a, NULL);
+    /* b fills the pool; the pages it holds are not evicted under it. */
+    write_rows(&b, 1, 8, 16);
+    assert_null(ft_kv_table_publish(&b, tree, toks, 24, FT_KV_PRIO_NORMAL));
+    check_rows(&b, 24, 1, 1, 24);
+    ft_kv_tree_stats_t ts;
+    ft_kv_tree_stats(tree, &ts);
+    assert_int_equal(ts.n_nodes, 6);
+    ft_kv_table_free(&b, NULL);
+    ft_kv_tree_destroy(tree);
+    ft_kv_pool_destroy(pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pool_budget),
-        cmocka_unit_test(test_prefix_share_and_cow),
-        cmocka_unit_test(test_anchor_restore),
-        cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_pool_budget),    cmocka_unit_test(test_prefix_share_and_cow),
+        cmocka_unit_test(test_anchor_restore), cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_publish_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -267,8 +267,8 @@ static void test_eviction_and_full(void **state)
     (void)state;
     const uint64_t pb = page_bytes();
     ft_engine_t *e = open_engine(FT_BACKEND_CPU, 12 * pb);
-    int32_t conv[81], side[64];
-    tokens(conv, 81, 7);
+    int32_t conv[82], side[64];
+    tokens(conv, 82, 7);
     ft_session_t *s = new_session(e, 1, FT_CACHE_NORMAL, 0);
     FT_REF_OK(ft_session_eval(s, conv, 80, NULL));
     ft_session_destroy(s);
@@ -283,9 +283,9 @@ static void test_eviction_and_full(void **state)
     assert_true(es.kv_evictions > 0);
     assert_true(es.kv_bytes_allocated <= 12 * pb);
     s = new_session(e, 1, FT_CACHE_NORMAL, 0);
-    FT_REF_OK(ft_session_eval(s, conv, 81, NULL));
+    FT_REF_OK(ft_session_eval(s, conv, 82, NULL));
     assert_int_equal(ft_session_n_restored(s), 80);
-    float *want = scratch(e, conv, 81);
+    float *want = scratch(e, conv, 82);
     same_logits(s, want, "the conversation's prefix after side requests");
     free(want);
     /* s holds 6 pages; another session can have the other 6, not 7. */
