@@ -56,6 +56,8 @@ static Ftplan__Block *ft_pb_block(const ft_ir_block_t *b, uint32_t index, ft_are
     at->has_sinks = b->attn.has_sinks;
     at->has_bias = b->attn.has_bias;
     at->has_out_gate = b->attn.has_out_gate;
+    at->conv_kernel = b->attn.conv_kernel;
+    at->heads_tiled = b->attn.heads_tiled;
     mo->n_experts = b->moe.n_experts;
     mo->n_experts_used = b->moe.n_experts_used;
     mo->expert_ffn = b->moe.expert_ffn;
@@ -65,6 +67,7 @@ static Ftplan__Block *ft_pb_block(const ft_ir_block_t *b, uint32_t index, ft_are
     mo->norm_topk_prob = b->moe.norm_topk_prob;
     mo->has_router_bias = b->moe.has_router_bias;
     mo->routed_scaling = b->moe.routed_scaling;
+    mo->shared_gate = b->moe.shared_gate;
     pb->index = index;
     pb->attn = at;
     pb->is_moe = b->is_moe;

@@ -61,6 +61,8 @@ static Ftplan__Op *ft_ps_op(const ft_ir_op_t *o, ft_arena_t *a)
     p->rope_yarn_beta_fast = o->rope_yarn_beta_fast;
     p->rope_yarn_beta_slow = o->rope_yarn_beta_slow;
     p->expert_ffn = o->expert_ffn;
+    p->conv_kernel = o->conv_kernel;
+    p->heads_tiled = o->heads_tiled;
     return p;
 }
 

@@ -96,6 +96,11 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_GLU:
         fprintf(out, "  %s", ft_sr_act_name(op->act));
         break;
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        fprintf(out, "  %u value heads, %u key heads (%s) of %u, conv of %u taps", op->n_heads,
+                op->n_kv_heads, op->heads_tiled ? "tiled" : "grouped", op->head_dim,
+                op->conv_kernel);
+        break;
     default:
         break;
     }
@@ -215,6 +220,13 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         json_object_set_new(o, "act", json_string(ft_sr_act_name(op->act)));
+        break;
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        json_object_set_new(o, "n_heads", json_integer(op->n_heads));
+        json_object_set_new(o, "n_kv_heads", json_integer(op->n_kv_heads));
+        json_object_set_new(o, "head_dim", json_integer(op->head_dim));
+        json_object_set_new(o, "conv_kernel", json_integer(op->conv_kernel));
+        json_object_set_new(o, "heads_tiled", json_boolean(op->heads_tiled));
         break;
     default:
         break;

@@ -64,6 +64,15 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_FFN_GATE_SHEXP] = "ffn_gate_shexp",
     [FT_ROLE_FFN_UP_SHEXP] = "ffn_up_shexp",
     [FT_ROLE_FFN_DOWN_SHEXP] = "ffn_down_shexp",
+    [FT_ROLE_SSM_QKV] = "attn_qkv",
+    [FT_ROLE_SSM_CONV] = "ssm_conv1d",
+    [FT_ROLE_SSM_DT_BIAS] = "ssm_dt.bias",
+    [FT_ROLE_SSM_A] = "ssm_a",
+    [FT_ROLE_SSM_BETA] = "ssm_beta",
+    [FT_ROLE_SSM_ALPHA] = "ssm_alpha",
+    [FT_ROLE_SSM_NORM] = "ssm_norm",
+    [FT_ROLE_SSM_OUT] = "ssm_out",
+    [FT_ROLE_FFN_GATE_INP_SHEXP] = "ffn_gate_inp_shexp",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
@@ -80,6 +89,10 @@ const char *ft_arch_name(ft_arch_t arch)
     case FT_ARCH_MIXTRAL: return "mixtral";
     case FT_ARCH_GPT_OSS: return "gpt-oss";
     case FT_ARCH_GLM4MOE: return "glm4moe";
+    case FT_ARCH_QWEN35MOE:
+        return "qwen35moe";
+    case FT_ARCH_QWEN3NEXT:
+        return "qwen3next";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -193,6 +206,37 @@ FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, c
     return FT_OK;
 }
 
+/* A Gated DeltaNet block's tensors (ir.h, FT_ROLE_SSM_*): Hv value heads
+ * and Hk key heads of hd, whole groups, a conv of at least 2 taps. */
+FT_WARN_UNUSED static ft_status_t ft_ir_expect_deltanet(const ft_ir_model_t *m,
+                                                        const ft_ir_block_t *b, int32_t L)
+{
+    const ft_ir_attention_t *a = &b->attn;
+    const uint64_t d = m->hp.d_model, hd = a->head_dim, hv = a->n_heads, hk = a->n_kv_heads;
+    if (!hv || !hk || hv % hk || !hd || a->value_head_dim != a->head_dim || a->conv_kernel < 2 ||
+        a->conv_kernel > 64)
+        return ft_status_make(
+            FT_STATUS_FORMAT,
+            "%s: layer %d: Gated DeltaNet of %u value heads, %u key heads, head size %u/%u "
+            "and a conv of %u taps (whole groups, equal head sizes, 2..64 taps)",
+            m->source_name, (int)L, a->n_heads, a->n_kv_heads, a->head_dim, a->value_head_dim,
+            a->conv_kernel);
+    const uint64_t conv = (2 * hk + hv) * hd;
+    ft_status_t st;
+    if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_QKV, L, 2, conv, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_GATE, L, 2, hv * hd, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_CONV, L, 2, conv, a->conv_kernel, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_DT_BIAS, L, 1, hv, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_A, L, 1, hv, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_BETA, L, 2, hv, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_ALPHA, L, 2, hv, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_NORM, L, 1, hd, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_SSM_OUT, L, 2, d, hv * hd, 0)))
+        return st;
+    return FT_OK;
+}
+
 ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
 {
     const ft_ir_hparams_t *hp = &m->hp;
@@ -220,13 +264,15 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
         const uint64_t k = (uint64_t)b->attn.n_kv_heads * b->attn.head_dim;
         const uint64_t v = (uint64_t)b->attn.n_kv_heads * b->attn.value_head_dim;
         const uint64_t o = (uint64_t)b->attn.n_heads * b->attn.value_head_dim;
-        if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
-            (st = ft_ir_expect(m, FT_ROLE_ATTN_Q, L, 2, q, d, 0)) ||
-            (st = ft_ir_expect(m, FT_ROLE_ATTN_K, L, 2, k, d, 0)) ||
-            (st = ft_ir_expect(m, FT_ROLE_ATTN_V, L, 2, v, d, 0)) ||
-            (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, o, 0)) ||
-            (st = ft_ir_expect(m, FT_ROLE_FFN_NORM, L, 1, d, 0, 0)))
+        if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
+            if ((st = ft_ir_expect_deltanet(m, b, L))) return st;
+        } else if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
+                   (st = ft_ir_expect(m, FT_ROLE_ATTN_Q, L, 2, q, d, 0)) ||
+                   (st = ft_ir_expect(m, FT_ROLE_ATTN_K, L, 2, k, d, 0)) ||
+                   (st = ft_ir_expect(m, FT_ROLE_ATTN_V, L, 2, v, d, 0)) ||
+                   (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, o, 0)))
             return st;
+        if ((st = ft_ir_expect(m, FT_ROLE_FFN_NORM, L, 1, d, 0, 0))) return st;
         /* Biases are optional, each a vector of its projection's rows. */
         const ft_tensor_role_t bias_roles[4] = {FT_ROLE_ATTN_Q_BIAS, FT_ROLE_ATTN_K_BIAS, FT_ROLE_ATTN_V_BIAS,
                                                 FT_ROLE_ATTN_O_BIAS};
@@ -248,7 +294,8 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
         if ((b->attn.has_sinks || ft_ir_find(m, FT_ROLE_ATTN_SINKS, L)) &&
             (st = ft_ir_expect(m, FT_ROLE_ATTN_SINKS, L, 1, b->attn.n_heads, 0, 0)))
             return st;
-        if ((b->attn.has_out_gate || ft_ir_find(m, FT_ROLE_ATTN_GATE, L)) &&
+        if (b->attn.kind != FT_ATTN_GATED_DELTANET &&
+            (b->attn.has_out_gate || ft_ir_find(m, FT_ROLE_ATTN_GATE, L)) &&
             (st = ft_ir_expect(m, FT_ROLE_ATTN_GATE, L, 2, o, d, 0)))
             return st;
         if (b->attn.qk_norm &&
@@ -269,6 +316,13 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
                       (st = ft_ir_expect(m, FT_ROLE_FFN_UP_SHEXP, L, 2, S, d, 0)) ||
                       (st = ft_ir_expect(m, FT_ROLE_FFN_DOWN_SHEXP, L, 2, d, S, 0))))
                 return st;
+            if (b->moe.shared_gate &&
+                (!S || (st = ft_ir_expect(m, FT_ROLE_FFN_GATE_INP_SHEXP, L, 2, 1, d, 0))))
+                return st ? st
+                          : ft_status_make(FT_STATUS_FORMAT,
+                                           "%s: layer %u: a shared expert gate without a "
+                                           "shared expert",
+                                           m->source_name, l);
         } else {
             const uint64_t F = b->dense_ffn;
             if ((st = ft_ir_expect(m, FT_ROLE_FFN_GATE, L, 2, F, d, 0)) ||
@@ -315,6 +369,10 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
                     b->moe.has_sel_bias);
         if (b->attn.has_out_gate)
             fprintf(out, "block %u out_gate 1\n", l);
+        if (b->attn.kind == FT_ATTN_GATED_DELTANET)
+            fprintf(out, "block %u deltanet conv %u tiled %d\n", l, b->attn.conv_kernel,
+                    b->attn.heads_tiled);
+        if (b->moe.shared_gate) fprintf(out, "block %u shared_gate 1\n", l);
     }
     if (hp->n_mtp_layers)
         fprintf(out, "mtp_layers %u (skipped)\n", hp->n_mtp_layers);

@@ -20,9 +20,11 @@
 typedef enum ft_arch {
     FT_ARCH_UNKNOWN = 0,
     FT_ARCH_QWEN3MOE = 1,
-    FT_ARCH_MIXTRAL = 2, /* GGUF "llama" with experts, HF MixtralForCausalLM */
-    FT_ARCH_GPT_OSS = 3, /* GGUF "gpt-oss", HF GptOssForCausalLM */
-    FT_ARCH_GLM4MOE = 4, /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
+    FT_ARCH_MIXTRAL = 2,   /* GGUF "llama" with experts, HF MixtralForCausalLM */
+    FT_ARCH_GPT_OSS = 3,   /* GGUF "gpt-oss", HF GptOssForCausalLM */
+    FT_ARCH_GLM4MOE = 4,   /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
+    FT_ARCH_QWEN35MOE = 5, /* Qwen3.5/3.6 MoE hybrids: GGUF "qwen35moe" */
+    FT_ARCH_QWEN3NEXT = 6, /* Qwen3-Next: GGUF "qwen3next" */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -67,12 +69,13 @@ typedef enum ft_tensor_role {
     FT_ROLE_ATTN_K_BIAS = 20,
     FT_ROLE_ATTN_V_BIAS = 21,
     FT_ROLE_ATTN_O_BIAS = 22,
-    FT_ROLE_ATTN_SINKS = 23, /* [n_heads] sink logits (optional) */
+    FT_ROLE_ATTN_SINKS = 23,         /* [n_heads] sink logits (optional) */
     FT_ROLE_FFN_ROUTER_BIAS = 24,    /* [n_experts] (optional) */
     FT_ROLE_FFN_GATE_EXPS_BIAS = 25, /* [n_experts, ffn] (optional, with the other two) */
     FT_ROLE_FFN_UP_EXPS_BIAS = 26,
     FT_ROLE_FFN_DOWN_EXPS_BIAS = 27, /* [n_experts, d_model] */
-    FT_ROLE_FFN_EXP_PROBS_B = 30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
+    FT_ROLE_FFN_EXP_PROBS_B =
+        30, /* [n_experts] router selection bias (DeepSeek-V3 e_score_correction_bias) */
     /* The ungated shared expert beside the routed ones (DeepSeek-V3,
      * GLM-4.5): [n_shared * shared_ffn, d] x2 and [d, n_shared * shared_ffn]. */
     FT_ROLE_FFN_GATE_SHEXP = 31,
@@ -83,6 +86,21 @@ typedef enum ft_tensor_role {
      * checkpoint's q projection (stored interleaved with q per head there;
      * the importer splits them); o = attention * sigmoid(gate h). */
     FT_ROLE_ATTN_GATE = 34,
+    /* Gated DeltaNet blocks (attn.kind FT_ATTN_GATED_DELTANET): n_heads value
+     * heads (Hv), n_kv_heads key heads (Hk), head_dim = value_head_dim (hd),
+     * conv = 2 * Hk * hd + Hv * hd channels. z, the output norm's gate, is
+     * FT_ROLE_ATTN_GATE [Hv * hd, d_model]; the input norm FT_ROLE_ATTN_NORM. */
+    FT_ROLE_SSM_QKV = 35,     /* [conv, d_model]: rows q | k | v */
+    FT_ROLE_SSM_CONV = 36,    /* [conv, conv_kernel] */
+    FT_ROLE_SSM_DT_BIAS = 37, /* [Hv] */
+    FT_ROLE_SSM_A = 38,       /* [Hv]: -exp(A_log) as llama.cpp's converter stores it */
+    FT_ROLE_SSM_BETA = 39,    /* [Hv, d_model] */
+    FT_ROLE_SSM_ALPHA = 40,   /* [Hv, d_model] */
+    FT_ROLE_SSM_NORM = 41,    /* [hd] the gated RMSNorm's weight, every head's */
+    FT_ROLE_SSM_OUT = 42,     /* [d_model, Hv * hd] */
+    /* [1, d_model]: the shared expert's output times sigmoid(this . h)
+     * (Qwen3.5/3.6, Qwen3-Next; GGUF stores it as a vector [d_model]). */
+    FT_ROLE_FFN_GATE_INP_SHEXP = 43,
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -117,6 +135,11 @@ typedef struct ft_ir_attention {
     int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
     int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
     int has_out_gate; /* the output is gated: attention * sigmoid(W_gate h) (FT_ROLE_ATTN_GATE) */
+    /* FT_ATTN_GATED_DELTANET: the causal conv's taps, and whether value head
+     * h reads key head h % n_kv_heads (tiled: Qwen3.5/3.6) or
+     * h / (n_heads / n_kv_heads) (grouped: Qwen3-Next). */
+    uint32_t conv_kernel;
+    int heads_tiled;
 } ft_ir_attention_t;
 
 typedef struct ft_ir_moe {
@@ -127,6 +150,8 @@ typedef struct ft_ir_moe {
     float routed_scaling;
     uint32_t n_groups, n_groups_used; /* group-limited routing (DeepSeek-V3 n_group, topk_group); 0: none */
     int has_sel_bias; /* a router selection bias (FT_ROLE_FFN_EXP_PROBS_B) is required */
+    int shared_gate; /* the shared experts' output times sigmoid(w . h) (FT_ROLE_FFN_GATE_INP_SHEXP)
+                      */
 } ft_ir_moe_t;
 
 typedef struct ft_ir_block {

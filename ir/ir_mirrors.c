@@ -22,6 +22,8 @@ FT_MIRROR(ARCH, ARCH, QWEN3MOE);
 FT_MIRROR(ARCH, ARCH, MIXTRAL);
 FT_MIRROR(ARCH, ARCH, GPT_OSS);
 FT_MIRROR(ARCH, ARCH, GLM4MOE);
+FT_MIRROR(ARCH, ARCH, QWEN35MOE);
+FT_MIRROR(ARCH, ARCH, QWEN3NEXT);
 
 /* ft_norm_kind_t and plan.proto's NormKind */
 FT_MIRROR(NORM_KIND, NORM, RMS);
@@ -82,6 +84,15 @@ FT_MIRROR(TENSOR_ROLE, ROLE, FFN_EXP_PROBS_B);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_SHEXP);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_UP_SHEXP);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_DOWN_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_QKV);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_CONV);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_DT_BIAS);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_A);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_BETA);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_ALPHA);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_NORM);
+FT_MIRROR(TENSOR_ROLE, ROLE, SSM_OUT);
+FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_INP_SHEXP);
 
 /* ft_op_kind_t and plan.proto's OpKind */
 FT_MIRROR(OP_KIND, OP, INVALID);
@@ -96,6 +107,7 @@ FT_MIRROR(OP_KIND, OP, ADD);
 FT_MIRROR(OP_KIND, OP, ROUTER);
 FT_MIRROR(OP_KIND, OP, MOE);
 FT_MIRROR(OP_KIND, OP, GLU);
+FT_MIRROR(OP_KIND, OP, DELTANET);
 
 /* A LINEAR weight without a bias: the same marker in the IR and the plan. */
 _Static_assert(FT_OP_NO_BIAS == FT_PLAN_NO_BIAS, "FT_OP_NO_BIAS must equal plan.proto's NO_BIAS");
@@ -106,9 +118,10 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_ATTN_GATE + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_GATE_INP_SHEXP + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
-_Static_assert(FT_OP_COUNT == FT_OP_GLU + 1, "a new ft_op_kind_t value needs plan.proto's OpKind");
+_Static_assert(FT_OP_COUNT == FT_OP_DELTANET + 1,
+               "a new ft_op_kind_t value needs plan.proto's OpKind");
 
 /* Token types: the plan stores the IR's ft_token_type_t bytes, and the
  * runtime's tokenizer reads them as its FT_TOKTYPE_* (text/). */

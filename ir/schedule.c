@@ -55,8 +55,8 @@ ft_status_t ft_sched_weight(const ft_ir_model_t *m, ft_tensor_role_t role, int32
 const char *ft_op_kind_name(ft_op_kind_t kind)
 {
     static const char *const names[FT_OP_COUNT] = {
-        "invalid", "embed", "rmsnorm", "linear", "head_norm", "rope",
-        "kv_append", "attention", "add", "router", "moe", "glu",
+        "invalid",   "embed", "rmsnorm", "linear", "head_norm", "rope",     "kv_append",
+        "attention", "add",   "router",  "moe",    "glu",       "deltanet",
     };
     return (unsigned)kind < FT_OP_COUNT ? names[kind] : "?";
 }

@@ -28,11 +28,13 @@ typedef enum ft_op_kind {
     FT_OP_ROUTER = 9,
     FT_OP_MOE = 10,
     FT_OP_GLU = 11,
+    FT_OP_DELTANET = 12,
     FT_OP_COUNT
 } ft_op_kind_t;
 
 typedef enum ft_buf_kind { FT_BUF_ACTIVATION = 0, FT_BUF_LOGITS = 1 } ft_buf_kind_t;
 
+#define FT_SCHED_MAX_BUFFERS 32 /* a lowering's fixed set */
 #define FT_OP_MAX_ARGS 3 /* inputs, outputs or weights of one op */
 #define FT_OP_NO_BIAS 0xFFFFFFFFu /* biases[j]: weight j has none (plan.proto's NO_BIAS) */
 
@@ -64,6 +66,8 @@ typedef struct ft_ir_op {
     /* ROPE: YaRN (factor 0: none), as ft_ir_hparams_t */
     float rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
     uint32_t rope_yarn_orig_ctx;
+    uint32_t conv_kernel; /* DELTANET: the causal conv's taps */
+    int heads_tiled;      /* DELTANET: value head h reads key head h % n_kv_heads */
 } ft_ir_op_t;
 
 typedef struct ft_ir_buffer {
@@ -80,7 +84,7 @@ typedef struct ft_ir_ops {
 
 typedef struct ft_ir_schedule {
     uint32_t n_buffers;
-    ft_ir_buffer_t buffers[16];
+    ft_ir_buffer_t buffers[FT_SCHED_MAX_BUFFERS];
     ft_ir_ops_t prologue;
     uint32_t n_blocks;
     ft_ir_ops_t *blocks; /* [n_blocks] */
@@ -91,7 +95,7 @@ typedef struct ft_ir_schedule {
 
 /* An empty schedule of n_blocks blocks, its memory in model->arena. */
 FT_WARN_UNUSED ft_status_t ft_sched_init(ft_ir_schedule_t *s, const ft_ir_model_t *model, uint32_t n_blocks);
-/* Adds a buffer; returns its index. At most 16 (a lowering's fixed set). */
+/* Adds a buffer; returns its index. At most FT_SCHED_MAX_BUFFERS. */
 FT_WARN_UNUSED ft_status_t ft_sched_buffer(ft_ir_schedule_t *s, const char *name, ft_buf_kind_t kind, uint32_t width,
                             uint32_t *out_index);
 /* Appends op to a list (copied), growing it in the model's arena. */

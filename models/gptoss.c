@@ -23,11 +23,12 @@
  * every other stack here), with biases [E, F]. HF's experts are one
  * gate_up_proj [E, d, 2F] stored transposed against nn.Linear, with gate
  * and up in alternating columns, which no byte-range piece can express:
- * an HF directory is refused naming that tensor. MXFP4 expert tensors
- * (what gpt-oss ships) are refused naming the tensor too. */
+ * an HF directory is refused naming that tensor. MXFP4 tensors (what
+ * gpt-oss ships: llama.cpp's converter keeps the experts' blocks, ggml
+ * type 39) are imported as they are: ggml's block layout is the
+ * runtime's FT_DTYPE_MXFP4. */
 #include "model_registry.h"
 #include "family_finish.h"
-
 
 #include <stdio.h>
 #include <string.h>
@@ -35,25 +36,26 @@
 #define FT_OSS_ALPHA 1.702f
 #define FT_OSS_LIMIT 7.0f
 
-FT_WARN_UNUSED static ft_status_t ft_oss_u32(const ft_src_model_t *src, const char *key, uint32_t min, uint32_t max,
-                                             uint32_t *out)
+FT_WARN_UNUSED static ft_status_t ft_oss_u32(const ft_src_model_t *src, const char *key,
+                                             uint32_t min, uint32_t max, uint32_t *out)
 {
     char k[96];
     snprintf(k, sizeof(k), "gpt-oss.%s", key);
     return ft_meta_require_u32(&src->meta, src->path, k, min, max, out);
 }
 
-FT_WARN_UNUSED static ft_status_t ft_oss_f32(const ft_src_model_t *src, const char *key, double lo, double hi,
-                                             float *out)
+FT_WARN_UNUSED static ft_status_t ft_oss_f32(const ft_src_model_t *src, const char *key, double lo,
+                                             double hi, float *out)
 {
     char k[96];
     snprintf(k, sizeof(k), "gpt-oss.%s", key);
     double v;
     if (!ft_meta_get_f64(&src->meta, k, &v))
-        return ft_status_make(FT_STATUS_FORMAT, "%s: required number '%s' is missing or not a number", src->path,
-                              k);
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: required number '%s' is missing or not a number", src->path, k);
     if (!(v >= lo && v <= hi))
-        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: '%s' = %g is outside [%g, %g]", src->path, k, v, lo, hi);
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: '%s' = %g is outside [%g, %g]",
+                              src->path, k, v, lo, hi);
     *out = (float)v;
     return FT_OK;
 }
@@ -62,22 +64,23 @@ FT_WARN_UNUSED static ft_status_t ft_oss_f32(const ft_src_model_t *src, const ch
 FT_WARN_UNUSED static ft_status_t ft_oss_yarn(const ft_src_model_t *src, ft_ir_hparams_t *hp)
 {
     const char *type = ft_meta_get_string(&src->meta, "gpt-oss.rope.scaling.type");
-    if (!type || strcmp(type, "none") == 0)
-        return FT_OK;
+    if (!type || strcmp(type, "none") == 0) return FT_OK;
     if (strcmp(type, "yarn") != 0)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: gpt-oss.rope.scaling.type '%s' is not supported (yarn)",
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: gpt-oss.rope.scaling.type '%s' is not supported (yarn)",
                               src->path, type);
     ft_status_t st;
     if ((st = ft_oss_f32(src, "rope.scaling.factor", 1.0, 1e6, &hp->rope_yarn_factor)) ||
-        (st = ft_oss_u32(src, "rope.scaling.original_context_length", 1, 1u << 26, &hp->rope_yarn_orig_ctx)))
+        (st = ft_oss_u32(src, "rope.scaling.original_context_length", 1, 1u << 26,
+                         &hp->rope_yarn_orig_ctx)))
         return st;
     hp->rope_yarn_beta_fast = 32.0f; /* llama.cpp's yarn_beta_fast / _slow defaults, HF's too */
     hp->rope_yarn_beta_slow = 1.0f;
     return FT_OK;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_oss_hparams(const ft_src_model_t *src, ft_ir_model_t *m, ft_ir_block_t *proto,
-                                                 uint32_t *window)
+FT_WARN_UNUSED static ft_status_t ft_oss_hparams(const ft_src_model_t *src, ft_ir_model_t *m,
+                                                 ft_ir_block_t *proto, uint32_t *window)
 {
     ft_ir_hparams_t *hp = &m->hp;
     hp->arch = FT_ARCH_GPT_OSS;
@@ -104,8 +107,10 @@ FT_WARN_UNUSED static ft_status_t ft_oss_hparams(const ft_src_model_t *src, ft_i
         (st = ft_oss_yarn(src, hp)))
         return st;
     if (a->n_heads % a->n_kv_heads || a->value_head_dim != a->head_dim)
-        return ft_status_make(FT_STATUS_FORMAT, "%s: %u heads over %u KV heads, key/value lengths %u/%u (GQA with "
-                              "equal lengths)", src->path, a->n_heads, a->n_kv_heads, a->head_dim, a->value_head_dim);
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: %u heads over %u KV heads, key/value lengths %u/%u (GQA with "
+                              "equal lengths)",
+                              src->path, a->n_heads, a->n_kv_heads, a->head_dim, a->value_head_dim);
     hp->rope_dim = a->head_dim;
     uint32_t rope_dim = hp->rope_dim;
     char k[96];
@@ -125,56 +130,46 @@ FT_WARN_UNUSED static ft_status_t ft_oss_hparams(const ft_src_model_t *src, ft_i
     return FT_OK;
 }
 
-/* Refuses what this importer does not compute: MXFP4 experts, a layer
- * without its biases or sinks. */
-FT_WARN_UNUSED static ft_status_t ft_oss_check_tensors(const ft_src_model_t *src, const ft_ir_model_t *m)
+/* Refuses what this importer does not compute: a layer without its
+ * biases or sinks. */
+FT_WARN_UNUSED static ft_status_t ft_oss_check_tensors(const ft_src_model_t *src,
+                                                       const ft_ir_model_t *m)
 {
     static const ft_tensor_role_t need[] = {
-        FT_ROLE_ATTN_Q_BIAS,        FT_ROLE_ATTN_K_BIAS,      FT_ROLE_ATTN_V_BIAS,         FT_ROLE_ATTN_O_BIAS,
-        FT_ROLE_ATTN_SINKS,         FT_ROLE_FFN_ROUTER_BIAS,  FT_ROLE_FFN_GATE_EXPS_BIAS,
-        FT_ROLE_FFN_UP_EXPS_BIAS,   FT_ROLE_FFN_DOWN_EXPS_BIAS};
-    /* The experts first: that is where gpt-oss's MXFP4 is. */
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t i = 0; i < m->n_tensors; i++) {
-            const ft_ir_tensor_t *t = &m->tensors[i];
-            const int expert = t->role == FT_ROLE_FFN_GATE_EXPS || t->role == FT_ROLE_FFN_UP_EXPS ||
-                               t->role == FT_ROLE_FFN_DOWN_EXPS;
-            if (t->dtype == FT_DTYPE_MXFP4 && (pass == 1 || expert))
-                return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: tensor '%s' is MXFP4, which is not imported yet "
-                                      "(MXFP4 import is separate work; f32, f16 or bf16 weights only)", src->path,
-                                      t->name);
-        }
+        FT_ROLE_ATTN_Q_BIAS,        FT_ROLE_ATTN_K_BIAS,      FT_ROLE_ATTN_V_BIAS,
+        FT_ROLE_ATTN_O_BIAS,        FT_ROLE_ATTN_SINKS,       FT_ROLE_FFN_ROUTER_BIAS,
+        FT_ROLE_FFN_GATE_EXPS_BIAS, FT_ROLE_FFN_UP_EXPS_BIAS, FT_ROLE_FFN_DOWN_EXPS_BIAS};
     for (uint32_t l = 0; l < m->hp.n_layers; l++)
         for (size_t r = 0; r < sizeof(need) / sizeof(need[0]); r++)
             if (!ft_ir_find(m, need[r], (int32_t)l))
-                return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor 'blk.%u.%s' (gpt-oss has it in every "
-                                      "layer)", src->path, l, ft_tensor_role_name(need[r]));
+                return ft_status_make(FT_STATUS_FORMAT,
+                                      "%s: missing tensor 'blk.%u.%s' (gpt-oss has it in every "
+                                      "layer)",
+                                      src->path, l, ft_tensor_role_name(need[r]));
     return FT_OK;
 }
 
 ft_status_t ft_gptoss_build(const ft_src_model_t *src, ft_ir_model_t *m)
 {
     if (src->kind == FT_SRC_HF)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: HF gpt-oss is not imported yet: its experts are one tensor "
-                              "'model.layers.0.mlp.experts.gate_up_proj' [E, d, 2F] with gate and up in "
-                              "alternating columns, stored transposed; convert it to GGUF (llama.cpp splits it)",
-                              src->path);
+        return ft_status_make(
+            FT_STATUS_UNSUPPORTED,
+            "%s: HF gpt-oss is not imported yet: its experts are one tensor "
+            "'model.layers.0.mlp.experts.gate_up_proj' [E, d, 2F] with gate and up in "
+            "alternating columns, stored transposed; convert it to GGUF (llama.cpp splits it)",
+            src->path);
     ft_ir_block_t proto = {0};
     uint32_t window = 0;
     ft_status_t st = ft_oss_hparams(src, m, &proto, &window);
-    if (st)
-        return st;
+    if (st) return st;
     m->blocks = ft_arena_array(m->arena, m->hp.n_layers, sizeof(ft_ir_block_t));
-    if (!m->blocks)
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
+    if (!m->blocks) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         m->blocks[l] = proto;
         /* even layers slide (a key is visible while pos_q - pos_k < window) */
         m->blocks[l].attn.sliding_window = l % 2 == 0 ? window : 0;
     }
     m->hp.tie_embeddings = 0; /* output.weight is required */
-    if ((st = ft_family_collect(src, m)))
-        return st;
+    if ((st = ft_family_collect(src, m))) return st;
     return ft_oss_check_tensors(src, m);
 }

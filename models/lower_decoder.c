@@ -35,6 +35,10 @@
 typedef struct ft_lower_bufs {
     uint32_t x, h, q, k, v, att, o, logits;
     uint32_t gate; /* the attention output gate's rows; ~0u: no layer has one */
+    uint32_t sh_gate; /* the shared expert's one-float sigmoid gate; ~0u: none */
+    /* Gated DeltaNet blocks (all of one shape): the conv's q | k | v rows,
+     * z, beta's logits, alpha and the output; ~0u: no such block. */
+    uint32_t dn_qkv, dn_z, dn_b, dn_a, dn_o;
     /* A dense FFN's gate and up rows, one pair per distinct width. */
     uint32_t n_ffn, ffn_width[FT_LOWER_MAX_FFN_WIDTHS], fg[FT_LOWER_MAX_FFN_WIDTHS], fu[FT_LOWER_MAX_FFN_WIDTHS];
 } ft_lower_bufs_t;
@@ -58,9 +62,21 @@ static uint32_t ft_lower_ffn_pair(const ft_lower_bufs_t *b, uint32_t width)
 FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir_schedule_t *s, ft_lower_bufs_t *b)
 {
     uint32_t q_dim = 0, kv_dim = 0;
-    int gated = 0;
+    int gated = 0, sh_gated = 0;
+    const ft_ir_attention_t *dn = NULL;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const ft_ir_attention_t *a = &m->blocks[l].attn;
+        sh_gated |= m->blocks[l].is_moe && m->blocks[l].moe.shared_gate;
+        if (a->kind == FT_ATTN_GATED_DELTANET) {
+            if (dn && (dn->n_heads != a->n_heads || dn->n_kv_heads != a->n_kv_heads ||
+                       dn->head_dim != a->head_dim))
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "%s: layer %u: Gated DeltaNet layers of different "
+                                      "shapes",
+                                      m->source_name, l);
+            dn = a;
+            continue;
+        }
         if (a->n_heads * a->head_dim > q_dim)
             q_dim = a->n_heads * a->head_dim;
         if (a->n_kv_heads * a->head_dim > kv_dim)
@@ -82,6 +98,20 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
     /* as wide as att, which the GLU multiplies row for row */
     if (gated && (st = ft_sched_buffer(s, "att_gate", FT_BUF_ACTIVATION, q_dim, &b->gate)))
         return st;
+    b->sh_gate = ~0u;
+    if (sh_gated && (st = ft_sched_buffer(s, "sh_gate", FT_BUF_ACTIVATION, 1, &b->sh_gate)))
+        return st;
+    b->dn_qkv = b->dn_z = b->dn_b = b->dn_a = b->dn_o = ~0u;
+    if (dn) {
+        const uint32_t o = dn->n_heads * dn->head_dim,
+                       ch = (2 * dn->n_kv_heads + dn->n_heads) * dn->head_dim;
+        if ((st = ft_sched_buffer(s, "dn_qkv", FT_BUF_ACTIVATION, ch, &b->dn_qkv)) ||
+            (st = ft_sched_buffer(s, "dn_z", FT_BUF_ACTIVATION, o, &b->dn_z)) ||
+            (st = ft_sched_buffer(s, "dn_b", FT_BUF_ACTIVATION, dn->n_heads, &b->dn_b)) ||
+            (st = ft_sched_buffer(s, "dn_a", FT_BUF_ACTIVATION, dn->n_heads, &b->dn_a)) ||
+            (st = ft_sched_buffer(s, "dn_o", FT_BUF_ACTIVATION, o, &b->dn_o)))
+            return st;
+    }
     b->n_ffn = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const uint32_t w = ft_lower_ffn_width(&m->blocks[l]);
@@ -229,6 +259,60 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
     return FT_OK;
 }
 
+/* A Gated DeltaNet block's mixer (Qwen3.5/3.6, Qwen3-Next):
+ *
+ *   h = rmsnorm(x) ; qkv, z, b = h Wqkv, h Wz, h Wbeta ; a = h Walpha ;
+ *   o = deltanet(qkv, b, a) [conv state + S in the session] ;
+ *   o = head_rmsnorm(o) ; z = silu(z) * o ; x += z Wout
+ *
+ * the gated RMSNorm as a HEAD_NORM and a GLU of the existing ops. */
+FT_WARN_UNUSED static ft_status_t ft_lower_deltanet(const ft_ir_model_t *m, uint32_t l,
+                                                    const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const int32_t li = (int32_t)l;
+    ft_status_t st;
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
+    norm.eps = m->hp.norm_eps;
+    ft_ir_op_t in = ft_op(FT_OP_LINEAR, b->h, b->dn_qkv);
+    in.outputs[in.n_outputs++] = b->dn_z;
+    in.outputs[in.n_outputs++] = b->dn_b;
+    ft_ir_op_t alpha = ft_op(FT_OP_LINEAR, b->h, b->dn_a);
+    ft_ir_op_t dn = ft_op(FT_OP_DELTANET, b->dn_qkv, b->dn_o);
+    dn.inputs[dn.n_inputs++] = b->dn_b;
+    dn.inputs[dn.n_inputs++] = b->dn_a;
+    dn.n_heads = a->n_heads;
+    dn.n_kv_heads = a->n_kv_heads;
+    dn.head_dim = a->head_dim;
+    dn.conv_kernel = a->conv_kernel;
+    dn.heads_tiled = a->heads_tiled;
+    dn.eps = m->hp.norm_eps;
+    ft_ir_op_t hn = ft_op(FT_OP_HEAD_NORM, b->dn_o, ~0u);
+    hn.eps = m->hp.norm_eps;
+    hn.n_heads = a->n_heads;
+    hn.head_dim = a->head_dim;
+    ft_ir_op_t glu = ft_op(FT_OP_GLU, b->dn_z, b->dn_z);
+    glu.inputs[glu.n_inputs++] = b->dn_o;
+    glu.act = FT_ACT_SILU;
+    ft_ir_op_t out = ft_op(FT_OP_LINEAR, b->dn_z, b->o);
+    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_ATTN_NORM, li)) ||
+        (st = ft_op_weight(m, &in, FT_ROLE_SSM_QKV, li)) ||
+        (st = ft_op_weight(m, &in, FT_ROLE_ATTN_GATE, li)) ||
+        (st = ft_op_weight(m, &in, FT_ROLE_SSM_BETA, li)) ||
+        (st = ft_op_weight(m, &alpha, FT_ROLE_SSM_ALPHA, li)) ||
+        (st = ft_op_weight(m, &dn, FT_ROLE_SSM_CONV, li)) ||
+        (st = ft_op_weight(m, &dn, FT_ROLE_SSM_DT_BIAS, li)) ||
+        (st = ft_op_weight(m, &dn, FT_ROLE_SSM_A, li)) ||
+        (st = ft_op_weight(m, &hn, FT_ROLE_SSM_NORM, li)) ||
+        (st = ft_op_weight(m, &out, FT_ROLE_SSM_OUT, li)))
+        return st;
+    const ft_ir_op_t *seq[] = {&norm, &in, &alpha, &dn, &hn, &glu, &out, &add};
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
+        if ((st = ft_sched_push(m, ops, seq[i]))) return st;
+    return FT_OK;
+}
+
 /* An ungated FFN of h into x: gate and up together, the gated
  * activation, down, and the residual add; roles[3]: its gate, up, down. */
 FT_WARN_UNUSED static ft_status_t ft_lower_ffn(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
@@ -249,10 +333,19 @@ FT_WARN_UNUSED static ft_status_t ft_lower_ffn(const ft_ir_model_t *m, uint32_t 
     ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
     if ((st = ft_op_weight(m, &gu, roles[0], li)) || (st = ft_op_weight(m, &gu, roles[1], li)) ||
         (st = ft_sched_push(m, ops, &gu)) || (st = ft_sched_push(m, ops, &glu)) ||
-        (st = ft_op_weight(m, &down, roles[2], li)) || (st = ft_sched_push(m, ops, &down)) ||
-        (st = ft_sched_push(m, ops, &add)))
+        (st = ft_op_weight(m, &down, roles[2], li)) || (st = ft_sched_push(m, ops, &down)))
         return st;
-    return FT_OK;
+    if (blk->is_moe && blk->moe.shared_gate && roles[0] == FT_ROLE_FFN_GATE_SHEXP) {
+        /* o *= sigmoid(w . h): a one-row LINEAR and the one-float GLU */
+        ft_ir_op_t g = ft_op(FT_OP_LINEAR, b->h, b->sh_gate);
+        ft_ir_op_t gate = ft_op(FT_OP_GLU, b->sh_gate, b->o);
+        gate.inputs[gate.n_inputs++] = b->o;
+        gate.act = FT_ACT_SIGMOID;
+        if ((st = ft_op_weight(m, &g, FT_ROLE_FFN_GATE_INP_SHEXP, li)) ||
+            (st = ft_sched_push(m, ops, &g)) || (st = ft_sched_push(m, ops, &gate)))
+            return st;
+    }
+    return ft_sched_push(m, ops, &add);
 }
 
 FT_WARN_UNUSED static ft_status_t ft_lower_moe(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b, ft_ir_ops_t *ops)
@@ -330,8 +423,11 @@ ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *m, ft_ir_schedule_t *s)
     if ((st = ft_op_weight(m, &embd, FT_ROLE_TOKEN_EMBD, -1)) || (st = ft_sched_push(m, &s->prologue, &embd)))
         return st;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
-        if ((st = ft_lower_attention(m, l, &b, &s->blocks[l])) ||
-            (st = m->blocks[l].is_moe ? ft_lower_moe(m, l, &b, &s->blocks[l]) : ft_lower_dense(m, l, &b, &s->blocks[l])))
+        const int recurrent = m->blocks[l].attn.kind == FT_ATTN_GATED_DELTANET;
+        if ((st = recurrent ? ft_lower_deltanet(m, l, &b, &s->blocks[l])
+                            : ft_lower_attention(m, l, &b, &s->blocks[l])) ||
+            (st = m->blocks[l].is_moe ? ft_lower_moe(m, l, &b, &s->blocks[l])
+                                      : ft_lower_dense(m, l, &b, &s->blocks[l])))
             return st;
     }
     ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b.x, b.h);

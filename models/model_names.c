@@ -3,6 +3,8 @@
 #include "../runtime/base/checked.h"
 
 #include <inttypes.h>
+
+#define FT_PLAN_SPLIT_MAX_GROUPS 1024u /* key heads of a fused Qwen3-Next projection */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,16 @@ static const ft_role_names_t ft_layer_roles[] = {
     {FT_ROLE_FFN_GATE_SHEXP, "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
     {FT_ROLE_FFN_UP_SHEXP, "ffn_up_shexp", "mlp.shared_experts.up_proj"},
     {FT_ROLE_FFN_DOWN_SHEXP, "ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    /* Gated DeltaNet blocks (GGUF qwen35moe; HF's A_log would need the
+     * converter's -exp, which a byte range cannot express: GGUF only) */
+    {FT_ROLE_SSM_QKV, "attn_qkv", NULL},
+    {FT_ROLE_ATTN_GATE, "attn_gate", NULL},
+    {FT_ROLE_SSM_CONV, "ssm_conv1d", NULL},
+    {FT_ROLE_SSM_BETA, "ssm_beta", NULL},
+    {FT_ROLE_SSM_ALPHA, "ssm_alpha", NULL},
+    {FT_ROLE_SSM_NORM, "ssm_norm", NULL},
+    {FT_ROLE_SSM_OUT, "ssm_out", NULL},
+    {FT_ROLE_FFN_GATE_INP_SHEXP, "ffn_gate_inp_shexp", NULL},
 };
 
 /* Optional per-layer biases of the attention projections (Qwen2's q/k/v,
@@ -57,7 +69,9 @@ static const ft_role_names_t ft_bias_roles[] = {
  * post_attention_norm). */
 static const char *ft_role_gguf_src_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
 {
-    if ((m->hp.arch == FT_ARCH_GPT_OSS || m->hp.arch == FT_ARCH_GLM4MOE) && rn->role == FT_ROLE_FFN_NORM)
+    if ((m->hp.arch == FT_ARCH_GPT_OSS || m->hp.arch == FT_ARCH_GLM4MOE ||
+         m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT) &&
+        rn->role == FT_ROLE_FFN_NORM)
         return "post_attention_norm";
     return rn->gguf;
 }
@@ -169,9 +183,26 @@ static int ft_role_is_expert(ft_tensor_role_t r)
 /* Does block b use this role? */
 static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
 {
+    const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
     switch (r) {
+    case FT_ROLE_ATTN_Q:
+    case FT_ROLE_ATTN_K:
+    case FT_ROLE_ATTN_V:
+    case FT_ROLE_ATTN_O:
+        return !dn;
     case FT_ROLE_ATTN_Q_NORM:
-    case FT_ROLE_ATTN_K_NORM: return b->attn.qk_norm;
+    case FT_ROLE_ATTN_K_NORM:
+        return !dn && b->attn.qk_norm;
+    case FT_ROLE_SSM_QKV:
+    case FT_ROLE_ATTN_GATE: /* in this table: z; a full-attention gate is split from attn_q */
+    case FT_ROLE_SSM_CONV:
+    case FT_ROLE_SSM_BETA:
+    case FT_ROLE_SSM_ALPHA:
+    case FT_ROLE_SSM_NORM:
+    case FT_ROLE_SSM_OUT:
+        return dn;
+    case FT_ROLE_FFN_GATE_INP_SHEXP:
+        return b->is_moe && b->moe.shared_gate;
     case FT_ROLE_FFN_ROUTER:
     case FT_ROLE_FFN_GATE_EXPS:
     case FT_ROLE_FFN_UP_EXPS:
@@ -358,6 +389,179 @@ FT_WARN_UNUSED static ft_status_t ft_take_sel_bias(ft_name_index_t *ix, const ft
     return st;
 }
 
+/* Qwen3.5/3.6's full-attention q projection holds each head's query rows
+ * followed by its output gate's ([q_h | gate_h] per head, llama.cpp's
+ * attn_q {d, 2 * H * hd}): split into ATTN_Q and ATTN_GATE, each a piece
+ * per head of the same bytes. */
+FT_WARN_UNUSED static ft_status_t ft_take_q_gate(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                 ft_ir_model_t *m, uint32_t l)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    char name[256];
+    snprintf(name, sizeof(name), "blk.%u.attn_q.weight", l);
+    const ft_src_tensor_t *s = ft_name_take(ix, name);
+    if (!s) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+    const uint64_t hd = a->head_dim, H = a->n_heads;
+    uint64_t row_bytes;
+    if (s->n_dims != 2 || s->shape[0] != 2 * H * hd ||
+        !ft_dtype_row_bytes(s->dtype, s->shape[1], &row_bytes) ||
+        s->n_bytes != s->shape[0] * row_bytes)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' is not the [%" PRIu64 ", d_model] of %" PRIu64
+                              " heads' query and gate rows",
+                              src->path, name, 2 * H * hd, H);
+    static const ft_tensor_role_t roles[2] = {FT_ROLE_ATTN_Q, FT_ROLE_ATTN_GATE};
+    static const char *const names[2] = {"attn_q", "attn_gate"};
+    for (int j = 0; j < 2; j++) {
+        ft_ir_tensor_t *t;
+        char iname[256];
+        snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, names[j]);
+        ft_status_t st = ft_ir_add_tensor(m, iname, roles[j], (int32_t)l, &t);
+        if (st) return st;
+        t->dtype = s->dtype;
+        t->n_dims = 2;
+        t->shape[0] = H * hd;
+        t->shape[1] = s->shape[1];
+        t->n_pieces = (uint32_t)H;
+        t->pieces = ft_arena_array(m->arena, H, sizeof(ft_ir_piece_t));
+        if (!t->pieces) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (uint64_t h = 0; h < H;
+             h++) /* head h: rows [2h hd, +hd) query, [(2h+1) hd, +hd) gate */
+            t->pieces[h] = (ft_ir_piece_t){
+                s->file, s->offset + (2 * h + (uint64_t)j) * hd * row_bytes, hd * row_bytes};
+    }
+    return FT_OK;
+}
+
+/* An IR tensor of `role` made of row ranges of source tensor s: n_ranges
+ * ranges, range i rows [first[i], first[i] + count), in order. */
+FT_WARN_UNUSED static ft_status_t ft_take_rows(ft_ir_model_t *m, const ft_src_tensor_t *s,
+                                               uint64_t row_bytes, const char *iname,
+                                               ft_tensor_role_t role, uint32_t l, uint32_t n_ranges,
+                                               const uint64_t *first, uint64_t count)
+{
+    ft_ir_tensor_t *t;
+    ft_status_t st = ft_ir_add_tensor(m, iname, role, (int32_t)l, &t);
+    if (st) return st;
+    t->dtype = s->dtype;
+    t->n_dims = 2;
+    t->shape[0] = n_ranges * count;
+    t->shape[1] = s->shape[1];
+    t->n_pieces = n_ranges;
+    t->pieces = ft_arena_array(m->arena, n_ranges, sizeof(ft_ir_piece_t));
+    if (!t->pieces) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n_ranges; i++)
+        t->pieces[i] =
+            (ft_ir_piece_t){s->file, s->offset + first[i] * row_bytes, count * row_bytes};
+    return FT_OK;
+}
+
+/* Qwen3-Next's fused projections (llama.cpp's build_qkvz / build_beta_gate),
+ * per key head g of Hk, with R = Hv / Hk value heads each:
+ *   ssm_in [Hk * (2 hd + 2 R hd), d]: q_g (hd) | k_g (hd) | v_g (R hd) | z_g (R hd)
+ *   ssm_ba [2 Hv, d]:                 b_g (R) | a_g (R)
+ * into SSM_QKV (every q_g, every k_g, every v_g: the conv's channels),
+ * ATTN_GATE (every z_g), SSM_BETA and SSM_ALPHA, each range a piece of the
+ * same bytes. ssm_in is optional (attn_qkv + attn_gate instead: *out_fused_in
+ * 0), ssm_ba required. */
+FT_WARN_UNUSED static ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                    ft_ir_model_t *m, uint32_t l, int *out_fused_in)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const uint64_t hd = a->head_dim, Hk = a->n_kv_heads, R = a->n_heads / a->n_kv_heads;
+    const uint64_t G = 2 * hd + 2 * R * hd; /* one key head's rows of ssm_in */
+    uint64_t first[3 * FT_PLAN_SPLIT_MAX_GROUPS];
+    char name[256], iname[256];
+    uint64_t row_bytes;
+    *out_fused_in = 0;
+    if (Hk > FT_PLAN_SPLIT_MAX_GROUPS)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u: %llu key heads (at most %u)",
+                              src->path, l, (unsigned long long)Hk, FT_PLAN_SPLIT_MAX_GROUPS);
+    snprintf(name, sizeof(name), "blk.%u.ssm_in.weight", l);
+    const ft_src_tensor_t *in = ft_name_take(ix, name);
+    ft_status_t st;
+    if (in) {
+        if (in->n_dims != 2 || in->shape[0] != Hk * G ||
+            !ft_dtype_row_bytes(in->dtype, in->shape[1], &row_bytes) ||
+            in->n_bytes != in->shape[0] * row_bytes)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s' is not [%llu, d_model]: q | k | v | z of %llu "
+                                  "key heads",
+                                  src->path, name, (unsigned long long)(Hk * G),
+                                  (unsigned long long)Hk);
+        for (uint64_t g = 0; g < Hk; g++) {
+            first[g] = g * G;                   /* q_g */
+            first[Hk + g] = g * G + hd;         /* k_g */
+            first[2 * Hk + g] = g * G + 2 * hd; /* v_g: R heads */
+        }
+        snprintf(iname, sizeof(iname), "blk.%u.attn_qkv.weight", l);
+        /* q and k ranges are hd rows, v ranges R hd: two tensors' worth of
+         * ranges of different lengths, so SSM_QKV is built in two steps. */
+        if ((st = ft_take_rows(m, in, row_bytes, iname, FT_ROLE_SSM_QKV, l, (uint32_t)(2 * Hk),
+                               first, hd)))
+            return st;
+        ft_ir_tensor_t *qkv = &m->tensors[m->n_tensors - 1];
+        ft_ir_piece_t *pieces = ft_arena_array(m->arena, 3 * Hk, sizeof(ft_ir_piece_t));
+        if (!pieces) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        memcpy(pieces, qkv->pieces, 2 * Hk * sizeof(ft_ir_piece_t));
+        for (uint64_t g = 0; g < Hk; g++)
+            pieces[2 * Hk + g] = (ft_ir_piece_t){
+                in->file, in->offset + first[2 * Hk + g] * row_bytes, R * hd * row_bytes};
+        qkv->pieces = pieces;
+        qkv->n_pieces = (uint32_t)(3 * Hk);
+        qkv->shape[0] = (2 * Hk + Hk * R) * hd;
+        for (uint64_t g = 0; g < Hk; g++)
+            first[g] = g * G + 2 * hd + R * hd; /* z_g */
+        snprintf(iname, sizeof(iname), "blk.%u.attn_gate.weight", l);
+        if ((st = ft_take_rows(m, in, row_bytes, iname, FT_ROLE_ATTN_GATE, l, (uint32_t)Hk, first,
+                               R * hd)))
+            return st;
+        *out_fused_in = 1;
+    }
+    snprintf(name, sizeof(name), "blk.%u.ssm_ba.weight", l);
+    const ft_src_tensor_t *ba = ft_name_take(ix, name);
+    if (!ba) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+    if (ba->n_dims != 2 || ba->shape[0] != 2 * Hk * R ||
+        !ft_dtype_row_bytes(ba->dtype, ba->shape[1], &row_bytes) ||
+        ba->n_bytes != ba->shape[0] * row_bytes)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' is not [%llu, d_model]: beta | alpha of %llu key "
+                              "heads",
+                              src->path, name, (unsigned long long)(2 * Hk * R),
+                              (unsigned long long)Hk);
+    static const ft_tensor_role_t roles[2] = {FT_ROLE_SSM_BETA, FT_ROLE_SSM_ALPHA};
+    static const char *const names[2] = {"ssm_beta", "ssm_alpha"};
+    for (int j = 0; j < 2; j++) {
+        for (uint64_t g = 0; g < Hk; g++)
+            first[g] = g * 2 * R + (uint64_t)j * R;
+        snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, names[j]);
+        if ((st = ft_take_rows(m, ba, row_bytes, iname, roles[j], l, (uint32_t)Hk, first, R)))
+            return st;
+    }
+    return FT_OK;
+}
+
+/* A Gated DeltaNet block's two vectors without the ".weight" suffix, as
+ * llama.cpp names them: blk.L.ssm_dt.bias and blk.L.ssm_a. */
+FT_WARN_UNUSED static ft_status_t
+ft_take_ssm_vectors(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m, uint32_t l)
+{
+    static const struct {
+        ft_tensor_role_t role;
+        const char *fmt;
+    } v[2] = {{FT_ROLE_SSM_DT_BIAS, "blk.%u.ssm_dt.bias"}, {FT_ROLE_SSM_A, "blk.%u.ssm_a"}};
+    for (int j = 0; j < 2; j++) {
+        char name[256];
+        int found;
+        snprintf(name, sizeof(name), v[j].fmt, l);
+        ft_status_t st = ft_take_plain(ix, m, name, name, v[j].role, (int32_t)l, &found);
+        if (!st && !found)
+            st = ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+        if (st) return st;
+    }
+    return FT_OK;
+}
+
 /* After the per-layer roles: the selection biases, and the tensors of the
  * multi-token-prediction blocks after the decoder, claimed unused. */
 FT_WARN_UNUSED static ft_status_t ft_take_layer_extras(ft_name_index_t *ix, const ft_src_model_t *src,
@@ -384,7 +588,8 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
     const int hf = src->kind == FT_SRC_HF;
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
     const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 2); /* + sinks, exp_probs_b */
+    /* + sinks, exp_probs_b, a split gate, ssm_dt.bias and ssm_a */
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 5);
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -437,10 +642,26 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             return ft_status_make(FT_STATUS_FORMAT, "%s: the config asks for attention biases, but layer %u has "
                                   "none (no 'model.layers.%u.self_attn.q_proj.bias')", src->path, l, l);
         const ft_ir_block_t *b = &m->blocks[l];
+        const int qwen = m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT;
+        const int q_gate = qwen && b->attn.kind == FT_ATTN_GQA && b->attn.has_out_gate;
+        const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
+        int fused_in = 0, fused_ba = 0; /* Qwen3-Next's ssm_in and ssm_ba, split */
+        if (q_gate && (st = ft_take_q_gate(ix, src, m, l))) return st;
+        if (dn && (st = ft_take_ssm_vectors(ix, src, m, l))) return st;
+        if (dn && m->hp.arch == FT_ARCH_QWEN3NEXT &&
+            (st = ft_take_ssm_fused(ix, src, m, l, &fused_in)))
+            return st;
+        fused_ba = dn && m->hp.arch == FT_ARCH_QWEN3NEXT;
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];
-            if (!ft_role_wanted(b, rn->role))
+            if (!ft_role_wanted(b, rn->role) || (q_gate && rn->role == FT_ROLE_ATTN_Q)) continue;
+            if ((fused_in && (rn->role == FT_ROLE_SSM_QKV || rn->role == FT_ROLE_ATTN_GATE)) ||
+                (fused_ba && (rn->role == FT_ROLE_SSM_BETA || rn->role == FT_ROLE_SSM_ALPHA)))
                 continue;
+            if (hf && !rn->hf)
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "%s: layer %u: no safetensors name for %s", src->path, l,
+                                      ft_tensor_role_name(rn->role));
             const char *hf_name = ft_role_hf_name(m, rn);
             snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, ft_role_gguf_name(m, rn));
             if (hf && ft_role_is_expert(rn->role)) {
@@ -453,6 +674,15 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
                 else
                     snprintf(sname, sizeof(sname), "blk.%u.%s.weight", l, ft_role_gguf_src_name(m, rn));
                 st = ft_take_plain(ix, m, sname, iname, rn->role, (int32_t)l, &found);
+                if (!st && found && rn->role == FT_ROLE_FFN_GATE_INP_SHEXP) {
+                    /* GGUF's vector [d] is the one-row matrix [1, d] of the gate's LINEAR */
+                    ft_ir_tensor_t *t = &m->tensors[m->n_tensors - 1];
+                    if (t->n_dims == 1) {
+                        t->n_dims = 2;
+                        t->shape[1] = t->shape[0];
+                        t->shape[0] = 1;
+                    }
+                }
                 if (!st && !found && m->hp.arch == FT_ARCH_MIXTRAL && ft_role_is_expert(rn->role)) {
                     /* "ffn_gate_exps" -> split names "blk.L.ffn_gate.E.weight" */
                     char base[64];

@@ -53,11 +53,14 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
         build = ft_gptoss_build;
     if (strcmp(arch, "glm4moe") == 0)
         build = ft_glm4moe_build;
+    if (strcmp(arch, "qwen35moe") == 0) build = ft_qwen35moe_build;
+    if (strcmp(arch, "qwen3next") == 0) build = ft_qwen3next_build;
     if (!build)
-        return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss, "
-                              "glm4moe)",
-                              src->path, arch);
+        return ft_status_make(
+            FT_STATUS_UNSUPPORTED,
+            "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss, "
+            "glm4moe, qwen35moe, qwen3next)",
+            src->path, arch);
     ft_ir_model_t *model = NULL;
     ft_status_t st = ft_ir_model_create(&model);
     if (st)
@@ -80,6 +83,9 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
     case FT_ARCH_MIXTRAL: /* the same block shape; no q/k norm, its RoPE pairing: data in the IR */
     case FT_ARCH_GPT_OSS: /* the same again: biases, sinks, YaRN, its activation and windows are data */
     case FT_ARCH_GLM4MOE: /* and leading dense blocks, shared experts, the router's bias: data too */
+    case FT_ARCH_QWEN35MOE: /* and Gated DeltaNet blocks beside gated attention, a gated shared
+                               expert */
+    case FT_ARCH_QWEN3NEXT: /* the same, value heads grouped */
         return ft_lower_moe_decoder(model, out);
     case FT_ARCH_UNKNOWN:
         break;

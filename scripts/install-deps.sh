@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang jq
       libprotobuf-c-dev protobuf-c-compiler libzstd-dev libcmocka-dev
-      libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libxxhash-dev
+      libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libxxhash-dev
       libxml2-utils groff-base)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -14,4 +14,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# node and npm, for the checks against npm packages (tests/external, ctest
+# external_npm): Debian's nodejs and npm for whichever is missing (a node
+# installed otherwise, with its own npm, is left alone).
+node_pkgs=()
+command -v node > /dev/null || node_pkgs+=(nodejs)
+command -v npm > /dev/null || node_pkgs+=(npm)
+if [ ${#node_pkgs[@]} -gt 0 ]; then
+  echo "installing: ${node_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${node_pkgs[@]}"
 fi

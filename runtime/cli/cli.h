@@ -11,6 +11,7 @@
  * and returns the exit code. */
 int ft_cli_run(int argc, char **argv);
 int ft_cli_logits(int argc, char **argv);
+int ft_cli_perplexity(int argc, char **argv);
 int ft_cli_bench(int argc, char **argv);
 /* ft bench --parallel N (cli_bench_parallel.c): prints the report. */
 FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_prompt,
@@ -18,6 +19,7 @@ FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par,
 /* ft bench --agent-edit (cli_bench_agent.c): prints the report. */
 FT_WARN_UNUSED ft_status_t ft_cli_bench_agent(ft_engine_t *e, uint32_t ctx, uint32_t reps, int json);
 int ft_cli_chat(int argc, char **argv);
+int ft_cli_serve(int argc, char **argv);
 int ft_cli_version(int argc, char **argv);
 int ft_cli_help(int argc, char **argv);
 

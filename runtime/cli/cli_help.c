@@ -153,6 +153,65 @@ static const char ft_help_chat[] =
     "  On a modelled GPU, shrinking its budget in the middle (type /vram 4G):\n"
     "    ft chat qwen3-bundle --backend sim --hw rtx4060_laptop.textproto --vram 8G\n";
 
+static const char ft_help_serve[] =
+    "usage: ft serve BUNDLE [options]\n"
+    "\n"
+    "An HTTP server with OpenAI- and Anthropic-compatible APIs, for coding agents\n"
+    "and SDKs. Each request gets its own session and runs beside the others on the\n"
+    "engine's scheduler; a client that disconnects cancels its request. Prints\n"
+    "'listening on http://HOST:PORT' once it accepts connections and serves until\n"
+    "SIGINT or SIGTERM. Endpoints: GET /health, GET /v1/models, POST\n"
+    "/v1/chat/completions (streamed or not; tools with tool_choice auto, none,\n"
+    "required or a named tool, reasoning_content, logprobs, stop, seed, logit_bias,\n"
+    "penalties), POST /v1/messages (streamed or not;\n"
+    "thinking, tool_use and tool_result blocks), POST /v1/messages/count_tokens, and\n"
+    "POST /tokenize, /detokenize and /apply-template (the prompt a chat body makes),\n"
+    "GET /v1/stats (requests active, completed, cancelled; tokens; engine counters) and\n"
+    "POST /v1/completions (raw text or token ids, no template; echo, legacy logprobs),\n"
+    "and POST /v1/responses (OpenAI's Responses API as Codex speaks it, stateless:\n"
+    "instructions, message, reasoning, function_call and function_call_output items,\n"
+    "the streamed event sequence with complete usage) with /v1/responses/input_tokens.\n"
+    "Tools, tool calls and <think> reasoning are rendered and parsed for Qwen3's\n"
+    "chat template; other ChatML models serve plain chat. Errors come in each\n"
+    "protocol's own shape.\n"
+    "\n"
+    "options:\n"
+    "  --host ADDR\n"
+    "      the address to listen on (default 127.0.0.1); one that is not loopback\n"
+    "      needs --api-key. Without a key, requests whose Host header names anything\n"
+    "      but loopback are refused (403), so web pages cannot reach the server\n"
+    "      through a DNS name rebound to 127.0.0.1\n"
+    "  --port N\n"
+    "      the TCP port (default 8080; 0: any free port, printed)\n"
+    "  --api-key KEY\n"
+    "      require KEY as 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every\n"
+    "      endpoint but /health (compared in constant time)\n"
+    "  --parallel N\n"
+    "      requests the scheduler runs at once (default 4); more wait in its queue.\n"
+    "      As many sessions (each with its KV cache of --ctx tokens) are kept between\n"
+    "      requests: a request takes the one sharing the longest prefix with its prompt\n"
+    "      and evaluates only the rest, reported as cached_tokens (OpenAI) and\n"
+    "      cache_read_input_tokens (Anthropic)\n"
+    "  --ctx N\n"
+    "      tokens of context per request (default: the model's, at most 4096)\n"
+    "  --max-body SIZE\n"
+    "      the largest request body (default 64M); larger ones get 413\n"
+    "  --model-id NAME\n"
+    "      the model id GET /v1/models reports (default: the bundle's folder name);\n"
+    "      any name a request gives is accepted and echoed\n"
+    "  --script FILE\n"
+    "      a test hook, never on unless given: chat requests take the replies in FILE\n"
+    "      in turn (separated by lines that are exactly %%) instead of sampling; the\n"
+    "      reply's tokens are evaluated by the model and then streamed and parsed as\n"
+    "      if sampled, so tool-call round trips are deterministic on test fixtures\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  Serve on port 8080 and ask it something with curl:\n"
+    "    ft serve qwen3-bundle &\n"
+    "    curl -s localhost:8080/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+    "  Claude Code against it:\n"
+    "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
+
 static const char ft_help_logits[] =
     "usage: ft logits BUNDLE --tokens IDS -o FILE [options]\n"
     "\n"
@@ -169,6 +228,55 @@ static const char ft_help_logits[] =
     "examples:\n"
     "  The logits of five tokens, 5 x vocabulary floats:\n"
     "    ft logits qwen3-bundle --tokens 1,2,3,4,5 -o logits.bin\n";
+
+static const char ft_help_perplexity[] =
+    "usage: ft perplexity BUNDLE --file TEXT [--ctx N] [--kl-base BASE | --save-logits FILE]\n"
+    "       [options]\n"
+    "\n"
+    "How well the model predicts a text, as llama.cpp's perplexity tool measures it:\n"
+    "the text is tokenized (BOS added when the model wants one), cut into windows of\n"
+    "N tokens (the tail that fills no window is dropped; the first token of each\n"
+    "window becomes BOS when the model adds one), each window evaluated from an\n"
+    "empty context, and only its second half scored (positions N/2 to N-2, each\n"
+    "predicting the next token), so every scored token sees at least N/2 tokens.\n"
+    "Prints exp of the mean negative log-likelihood, with its standard error. The\n"
+    "text needs at least 2N tokens (two windows, as llama.cpp asks); an empty text,\n"
+    "a shorter one or invalid UTF-8 is an error. Progress goes to stderr when it is\n"
+    "a terminal.\n"
+    "\n"
+    "With --kl-base, each scored position also gives the KL divergence of this\n"
+    "bundle's next-token distribution from the base's, KL(base || this), computed in\n"
+    "double from log-softmax, and whether both give the same most likely token: the\n"
+    "mean, median, 99th percentile and maximum over all positions (quantiles\n"
+    "interpolated linearly between ranks) and the share of same top tokens. The\n"
+    "base evaluates this bundle's token ids and must have the same vocabulary.\n"
+    "\n"
+    "options:\n"
+    "  -f, --file TEXT\n"
+    "      the text, UTF-8 (special tokens in it are taken as plain text)\n"
+    "  --ctx N\n"
+    "      tokens of each window, at least 4 (default: 512, or the model's context\n"
+    "      length when shorter; with a saved base, the file's)\n"
+    "  --kl-base BASE\n"
+    "      compare with BASE: a bundle (evaluated here too), or a file --save-logits\n"
+    "      wrote (refused when it was saved for another vocabulary, --ctx or text)\n"
+    "  --save-logits FILE\n"
+    "      write this bundle's logits at the scored positions to FILE, for a later\n"
+    "      --kl-base FILE (replaced): a 32-byte header (magic FTKLBASE, version,\n"
+    "      vocabulary size, ctx, windows, a hash of the vocabulary), the windows'\n"
+    "      token ids, then windows x (N - 1 - N/2) x vocabulary float32 logits, all\n"
+    "      little-endian (runtime/cli/cli_ppl_file.h)\n"
+    "  --json\n"
+    "      print one JSON object: perplexity, perplexity_err, n_tokens (the tokens\n"
+    "      scored), n_text_tokens, ctx, n_windows; with a base also base_perplexity,\n"
+    "      kld_mean, kld_median, kld_p99, kld_max, same_top (a share, 0..1)\n"
+    "\n" FT_HELP_ENGINE "\n"
+    "examples:\n"
+    "  The perplexity of a text in windows of 256 tokens:\n"
+    "    ft perplexity qwen3-q4_k --file wiki.test.raw --ctx 256\n"
+    "  What q4_k costs against f32, through a saved file:\n"
+    "    ft perplexity qwen3-f32 --file wiki.test.raw --save-logits f32.kld\n"
+    "    ft perplexity qwen3-q4_k --file wiki.test.raw --kl-base f32.kld --json\n";
 
 static const char ft_help_bench[] =
     "usage: ft bench BUNDLE [options]\n"
@@ -244,8 +352,11 @@ static const char ft_help_help[] =
 const ft_cli_command_t ft_cli_commands[] = {
     {"run", "generate text from a prompt, streamed to stdout", ft_help_run, ft_cli_run},
     {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
+    {"serve", "an OpenAI- and Anthropic-compatible HTTP server", ft_help_serve, ft_cli_serve},
     {"logits", "write the logits of every position of a token sequence", ft_help_logits,
      ft_cli_logits},
+    {"perplexity", "perplexity over a text, and KL divergence from a base", ft_help_perplexity,
+     ft_cli_perplexity},
     {"bench", "measure (or on sim, predict) prefill and decode speed", ft_help_bench, ft_cli_bench},
     {"version", "print the version", ft_help_version, ft_cli_version},
     {"help", "print this overview, or a command's help", ft_help_help, ft_cli_help},
@@ -294,7 +405,7 @@ void ft_cli_usage(FILE *out)
     fputs(ft_help_head, out);
     fputs("commands:\n", out);
     for (const ft_cli_command_t *c = ft_cli_commands; c->name; c++)
-        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
     fputs(ft_help_tail, out);
 }
 

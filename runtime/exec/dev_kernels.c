@@ -157,6 +157,11 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_ADD:       /* the shared scatter-add */
         return FT_OK;
     case FTPLAN__OP_KIND__OP_GLU: /* the shared SwiGLU, the clamped one, or the sigmoid gate */
+        if (x->glu_bcast)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "cuda: %s: a one-float sigmoid gate (the shared "
+                                  "expert's) has no device kernel yet",
+                                  what);
         if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
             st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI, what);
         else if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID)

@@ -316,6 +316,11 @@ ft_status_t ft_engine_chat_format(const ft_engine_t *e, const ft_chat_message_t 
     return ft_chat_render(fmt, msgs, n_msgs, add_generation_prompt, out_text);
 }
 
+const char *ft_engine_chat_template(const ft_engine_t *e)
+{
+    return e ? ft_tokenizer_chat_template(e->tok) : NULL;
+}
+
 void ft_engine_free(const ft_engine_t *e, void *p)
 {
     (void)e;

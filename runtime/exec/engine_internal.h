@@ -80,12 +80,15 @@ struct ft_session {
     int prefix_cache;     /* shares pages through the engine's prefix tree */
     ft_kv_prio_t kv_prio; /* the priority of what it caches */
     uint32_t n_restored;  /* positions its last request restored from the cache */
-    /* The recurrent state of the model's linear-attention layers, one
-     * region (the program's per-layer state, end to end); an anchor copies
-     * it. NULL and 0 for attention-only models. */
+    float *logits;    /* [vocab] last position */
+    /* The recurrent state of the model's linear-attention layers (the
+     * program's rstate_bytes, each DELTANET op's slice at its rstate_off),
+     * zeroed at create and on a rewind to 0; NULL when the model has none.
+     * All of a session's recurrent state is here and nowhere else, so a
+     * snapshot is one copy of these bytes (an anchor's, runtime/kv). */
     uint8_t *rstate;
     size_t rstate_bytes;
-    float *logits;    /* [vocab] last position */
+    float *dn_scratch;          /* [max_dn_channels] the DELTANET kernel's conv output */
     struct ft_dev_session *dev; /* a device backend: the device's KV and buffers (the host KV
                                    cache above is then empty), else NULL */
 };

@@ -21,6 +21,7 @@
 #include "dev_engine.h"
 #include "ops.h"
 
+#include <math.h>
 #include <string.h>
 
 static void ft_prep_clear(ft_work_t *w)
@@ -110,6 +111,15 @@ static void ft_run_embed(ft_step_t *st, const ft_xop_t *x, const int32_t *tokens
 static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
 {
     float *out = st->buf[x->out[0]];
+    if (x->glu_bcast) { /* out = inputs[1]: each row times its token's sigmoid(gate) */
+        const float *g = st->buf[x->in[0]];
+        for (uint32_t t = 0; t < st->n; t++) {
+            const float sg = 1.0f / (1.0f + expf(-g[t]));
+            for (uint32_t i = 0; i < x->width; i++)
+                out[(size_t)t * x->width + i] *= sg;
+        }
+        return;
+    }
     const size_t n = (size_t)st->n * x->width;
     if (out != st->buf[x->in[0]]) memcpy(out, st->buf[x->in[0]], n * sizeof(float));
     if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
@@ -118,6 +128,21 @@ static void ft_run_glu(ft_step_t *st, const ft_xop_t *x)
         ft_op_sigmoid_mul(out, st->buf[x->in[1]], (uint32_t)n);
     else
         ft_op_swiglu(out, st->buf[x->in[1]], (uint32_t)n);
+}
+
+/* Gated DeltaNet over the pass's tokens in order, each reading and
+ * advancing the layer's slice of its own session's recurrent state (a
+ * session's rows are consecutive and in position order). */
+static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
+{
+    const size_t C = ft_deltanet_channels(&x->dn), H = x->dn.n_v_heads, o = H * x->dn.head_dim;
+    for (uint32_t t = 0; t < st->n; t++) {
+        ft_session_t *s = st->w->row_s[st->row0 + t];
+        float *state = (float *)(s->rstate + x->rstate_off);
+        ft_op_deltanet_token(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, st->buf[x->in[0]] + t * C,
+                             st->buf[x->in[1]] + t * H, st->buf[x->in[2]] + t * H, state, s->dn_scratch,
+                             st->buf[x->out[0]] + t * o);
+    }
 }
 
 static void ft_run_add(ft_step_t *st, const ft_xop_t *x)
@@ -164,6 +189,9 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         ft_run_glu(st, x);
+        break;
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        ft_run_deltanet(st, x);
         break;
     case FTPLAN__OP_KIND__OP_ROUTER: {
         const int prepared = ft_prep_find(w, x, x->L->router.dtype) == 1;

@@ -152,6 +152,7 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
     const Ftplan__BlockOps *blk = c->b->plan->schedule->blocks[l];
     const float **norm_slot[2] = {&L->attn_norm, &L->ffn_norm};
     uint32_t n_norms = 0, q_buf = ~0u, k_buf = ~0u, att_buf = ~0u;
+    int recurrent = 0;
     for (size_t i = 0; i < blk->n_ops; i++) {
         const Ftplan__Op *op = blk->ops[i];
         ft_status_t st = ft_op_mats(c, op, m);
@@ -203,13 +204,20 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
             if ((st = ft_layer_moe(c, m, op, l, L)))
                 return st;
             break;
+        case FTPLAN__OP_KIND__OP_DELTANET:
+            recurrent = 1;
+            break;
         default:
             break;
         }
     }
-    if (!L->n_heads || !L->n_experts != !L->router.data)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: only blocks of attention and a dense or "
-                              "routed FFN run here (an ATTENTION op; ROUTER and MOE ops together)", c->where, l);
+    /* A linear-attention block has no ATTENTION (nor heads, nor KV). */
+    if ((!L->n_heads && !recurrent) || !L->n_experts != !L->router.data)
+        return ft_status_make(
+            FT_STATUS_UNSUPPORTED,
+            "%s: block %u: only blocks of attention (ATTENTION or "
+            "DELTANET) and a dense or routed FFN run here (ROUTER and MOE ops together)",
+            c->where, l);
     return FT_OK;
 }
 
@@ -223,7 +231,7 @@ static void ft_model_sizes(ft_model_t *m)
         m->max_q_dim = FT_MAX(m->max_q_dim, L->n_heads * L->head_dim);
         m->max_kv_dim = FT_MAX(m->max_kv_dim, L->n_kv_heads * L->head_dim);
         m->max_heads = FT_MAX(m->max_heads, L->n_heads);
-        m->max_group = FT_MAX(m->max_group, L->n_heads / L->n_kv_heads);
+        m->max_group = FT_MAX(m->max_group, L->n_kv_heads ? L->n_heads / L->n_kv_heads : 0);
         m->max_experts = FT_MAX(m->max_experts, L->n_experts);
         m->max_used = FT_MAX(m->max_used, L->n_used);
         m->max_ffn = FT_MAX(m->max_ffn, L->expert_ffn);
@@ -356,7 +364,8 @@ void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
                                           : NULL;
         L->router_kernel = ft_cpu_module_find_router(k, L->router.dtype, L->n_experts, m->d_model);
         /* the module has both KV element types; the model's is bound */
-        const uint32_t group = L->n_heads / L->n_kv_heads;
+        const uint32_t group =
+            L->n_kv_heads ? L->n_heads / L->n_kv_heads : 0; /* 0: a DELTANET block */
         L->attn_kernel = m->kv_dtype == FT_DTYPE_F32 ? ft_cpu_module_find_attn(k, group, L->head_dim) : NULL;
         L->attn_kernel_f16 =
             m->kv_dtype == FT_DTYPE_F16 ? ft_cpu_module_find_attn_f16(k, group, L->head_dim) : NULL;

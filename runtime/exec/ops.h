@@ -3,6 +3,7 @@
 #ifndef FT_EXEC_OPS_H
 #define FT_EXEC_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* out = x / sqrt(mean(x^2) + eps) * w, n elements (out may be x). */
@@ -37,5 +38,35 @@ void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float l
 /* Indices of the k largest values of x[0..n) (ties: the lower index first),
  * in descending order of value. */
 void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx);
+
+/* ---- Gated DeltaNet (op_deltanet.c) ------------------------------------- */
+
+/* One linear-attention layer's shape: n_v_heads value heads, n_k_heads key
+ * heads (whole groups), head_dim both sides, a causal conv of conv_kernel
+ * taps (>= 2) over the 2 * n_k_heads + n_v_heads heads' channels; value
+ * head h reads key head h % n_k_heads when heads_tiled, else
+ * h / (n_v_heads / n_k_heads); eps: the L2 norm's floor. */
+typedef struct ft_deltanet_shape {
+    uint32_t n_v_heads, n_k_heads, head_dim, conv_kernel;
+    int heads_tiled;
+    float eps;
+} ft_deltanet_shape_t;
+
+/* The conv's channels: q | k | v. */
+size_t ft_deltanet_channels(const ft_deltanet_shape_t *sh);
+
+/* Bytes of one sequence's state: the conv's last conv_kernel - 1 inputs
+ * [conv_kernel - 1][channels] (oldest first), then S [n_v_heads][head_dim
+ * (v)][head_dim (k)], all f32. Zero bytes are the state before token 0. */
+size_t ft_deltanet_state_bytes(const ft_deltanet_shape_t *sh);
+
+/* One token: qkv [channels] the projections before the conv, b and a
+ * [n_v_heads] beta's logits and alpha; conv_w [channels][conv_kernel],
+ * dt_bias and A [n_v_heads] (A = -exp(A_log)). Updates state (as above),
+ * uses y [channels] as scratch and writes out [n_v_heads * head_dim]: the
+ * layer's output before its gated RMSNorm. */
+void ft_op_deltanet_token(const ft_deltanet_shape_t *sh, const float *conv_w, const float *dt_bias,
+                          const float *A, const float *qkv, const float *b, const float *a,
+                          float *state, float *y, float *out);
 
 #endif

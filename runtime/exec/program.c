@@ -139,6 +139,40 @@ static float ft_rope_freqs(const Ftplan__Op *op, float *inv_freq)
     return factor != 0.0 ? (float)(1.0 + 0.1 * log(factor)) : 1.0f;
 }
 
+/* A DELTANET: its buffers' widths against its heads, its taps, dt_bias
+ * and A widened to f32, and the next slice of the recurrent state. */
+FT_WARN_UNUSED static ft_status_t ft_bind_deltanet(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i,
+                                                   ft_xop_t *x)
+{
+    if (c->layer < 0)
+        return FT_BIND_ERR(
+            "%s", "the recurrent state belongs to a block: not in the prologue or epilogue");
+    ft_deltanet_shape_t *sh = &x->dn;
+    *sh = (ft_deltanet_shape_t){op->n_heads,     op->n_kv_heads,  op->head_dim,
+                                op->conv_kernel, op->heads_tiled, op->eps};
+    const size_t C = ft_deltanet_channels(sh); /* validated sizes: no overflow */
+    const uint64_t o = (uint64_t)op->n_heads * op->head_dim;
+    if (ft_width(c, x->in[0]) != C || ft_width(c, x->in[1]) != op->n_heads ||
+        ft_width(c, x->in[2]) != op->n_heads || ft_width(c, x->out[0]) != o)
+        return FT_BIND_ERR(
+            "buffers of width %u, %u, %u -> %u for %u value and %u key heads of %u (want %zu, %u, "
+            "%u -> %llu)",
+            ft_width(c, x->in[0]), ft_width(c, x->in[1]), ft_width(c, x->in[2]),
+            ft_width(c, x->out[0]), op->n_heads, op->n_kv_heads, op->head_dim, C, op->n_heads,
+            op->n_heads, (unsigned long long)o);
+    ft_status_t st;
+    if ((st = ft_bind_widened(c, op, i, op->weights[0], (uint32_t)(C * op->conv_kernel),
+                              "conv taps", &x->dn_conv)) ||
+        (st = ft_bind_widened(c, op, i, op->weights[1], op->n_heads, "dt_bias", &x->dn_dt_bias)) ||
+        (st = ft_bind_widened(c, op, i, op->weights[2], op->n_heads, "A", &x->dn_a)))
+        return st;
+    x->rstate_off = c->p->rstate_bytes;
+    x->rstate_bytes = ft_deltanet_state_bytes(sh);
+    c->p->rstate_bytes += (x->rstate_bytes + 63) & ~(size_t)63;
+    if (C > c->p->max_dn_channels) c->p->max_dn_channels = (uint32_t)C;
+    return FT_OK;
+}
+
 /* Kind-specific parameters and shape checks. */
 FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
 {
@@ -185,6 +219,15 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
     case FTPLAN__OP_KIND__OP_GLU:
         x->width = w_in;
         x->act = op->act;
+        if (op->act == FTPLAN__ACTIVATION__ACT_SIGMOID && w_in == 1 && ft_width(c, x->in[1]) > 1) {
+            /* the one-float gate scales inputs[1] in place */
+            x->glu_bcast = 1;
+            x->width = ft_width(c, x->in[1]);
+            return x->out[0] == x->in[1]
+                       ? FT_OK
+                       : FT_BIND_ERR("%s", "a one-float sigmoid gate scales its input in place "
+                                           "(outputs[0] = inputs[1])");
+        }
         x->act_alpha = op->act_alpha;
         x->act_limit = op->act_limit;
         if (op->act != FTPLAN__ACTIVATION__ACT_SILU && op->act != FTPLAN__ACTIVATION__ACT_SWIGLU_OAI &&
@@ -194,6 +237,8 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
         if (ft_width(c, x->in[1]) != w_in || w_out != w_in)
             return FT_BIND_ERR("buffers of width %u, %u and %u", w_in, ft_width(c, x->in[1]), w_out);
         return FT_OK;
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        return ft_bind_deltanet(c, op, i, x);
     case FTPLAN__OP_KIND__OP_ROUTER:
     case FTPLAN__OP_KIND__OP_MOE:
         if (c->layer < 0)
@@ -286,8 +331,8 @@ static size_t ft_rope_floats(const Ftplan__Schedule *s)
     return n;
 }
 
-/* Room for every LINEAR bias (its weight's rows, validated) and every
- * ATTENTION's sinks (its heads) as f32. */
+/* Room for every LINEAR bias (its weight's rows, validated), every
+ * ATTENTION's sinks (its heads) and every DELTANET's vectors as f32. */
 static size_t ft_bias_floats(const Ftplan__Plan *plan)
 {
     const Ftplan__Schedule *s = plan->schedule;
@@ -305,6 +350,10 @@ static size_t ft_bias_floats(const Ftplan__Plan *plan)
                 }
             if (ops[i]->kind == FTPLAN__OP_KIND__OP_ATTENTION && ops[i]->n_weights)
                 n += ops[i]->n_heads; /* the sinks */
+            if (ops[i]->kind ==
+                FTPLAN__OP_KIND__OP_DELTANET) /* taps, dt_bias, A (validated shapes) */
+                n += (size_t)plan->tensors[ops[i]->weights[0]]->shape[0] * ops[i]->conv_kernel +
+                     2 * (size_t)ops[i]->n_heads;
         }
     }
     return n;

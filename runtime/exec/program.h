@@ -9,6 +9,7 @@
 
 #include "freetoken.h"
 #include "model.h"
+#include "ops.h"
 
 #include <stdint.h>
 
@@ -66,6 +67,15 @@ typedef struct ft_xop {
      * (the bytes equal preparing the whole row afterwards). */
     int prepare_next;
     ft_dtype_t next_type;
+    /* GLU with ACT_SIGMOID of a one-float gate: out[t] *= sigmoid(in[0][t])
+     * over width floats (the shared expert's gate). */
+    int glu_bcast;
+    /* DELTANET: its shape, the taps [channels][conv_kernel], dt_bias and A
+     * [n_v_heads] (widened to f32), and where its state lies in the
+     * session's recurrent region: [rstate_off, + rstate_bytes). */
+    ft_deltanet_shape_t dn;
+    const float *dn_conv, *dn_dt_bias, *dn_a;
+    size_t rstate_off, rstate_bytes;
 } ft_xop_t;
 
 typedef struct ft_xops {
@@ -85,6 +95,12 @@ typedef struct ft_program {
     float *bias_floats;  /* every LINEAR bias and ATTENTION's sinks widened to f32, back to back */
     /* Sizes for scratch: the largest over the ops. */
     uint32_t max_group, max_kv_width, kv_buf;
+    /* The recurrent state one session keeps (every DELTANET op's, each
+     * slice 64-byte aligned, in program order): 0 when the model has none.
+     * The session owns one zeroed region of this many bytes; snapshots
+     * copy exactly it. max_dn_channels: the widest conv (scratch). */
+    size_t rstate_bytes;
+    uint32_t max_dn_channels;
 } ft_program_t;
 
 /* Binds the plan's schedule against the model view m (whose mats table

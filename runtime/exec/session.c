@@ -29,6 +29,10 @@ static void ft_session_layout(ft_session_t *s, ft_carver_t *c)
 {
     const ft_model_t *m = s->m;
     s->logits = ft_carve(c, (size_t)m->vocab_size * sizeof(float));
+    const ft_program_t *p = m->prog;
+    s->rstate_bytes = p->rstate_bytes;
+    s->rstate = p->rstate_bytes ? ft_carve(c, p->rstate_bytes) : NULL;
+    s->dn_scratch = p->max_dn_channels ? ft_carve(c, (size_t)p->max_dn_channels * sizeof(float)) : NULL;
 }
 
 ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
@@ -76,6 +80,8 @@ ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options
     s->block = (void *)(uintptr_t)block;
     ft_carver_t carve = {s->block, 0};
     ft_session_layout(s, &carve);
+    if (s->rstate) /* the state before token 0 */
+        memset(s->rstate, 0, s->rstate_bytes);
     if (engine->dev && (st = ft_dev_session_create(engine->dev, n_ctx, n_batch, &s->dev))) {
         ft_dev_free(engine->mem, block);
         ft_mem_free(engine->a, s);
@@ -158,6 +164,15 @@ ft_status_t ft_exec_session_rewind(ft_session_t *s, uint32_t n_past)
     if (n_past > s->n_past)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "rewind to %u: the session holds only %u tokens", n_past, s->n_past);
+    /* A recurrent state holds every position at once: it can start over,
+     * not be cut back (restoring a snapshot at an anchor is the way back). */
+    if (s->rstate && n_past != 0 && n_past != s->n_past)
+        return ft_status_make(
+            FT_STATUS_UNSUPPORTED,
+            "rewind to %u of %u tokens: the model's recurrent (linear-attention) layers "
+            "cannot be truncated; rewind to 0 to start over",
+            n_past, s->n_past);
+    if (s->rstate && n_past == 0) memset(s->rstate, 0, s->rstate_bytes);
     s->n_past = n_past;
     s->has_logits = 0; /* the logits belonged to a position now forgotten */
     if (s->engine->kv_pool)

@@ -31,6 +31,10 @@
  *       fitted by make_qx_quants (quantize_row_q6_K_ref).
  * Q8_K: float d, 256 int8 q, 16 int16 sums of 16 q each (292 bytes): ggml's
  *       activation format for K-quant dot products (quantize_row_q8_K_ref).
+ * IQ4_NL: blocks of 32: fp16 d and 4-bit indices into ggml's 16-value
+ *       codebook kvalues_iq4nl (18 bytes); IQ4_XS: 256 elements with eight
+ *       6-bit sub-block scales (136 bytes). Fitted as ggml's quantize_iq4_nl
+ *       / quantize_iq4_xs without an importance matrix (quant_iq4.c).
  * 4- and 8-bit floats (quant_fp4.c, quant_fp8.c, layouts in dtype.h):
  * MXFP4: E8M0 exponent e = floor(log2(amax)) - 2 + 127 and the E2M1 level
  *       nearest to each x (quantize_row_mxfp4_ref).
@@ -58,6 +62,8 @@
 #define FT_Q4_0_BLOCK_BYTES 18u
 #define FT_Q4_1_BLOCK_BYTES 20u /* Q4_1, Q5_0, Q5_1: 32 elements */
 #define FT_Q5_0_BLOCK_BYTES 22u
+#define FT_IQ4_NL_BLOCK_BYTES 18u  /* 32 elements */
+#define FT_IQ4_XS_BLOCK_BYTES 136u /* 256 elements */
 #define FT_Q5_1_BLOCK_BYTES 24u
 #define FT_QK_K 256u /* elements of a K-quant super-block */
 #define FT_Q2_K_BLOCK_BYTES 84u
@@ -116,6 +122,14 @@ void ft_dequantize_row_q6_k(const void *x, float *y, uint64_t n);
 void ft_quantize_row_q8_k(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_q8_k(const void *x, float *y, uint64_t n);
 
+/* IQ4_NL (n a multiple of 32) and IQ4_XS (of 256), quant_iq4.c; their
+ * codebook, ggml's kvalues_iq4nl. */
+extern const int8_t ft_kvalues_iq4nl[16];
+void ft_quantize_row_iq4_nl(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq4_nl(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq4_xs(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq4_xs(const void *x, float *y, uint64_t n);
+
 /* 4- and 8-bit floats: n a multiple of 32 (MXFP4), 64 (NVFP4) or 128
  * (FP8); the plain F8 rows take any n. */
 void ft_quantize_row_mxfp4(const float *x, void *y, uint64_t n);
@@ -134,7 +148,8 @@ void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
 
 /* 1 when ft_quantize_row / ft_dequantize_row handle the format: those
  * whose dtype.h table row has a quantize (dequantize) function (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, MXFP4, NVFP4, FP8, F8_E4M3, and for
+ * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4,
+ * NVFP4, FP8, F8_E4M3, and for
  * dequantizing also F8_E5M2). */
 int ft_quant_supported(ft_dtype_t t);
 int ft_dequant_supported(ft_dtype_t t);

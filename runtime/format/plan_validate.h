@@ -76,6 +76,7 @@
 #define FT_PLAN_MAX_CONTEXT (1u << 26)
 #define FT_PLAN_MAX_HEADS 65536u
 #define FT_PLAN_MAX_HEAD_DIM 65536u
+#define FT_PLAN_MAX_CONV_KERNEL 64u /* DELTANET: the causal conv's taps */
 #define FT_PLAN_MAX_EXPERTS 65536u
 #define FT_PLAN_MAX_FFN (1u << 24)
 #define FT_PLAN_MAX_DIMS 4u

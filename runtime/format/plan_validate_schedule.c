@@ -31,6 +31,8 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_ROUTER] = {1, 1, 0, 0, 1, 2}, /* logits [, selection bias] */
     [FTPLAN__OP_KIND__OP_MOE] = {1, 1, 1, 1, 3, 3},
     [FTPLAN__OP_KIND__OP_GLU] = {2, 2, 1, 1, 0, 0},
+    [FTPLAN__OP_KIND__OP_DELTANET] = {3, 3, 1, 1, 3,
+                                      3}, /* qkv, beta, alpha -> o; conv, dt_bias, A */
 };
 
 typedef struct ft_sched_ctx {
@@ -154,6 +156,30 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
                              (double)op->act_alpha, (double)op->act_limit);
         break;
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        if (!(op->eps > 0.0f && op->eps < 1.0f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "eps = %g is outside (0, 1)", (double)op->eps);
+        if (op->conv_kernel < 2 || op->conv_kernel > FT_PLAN_MAX_CONV_KERNEL)
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "conv_kernel %u is outside 2..%u",
+                             op->conv_kernel, FT_PLAN_MAX_CONV_KERNEL);
+        for (size_t j = 0; j < 3; j++) { /* the taps, dt_bias and A, widened to f32 at binding */
+            const Ftplan__Tensor *t = c->plan->tensors[op->weights[j]];
+            const uint64_t want[3][2] = {
+                {(2ull * op->n_kv_heads + op->n_heads) * op->head_dim, op->conv_kernel},
+                {op->n_heads, 0},
+                {op->n_heads, 0}};
+            const int shape_ok = t->n_shape == (j ? 1u : 2u) && t->shape[0] == want[j][0] &&
+                                 (j || t->shape[1] == want[j][1]);
+            if ((t->format != FTPLAN__WEIGHT_FORMAT__WF_F32 &&
+                 t->format != FTPLAN__WEIGHT_FORMAT__WF_F16 &&
+                 t->format != FTPLAN__WEIGHT_FORMAT__WF_BF16) ||
+                !shape_ok)
+                return FT_OP_ERR(FT_STATUS_MISMATCH,
+                                 "weights[%zu] '%s' is not an f32, f16 or bf16 %s", j, t->name,
+                                 j == 0 ? "[channels, conv_kernel] matrix of taps"
+                                        : "vector of the value heads");
+        }
+        break;
     case FTPLAN__OP_KIND__OP_MOE:
         if (!ft_plan_enum_ok(&ftplan__activation__descriptor, op->act))
             return FT_OP_ERR(FT_STATUS_FORMAT, "unknown activation %d", (int)op->act);
@@ -180,7 +206,9 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
             return FT_OP_ERR(FT_STATUS_MISMATCH, "sinks '%s' are not a vector of the %u heads", t->name,
                              op->n_heads);
     }
-    const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE || op->kind == FTPLAN__OP_KIND__OP_ATTENTION;
+    const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE ||
+                      op->kind == FTPLAN__OP_KIND__OP_ATTENTION ||
+                      op->kind == FTPLAN__OP_KIND__OP_DELTANET;
     const int kv = heads || op->kind == FTPLAN__OP_KIND__OP_KV_APPEND;
     const int hd = kv || op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM;
     if (hd && (op->head_dim == 0 || op->head_dim > FT_PLAN_MAX_HEAD_DIM || op->head_dim % 2))

@@ -150,7 +150,8 @@ typedef struct ft_allocator {
  *     ft_engine_stats, ft_engine_reset_stats, ft_engine_replan,
  *     ft_engine_count_routing, ft_engine_routing_counts (these wait for the
  *     step in progress), ft_engine_tokenize, ft_engine_token_bytes,
- *     ft_engine_is_eog, ft_engine_chat_format, ft_engine_free,
+ *     ft_engine_is_eog, ft_engine_chat_format, ft_engine_chat_template,
+ *     ft_engine_free,
  *     ft_detokenizer_create, ft_session_create, ft_session_retain,
  *     ft_session_destroy, and every ft_request_* call;
  *   - thread-safe on different sessions, and on one session from several
@@ -366,6 +367,13 @@ typedef struct ft_chat_message {
 FT_WARN_UNUSED ft_status_t ft_engine_chat_format(const ft_engine_t *engine, const ft_chat_message_t *msgs,
                                   size_t n_msgs, int add_generation_prompt, char **out_text);
 
+/* The model's chat template: the Jinja source the bundle carries (GGUF
+ * tokenizer.chat_template, or HF tokenizer_config.json's chat_template),
+ * or NULL when it has none. Valid while the engine is open. A server that
+ * renders richer conversations than ft_engine_chat_format (tools, tool
+ * results, reasoning) picks its renderer and output parser from it. */
+const char *ft_engine_chat_template(const ft_engine_t *engine);
+
 void ft_engine_free(const ft_engine_t *engine, void *p);
 
 /* ------------------------------------------------------------------ */
@@ -449,7 +457,11 @@ uint32_t ft_session_n_restored(const ft_session_t *session);
 /* Forgets every position from n_past on (n_past <= current): on cpu and
  * sim it drops the session's references to the pages past it (cached
  * pages stay in the prefix cache). Refused (FT_STATUS_BUSY) while the
- * session has an unfinished request. */
+ * session has an unfinished request. A model with recurrent
+ * (linear-attention) layers keeps one state for all its positions: such a
+ * session rewinds to 0 (starting over) and to where it is; any other
+ * position is refused (FT_STATUS_UNSUPPORTED; a prefix_cache session
+ * restores an anchor instead, ft_session_anchor). */
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
 
 /* Marks a semantic anchor at position pos of the session (pos <=

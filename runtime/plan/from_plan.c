@@ -55,6 +55,15 @@ FT_WARN_UNUSED static ft_status_t ft_fp_block(const Ftplan__Plan *plan, uint32_t
     const Ftplan__Attention *a = b->attn;
     if (!a || a->kind == FTPLAN__ATTN_KIND__ATTN_NONE)
         return FT_OK;
+    if (a->kind == FTPLAN__ATTN_KIND__ATTN_GATED_DELTANET) {
+        /* No KV: a fixed state per sequence, the conv's last conv_kernel - 1
+         * inputs of its (2 n_kv_heads + n_heads) heads and S per value head,
+         * f32 (runtime/exec/op_deltanet.c); bounded by the validator. */
+        const uint64_t hd = a->head_dim, ch = (2ull * a->n_kv_heads + a->n_heads) * hd;
+        const uint64_t k = a->conv_kernel ? a->conv_kernel - 1 : 0;
+        L->state_bytes = (k * ch + (uint64_t)a->n_heads * hd * hd) * 4;
+        return FT_OK;
+    }
     if (a->kind != FTPLAN__ATTN_KIND__ATTN_GQA)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: no KV size rule for attention kind %d",
                               name, l, (int)a->kind);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ft bench --agent-edit on a tiny fixture with a 2048-token context (ftgen
-# --context): the conversation is evaluated message by message with
+# --ctx): the conversation is evaluated message by message with
 # anchors, the edited request restores the anchor before its last tool
 # result and gives logits bit-identical to computing it cold, and an
 # appended tool result restores the whole conversation. Timings on this
@@ -15,7 +15,7 @@ tmp=${FT_TEST_TMP:-$(mktemp -d)}
 rm -rf "$tmp"; mkdir -p "$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$ftgen" --quiet --seed 3 --size tiny --format q8_0 --context 2048 --gguf "$tmp/m.gguf"
+"$ftgen" --quiet --seed 3 --size tiny --format q8_0 --ctx 2048 --gguf "$tmp/m.gguf"
 "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/b" --quiet
 
 "$ft" bench "$tmp/b" --agent-edit --ctx 1200 --reps 2 --threads 2 --json > "$tmp/agent.json"

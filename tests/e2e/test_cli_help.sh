@@ -92,7 +92,9 @@ check_program() { # PROG NAME, then "CMD FILE FUNCTION" lines on stdin for the c
 check_program "$build/runtime/ft" ft <<'EOF'
 run runtime/cli/cli_run.c ft_run_parse
 chat runtime/cli/cli_chat.c ft_cli_chat
+serve runtime/cli/cli_serve.c ft_cli_serve
 logits runtime/cli/cli_logits.c ft_cli_logits
+perplexity runtime/cli/cli_perplexity.c ft_ppl_parse
 bench runtime/cli/cli_bench.c ft_bench_parse
 EOF
 check_program "$build/compiler/ftc" ftc <<'EOF'

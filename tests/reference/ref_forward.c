@@ -3,11 +3,13 @@
  * reader can check every line. */
 #include "ref_forward.h"
 
+#include "ref_dequant.h"
 #include "ref_ops.h"
 
 #include "../../runtime/format/convert.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,11 @@ struct ft_ref_session {
     uint32_t n_ctx, n_past;
     double **k_cache;     /* [n_layers][n_ctx * n_kv_heads * head_dim] */
     double **v_cache;     /* [n_layers][n_ctx * n_kv_heads * value_head_dim] */
+    /* Gated DeltaNet layers: the conv's last conv_kernel - 1 inputs
+     * [K - 1][C] (oldest first) and S [n_heads][head_dim][head_dim]; NULL
+     * in attention layers. */
+    double **dn_window, **dn_state;
+    double *dn_y, *dn_z, *dn_b, *dn_a; /* per-token scratch */
     double *route_margin; /* [n_ctx]: the closest routing decision per position */
     uint32_t max_used;    /* the most experts a layer uses */
     uint32_t *routes;     /* [n_ctx][n_layers][max_used]: chosen experts, ascending */
@@ -41,6 +48,8 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
         if ((size_t)L->n_heads * L->head_dim > q) q = (size_t)L->n_heads * L->head_dim;
         if ((size_t)L->n_heads * L->value_head_dim > att)
             att = (size_t)L->n_heads * L->value_head_dim;
+        if (L->deltanet && (2 * (size_t)L->n_kv_heads + L->n_heads) * L->head_dim > q)
+            q = (2 * (size_t)L->n_kv_heads + L->n_heads) * L->head_dim; /* the conv's input */
         if (L->n_experts > e) e = L->n_experts;
         if (L->expert_ffn > f) f = L->expert_ffn;
         if (L->shared_ffn > f) f = L->shared_ffn;
@@ -85,13 +94,33 @@ ft_status_t ft_ref_session_create(const ft_ref_model_t *m, uint32_t n_ctx,
     s->n_ctx = n_ctx;
     s->k_cache = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
     s->v_cache = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
-    int ok = s->k_cache && s->v_cache && ref_scratch_alloc(s);
+    s->dn_window = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
+    s->dn_state = calloc(m->n_layers ? m->n_layers : 1, sizeof(double *));
+    int ok = s->k_cache && s->v_cache && s->dn_window && s->dn_state && ref_scratch_alloc(s);
+    size_t dn_c = 1, dn_o = 1;
     for (uint32_t l = 0; ok && l < m->n_layers; l++) {
         const ft_ref_layer_t *L = &m->layers[l];
+        if (L->deltanet) {
+            const size_t C = (2 * (size_t)L->n_kv_heads + L->n_heads) * L->head_dim;
+            dn_c = C > dn_c ? C : dn_c;
+            dn_o =
+                (size_t)L->n_heads * L->head_dim > dn_o ? (size_t)L->n_heads * L->head_dim : dn_o;
+            s->dn_window[l] = calloc((size_t)(L->conv_kernel - 1) * C + 1, sizeof(double));
+            s->dn_state[l] =
+                calloc((size_t)L->n_heads * L->head_dim * L->head_dim + 1, sizeof(double));
+            ok = s->dn_window[l] && s->dn_state[l];
+        }
         s->k_cache[l] = malloc((size_t)n_ctx * L->n_kv_heads * L->head_dim * sizeof(double) + 1);
         s->v_cache[l] =
             malloc((size_t)n_ctx * L->n_kv_heads * L->value_head_dim * sizeof(double) + 1);
         ok = s->k_cache[l] && s->v_cache[l];
+    }
+    if (ok) {
+        s->dn_y = malloc(dn_c * sizeof(double));
+        s->dn_z = malloc(dn_o * sizeof(double));
+        s->dn_b = malloc(dn_o * sizeof(double));
+        s->dn_a = malloc(dn_o * sizeof(double));
+        ok = s->dn_y && s->dn_z && s->dn_b && s->dn_a;
     }
     if (!ok) {
         ft_ref_session_free(s);
@@ -107,9 +136,17 @@ void ft_ref_session_free(ft_ref_session_t *s)
     for (uint32_t l = 0; l < s->m->n_layers; l++) {
         if (s->k_cache) free(s->k_cache[l]);
         if (s->v_cache) free(s->v_cache[l]);
+        if (s->dn_window) free(s->dn_window[l]);
+        if (s->dn_state) free(s->dn_state[l]);
     }
     free(s->k_cache);
     free(s->v_cache);
+    free(s->dn_window);
+    free(s->dn_state);
+    free(s->dn_y);
+    free(s->dn_z);
+    free(s->dn_b);
+    free(s->dn_a);
     double *scratch[] = {s->x, s->h, s->q, s->att, s->scores, s->o, s->probs, s->g, s->u, s->y, s->masked, s->group_score, s->choice};
     for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
         free(scratch[i]);
@@ -157,9 +194,12 @@ static void ref_mv(ft_ref_session_t *s, const double *w, ft_dtype_t fmt, uint32_
     for (uint32_t i = 0; i < cols; i++)
         s->round_f[i] = (float)x[i];
     ft_quantize_row(at, s->round_f, s->round_q, cols);
-    ft_dequantize_row(at, s->round_q, s->round_f, cols);
-    for (uint32_t i = 0; i < cols; i++)
-        s->round_d[i] = s->round_f[i];
+    /* the runtime's rounding, read back by the reference's own decoder */
+    ft_status_t st = ft_ref_dequant_row(at, s->round_q, cols, s->round_d);
+    if (st) { /* a weight's columns are a multiple of its activation block */
+        fprintf(stderr, "reference: %s\n", ft_status_message(st));
+        abort();
+    }
     ft_ref_matvec(w, rows, cols, s->round_d, y);
 }
 
@@ -287,6 +327,74 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
         x[i] += o[i];
 }
 
+/* x += GatedDeltaNet(RMSNorm(x)) for the next token of layer l. */
+static void ref_deltanet(ft_ref_session_t *s, uint32_t l, double *x)
+{
+    const ft_ref_model_t *m = s->m;
+    const ft_ref_layer_t *L = &m->layers[l];
+    const uint32_t d = m->d_model, hd = L->head_dim, Hv = L->n_heads, Hk = L->n_kv_heads,
+                   K = L->conv_kernel;
+    const size_t C = (2 * (size_t)Hk + Hv) * hd;
+    double *h = s->h, *y = s->dn_y, *z = s->dn_z, *b = s->dn_b, *a = s->dn_a, *o = s->att,
+           *win = s->dn_window[l];
+    ft_ref_rmsnorm(x, L->attn_norm, d, m->norm_eps, h);
+    ref_mv(s, L->dn_qkv, L->fmt_dn_qkv, (uint32_t)C, d, h, s->q); /* the new conv input */
+    ref_mv(s, L->dn_z, L->fmt_dn_z, Hv * hd, d, h, z);
+    ref_mv(s, L->dn_beta, L->fmt_dn_beta, Hv, d, h, b);
+    ref_mv(s, L->dn_alpha, L->fmt_dn_alpha, Hv, d, h, a);
+    /* y_t[c] = silu(sum_j w[c][j] in_{t-K+1+j}[c]): the window holds the K-1 before this one */
+    for (size_t c = 0; c < C; c++) {
+        double acc = L->dn_conv[c * K + K - 1] * s->q[c];
+        for (uint32_t j = 0; j + 1 < K; j++)
+            acc += L->dn_conv[c * K + j] * win[j * C + c];
+        y[c] = ft_ref_silu(acc);
+    }
+    for (uint32_t j = 0; j + 2 < K; j++)
+        memcpy(win + j * C, win + (j + 1) * C, C * sizeof(double));
+    memcpy(win + (size_t)(K - 2) * C, s->q, C * sizeof(double));
+    double *q = y, *k = y + (size_t)Hk * hd, *v = y + 2 * (size_t)Hk * hd;
+    for (uint32_t hh = 0; hh < 2 * Hk; hh++) { /* q's heads, then k's: x / max(|x|, eps) */
+        double *p = y + (size_t)hh * hd, ss = 0.0;
+        for (uint32_t i = 0; i < hd; i++)
+            ss += p[i] * p[i];
+        const double nrm = fmax(sqrt(ss), m->norm_eps);
+        for (uint32_t i = 0; i < hd; i++)
+            p[i] /= nrm;
+    }
+    for (uint32_t hv = 0; hv < Hv; hv++) {
+        const uint32_t kh = L->heads_tiled ? hv % Hk : hv / (Hv / Hk);
+        const double *qh = q + (size_t)kh * hd, *kk = k + (size_t)kh * hd,
+                     *vh = v + (size_t)hv * hd;
+        const double g = L->dn_a[hv] * log1p(exp(a[hv] + L->dn_dt_bias[hv]));
+        const double beta = 1.0 / (1.0 + exp(-b[hv])), decay = exp(g);
+        double *S = s->dn_state[l] + (size_t)hv * hd * hd; /* S[i][j]: i over v, j over k */
+        for (size_t e = 0; e < (size_t)hd * hd; e++)
+            S[e] *= decay;
+        for (uint32_t i = 0; i < hd; i++) {
+            double sk = 0.0;
+            for (uint32_t j = 0; j < hd; j++)
+                sk += S[(size_t)i * hd + j] * kk[j];
+            const double delta = beta * (vh[i] - sk);
+            for (uint32_t j = 0; j < hd; j++)
+                S[(size_t)i * hd + j] += delta * kk[j];
+        }
+        double *oh = o + (size_t)hv * hd;
+        for (uint32_t i = 0; i < hd; i++) {
+            double acc = 0.0;
+            for (uint32_t j = 0; j < hd; j++)
+                acc += S[(size_t)i * hd + j] * qh[j];
+            oh[i] = acc / sqrt((double)hd);
+        }
+        /* the gated RMSNorm of this head */
+        ft_ref_rmsnorm(oh, L->dn_norm, hd, m->norm_eps, oh);
+        for (uint32_t i = 0; i < hd; i++)
+            oh[i] *= ft_ref_silu(z[(size_t)hv * hd + i]);
+    }
+    ref_mv(s, L->dn_out, L->fmt_dn_out, d, Hv * hd, o, s->o);
+    for (uint32_t i = 0; i < d; i++)
+        x[i] += s->o[i];
+}
+
 /* x += MoE(RMSNorm(x)) for one token in layer l. */
 static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
 {
@@ -369,8 +477,14 @@ static void ref_moe(ft_ref_session_t *s, uint32_t l, double *x)
         for (uint32_t i = 0; i < S; i++)
             g[i] = ft_ref_silu(g[i]) * u[i];
         ref_mv(s, L->sh_down, L->fmt_sh_down, d, S, g, y);
+        double gate = 1.0;
+        if (L->sh_gate_inp) { /* sigmoid(w . h) */
+            double dot;
+            ref_mv(s, L->sh_gate_inp, L->fmt_sh_gate_inp, 1, d, h, &dot);
+            gate = 1.0 / (1.0 + exp(-dot));
+        }
         for (uint32_t i = 0; i < d; i++)
-            x[i] += y[i];
+            x[i] += gate * y[i];
     }
     double sum = 0.0;
     for (uint32_t j = 0; j < K; j++)
@@ -414,7 +528,10 @@ static void ref_token(ft_ref_session_t *s, int32_t token, double *logits)
     s->route_margin[s->n_past] = INFINITY;
     memcpy(x, m->tok_embd + (size_t)token * d, d * sizeof(double));
     for (uint32_t l = 0; l < m->n_layers; l++) {
-        ref_attention(s, l, s->n_past, x);
+        if (m->layers[l].deltanet)
+            ref_deltanet(s, l, x);
+        else
+            ref_attention(s, l, s->n_past, x);
         ref_moe(s, l, x);
     }
     ft_ref_rmsnorm(x, m->output_norm, d, m->norm_eps, x);

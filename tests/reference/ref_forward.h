@@ -22,6 +22,13 @@
  *       (with a sliding window W: pos - W + 1 .. pos; with sinks, exp(sink_h)
  *       joins each head's denominator)
  *     attn *= sigmoid(Wgate h)   (the gated output, when the layer has it)
+ *   or, in a Gated DeltaNet layer (Qwen3.5/3.6), with a state per layer:
+ *     qkv, z, b, a = Wqkv h, Wz h, Wbeta h, Walpha h
+ *     y = silu(causal depthwise conv of the last conv_kernel qkv rows)
+ *     q, k (key heads) L2-normalised (eps: the norm eps), v (value heads)
+ *     per value head: g = A softplus(a + dt_bias), S = exp(g) S,
+ *       S += k (sigmoid(b) (v - S k))^T, o = S q / sqrt(head_dim)
+ *     o = RMSNorm(o per head) * ssm_norm * silu(z); x += Wout o
  *     x += Wo attn + bo
  *     h = RMSNorm(x) * ffn_norm
  *     p = softmax(Wr h) (or sigmoid) over all experts; the n_experts_used
@@ -29,7 +36,8 @@
  *       lower index; with expert groups, among the groups whose two best
  *       biased scores sum highest); their weights the unbiased p,
  *       renormalized to sum 1 when norm_topk_prob, times routed_scaling
- *     x += down_sh(silu(gate_sh h) * up_sh h)   (shared experts, when present)
+ *     x += down_sh(silu(gate_sh h) * up_sh h)   (shared experts, when present;
+ *       times sigmoid(w_sh . h) when gated)
  *     x += sum_e p_e * down_e(silu(gate_e h) * up_e h)
  *     (gpt-oss: logits W_r h + b_r, the top k logits' softmax as weights,
  *     gate/up/down biases, g' = min(g, 7), u' = clamp(u, -7, 7),
@@ -79,6 +87,26 @@ typedef struct ft_ref_layer {
     uint32_t shared_ffn;
     double *sh_gate, *sh_up; /* [shared_ffn, d_model] */
     double *sh_down;         /* [d_model, shared_ffn] */
+    /* The shared experts' gate (Qwen3.5/3.6): their output times
+     * sigmoid(sh_gate_inp . h); NULL: ungated. [d_model] */
+    double *sh_gate_inp;
+    ft_dtype_t fmt_sh_gate_inp;
+    /* A Gated DeltaNet block (deltanet 1) instead of attention: n_heads
+     * value heads and n_kv_heads key heads of head_dim, value head h reading
+     * key head h % n_kv_heads (heads_tiled) or h / (n_heads / n_kv_heads);
+     * C = (2 n_kv_heads + n_heads) head_dim conv channels. */
+    int deltanet, heads_tiled;
+    uint32_t conv_kernel;
+    double *dn_qkv;     /* [C, d_model] */
+    double *dn_z;       /* [n_heads * head_dim, d_model] */
+    double *dn_beta;    /* [n_heads, d_model] */
+    double *dn_alpha;   /* [n_heads, d_model] */
+    double *dn_conv;    /* [C, conv_kernel] */
+    double *dn_dt_bias; /* [n_heads] */
+    double *dn_a;       /* [n_heads] = -exp(A_log) */
+    double *dn_norm;    /* [head_dim] */
+    double *dn_out;     /* [d_model, n_heads * head_dim] */
+    ft_dtype_t fmt_dn_qkv, fmt_dn_z, fmt_dn_beta, fmt_dn_alpha, fmt_dn_out;
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
     ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_w_gate, fmt_router, fmt_gate, fmt_up, fmt_down;
     ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;

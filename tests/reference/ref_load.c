@@ -1,10 +1,10 @@
 /* Loading the reference model: find each tensor of the plan by role and
- * layer, check its shape, and dequantize it row by row to double through
- * ft_convert_row (to float32, then widened: exact). */
+ * layer, check its shape, and dequantize it row by row to double with the
+ * reference's own dequantizer (ref_dequant.c, not the runtime's). */
+#include "ref_dequant.h"
 #include "ref_forward.h"
 
 #include "../../runtime/format/bundle.h"
-#include "../../runtime/format/convert.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +23,14 @@ static ft_status_t ref_rows(const ft_bundle_t *b, const Ftplan__Tensor *t, uint6
                             uint64_t n_rows, uint64_t cols, double *out)
 {
     const ft_dtype_t dt = (ft_dtype_t)t->format;
-    uint64_t row_bytes;
-    if (!ft_dtype_row_bytes(dt, cols, &row_bytes))
+    const uint64_t row_bytes = ft_ref_row_bytes(dt, cols);
+    if (!row_bytes)
         return ft_status_make(FT_STATUS_FORMAT, "tensor '%s': bad row of %llu %s elements", t->name,
                               (unsigned long long)cols, ft_dtype_name(dt));
     const uint8_t *p;
     ft_status_t st = ft_ftw_range(b->weight_files[t->file], at, n_rows * row_bytes, &p);
-    float *row = malloc(cols * sizeof(float));
-    if (!st && !row) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (uint64_t r = 0; r < n_rows && !st; r++) {
-        st = ft_convert_row(FT_DTYPE_F32, row, dt, p + r * row_bytes, cols);
-        for (uint64_t c = 0; c < cols && !st; c++)
-            out[r * cols + c] = row[c];
-    }
-    free(row);
+    for (uint64_t r = 0; r < n_rows && !st; r++)
+        st = ft_ref_dequant_row(dt, p + r * row_bytes, cols, out + r * cols);
     return ft_status_annotate(st, "tensor '%s'", t->name);
 }
 
@@ -209,11 +203,13 @@ void ft_ref_model_free(ft_ref_model_t *m)
     if (!m) return;
     for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         ft_ref_layer_t *L = &m->layers[l];
-        double *all[] = {L->attn_norm, L->wq,       L->wk,     L->wv,   L->wo, L->q_norm,
-                         L->k_norm,    L->ffn_norm, L->router, L->gate, L->up, L->down,
-                         L->bq,        L->bk,       L->bv,     L->bo,   L->sinks,     L->w_gate,
-                         L->router_bias, L->b_gate, L->b_up,   L->b_down,
-                         L->sel_bias,  L->sh_gate,  L->sh_up,  L->sh_down};
+        double *all[] = {
+            L->attn_norm,   L->wq,       L->wk,          L->wv,     L->wo,       L->q_norm,
+            L->k_norm,      L->ffn_norm, L->router,      L->gate,   L->up,       L->down,
+            L->bq,          L->bk,       L->bv,          L->bo,     L->sinks,    L->w_gate,
+            L->router_bias, L->b_gate,   L->b_up,        L->b_down, L->sel_bias, L->sh_gate,
+            L->sh_up,       L->sh_down,  L->sh_gate_inp, L->dn_qkv, L->dn_z,     L->dn_beta,
+            L->dn_alpha,    L->dn_conv,  L->dn_dt_bias,  L->dn_a,   L->dn_norm,  L->dn_out};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }

@@ -1,13 +1,14 @@
 /* Loading the reference model from an imported IR instead of a bundle: the
  * bytes of each tensor are its pieces read from the source files (GGUF or
- * safetensors) and dequantized row by row to double, as ref_load.c does
+ * safetensors) and dequantized row by row to double by the reference's own
+ * dequantizer (ref_dequant.c), as ref_load.c does
  * for a bundle. This is how the oracle runs a model (Mixtral) before the
  * plan and runtime can hold it, and how two imports of one checkpoint are
  * compared without a compile in between. */
+#include "ref_dequant.h"
 #include "ref_forward.h"
 
 #include "ir.h"
-#include "../../runtime/format/convert.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,8 +58,8 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
                               t->name, ft_ir_tensor_elems(t), n_elems);
     if (out_fmt) *out_fmt = t->dtype;
     const uint64_t cols = t->shape[t->n_dims - 1], rows = n_elems / cols;
-    uint64_t row_bytes;
-    if (!ft_dtype_row_bytes(t->dtype, cols, &row_bytes))
+    const uint64_t row_bytes = ft_ref_row_bytes(t->dtype, cols);
+    if (!row_bytes)
         return ft_status_make(FT_STATUS_FORMAT, "tensor '%s': bad row of %" PRIu64 " %s elements",
                               t->name, cols, ft_dtype_name(t->dtype));
     uint8_t *bytes = NULL;
@@ -66,18 +67,13 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     ft_status_t st = ref_ir_read(ir, t, &bytes, &n_bytes);
     if (st) return st;
     double *w = malloc(n_elems * sizeof(double));
-    float *row = malloc(cols * sizeof(float));
-    if (!w || !row)
+    if (!w)
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
     else if (n_bytes != rows * row_bytes)
         st = ft_status_make(FT_STATUS_MISMATCH, "tensor '%s': %" PRIu64 " bytes, expected %" PRIu64,
                             t->name, n_bytes, rows * row_bytes);
-    for (uint64_t r = 0; r < rows && !st; r++) {
-        st = ft_convert_row(FT_DTYPE_F32, row, t->dtype, bytes + r * row_bytes, cols);
-        for (uint64_t c = 0; c < cols && !st; c++)
-            w[r * cols + c] = row[c];
-    }
-    free(row);
+    for (uint64_t r = 0; r < rows && !st; r++)
+        st = ft_ref_dequant_row(t->dtype, bytes + r * row_bytes, cols, w + r * cols);
     free(bytes);
     if (st) {
         free(w);
@@ -92,8 +88,9 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if (a->kind != FT_ATTN_GQA || !a->n_kv_heads || a->n_heads % a->n_kv_heads)
-        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA", l);
+    if ((a->kind != FT_ATTN_GQA && a->kind != FT_ATTN_GATED_DELTANET) || !a->n_kv_heads ||
+        a->n_heads % a->n_kv_heads)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA or Gated DeltaNet", l);
     if (!b->is_moe) {
         if (!b->dense_ffn || b->act != FT_ACT_SILU)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SwiGLU dense FFNs", l);
@@ -103,6 +100,30 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
         m->n_experts_used > m->n_experts || (m->has_router_bias && (!m->norm_topk_prob || m->scoring)))
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only SiLU or clamped SwiGLU MoE (a router "
                               "bias with gpt-oss's softmax over the chosen logits)", l);
+    return FT_OK;
+}
+
+/* A Gated DeltaNet block's tensors (ir.h's FT_ROLE_SSM_*, z as ATTN_GATE). */
+static ft_status_t ref_ir_deltanet(const ft_ir_model_t *ir, const ft_ir_block_t *b, uint32_t l,
+                                   ft_ref_layer_t *L, uint64_t d)
+{
+    const int32_t li = (int32_t)l;
+    const uint64_t hd = b->attn.head_dim, Hv = b->attn.n_heads,
+                   C = (2ull * b->attn.n_kv_heads + Hv) * hd;
+    L->deltanet = 1;
+    L->heads_tiled = b->attn.heads_tiled;
+    L->conv_kernel = b->attn.conv_kernel;
+    ft_status_t st;
+    if ((st = ref_ir_tensor(ir, FT_ROLE_SSM_QKV, li, C * d, &L->dn_qkv, &L->fmt_dn_qkv)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_GATE, li, Hv * hd * d, &L->dn_z, &L->fmt_dn_z)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_BETA, li, Hv * d, &L->dn_beta, &L->fmt_dn_beta)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_ALPHA, li, Hv * d, &L->dn_alpha, &L->fmt_dn_alpha)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_CONV, li, C * L->conv_kernel, &L->dn_conv, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_DT_BIAS, li, Hv, &L->dn_dt_bias, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_A, li, Hv, &L->dn_a, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_NORM, li, hd, &L->dn_norm, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_SSM_OUT, li, d * Hv * hd, &L->dn_out, &L->fmt_dn_out)))
+        return st;
     return FT_OK;
 }
 
@@ -138,12 +159,21 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     const uint64_t d = m->d_model, hd = L->head_dim, vd = L->value_head_dim;
     const uint64_t E = L->n_experts, F = L->expert_ffn;
     const int32_t li = (int32_t)l;
-    if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q, li, L->n_heads * hd * d, &L->wq, &L->fmt_wq)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K, li, L->n_kv_heads * hd * d, &L->wk, &L->fmt_wk)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_V, li, L->n_kv_heads * vd * d, &L->wv, &L->fmt_wv)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_O, li, d * L->n_heads * vd, &L->wo, &L->fmt_wo)) ||
-        (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
+    if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
+        if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
+            (st = ref_ir_deltanet(ir, b, l, L, d)) ||
+            (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
+            return st;
+    } else if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q, li, L->n_heads * hd * d, &L->wq,
+                                   &L->fmt_wq)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K, li, L->n_kv_heads * hd * d, &L->wk,
+                                   &L->fmt_wk)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_V, li, L->n_kv_heads * vd * d, &L->wv,
+                                   &L->fmt_wv)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_O, li, d * L->n_heads * vd, &L->wo,
+                                   &L->fmt_wo)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
         return st;
     if (dense) {
         L->router = calloc(d, sizeof(double)); /* one logit, 0 */
@@ -178,14 +208,19 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     if (ft_ir_find(ir, FT_ROLE_ATTN_SINKS, li) &&
         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_SINKS, li, L->n_heads, &L->sinks, NULL)))
         return st;
-    if (b->attn.has_out_gate &&
-        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_GATE, li, L->n_heads * vd * d, &L->w_gate, &L->fmt_w_gate)))
+    if (b->attn.has_out_gate && !L->deltanet &&
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_GATE, li, L->n_heads * vd * d, &L->w_gate,
+                            &L->fmt_w_gate)))
         return st;
     L->shared_ffn = dense ? 0 : b->moe.n_shared_experts * b->moe.shared_ffn;
     const uint64_t S = L->shared_ffn;
     if (S && ((st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_SHEXP, li, S * d, &L->sh_gate, &L->fmt_sh_gate)) ||
               (st = ref_ir_tensor(ir, FT_ROLE_FFN_UP_SHEXP, li, S * d, &L->sh_up, &L->fmt_sh_up)) ||
               (st = ref_ir_tensor(ir, FT_ROLE_FFN_DOWN_SHEXP, li, d * S, &L->sh_down, &L->fmt_sh_down))))
+        return st;
+    if (S && b->moe.shared_gate &&
+        (st = ref_ir_tensor(ir, FT_ROLE_FFN_GATE_INP_SHEXP, li, d, &L->sh_gate_inp,
+                            &L->fmt_sh_gate_inp)))
         return st;
     if (!dense && ft_ir_find(ir, FT_ROLE_FFN_EXP_PROBS_B, li) &&
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_EXP_PROBS_B, li, E, &L->sel_bias, NULL)))
@@ -200,11 +235,13 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
 static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
 {
     const ft_ir_hparams_t *hp = &ir->hp;
-    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL && hp->arch != FT_ARCH_GPT_OSS &&
-         hp->arch != FT_ARCH_GLM4MOE) ||
+    if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL &&
+         hp->arch != FT_ARCH_GPT_OSS && hp->arch != FT_ARCH_GLM4MOE &&
+         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT) ||
         hp->norm != FT_NORM_RMS || (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "only qwen3moe / mixtral / glm4moe with RMS norms and NeoX or interleaved RoPE");
+                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next "
+                              "with RMS norms and NeoX or interleaved RoPE");
     m->n_layers = hp->n_layers;
     m->d_model = hp->d_model;
     m->vocab_size = hp->vocab_size;

@@ -9,12 +9,11 @@
  * sums: the float tolerance (1e-4 of the largest logit, the bound the f32
  * bundles meet on the CPU) applies to quantized bundles too, and every
  * position's top-1 token agrees. The CPU kernels instead round activations
- * to 8 bits for Q8_0/Q4_0/Q2_K..Q6_K/MXFP4/NVFP4 weights (test_forward_formats checks them
- * against a reference that rounds the same way), which is why greedy
- * generations of the two backends may part after a few tokens on quantized
- * bundles while both stay within their format's bound of the reference.
- * Skips where the build has no NVRTC; with NVRTC, a fake driver that
- * does not load fails (cuda_test_skip.h). */
+ * to 8 bits for Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS/MXFP4/NVFP4 weights (test_forward_formats checks
+ * them against a reference that rounds the same way), which is why greedy generations of the two
+ * backends may part after a few tokens on quantized bundles while both stay within their format's
+ * bound of the reference. Skips where the build has no NVRTC; with NVRTC, a fake driver that does
+ * not load fails (cuda_test_skip.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,14 +250,30 @@ static void test_fp8(void **state)
     check_format(FT_DTYPE_FP8, 1);
 }
 
+/* IQ4_NL (blocks of 32: the tiny fixture) and IQ4_XS (256: the wide one). */
+static void test_iq4_nl(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ4_NL, 0);
+}
+
+static void test_iq4_xs(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ4_XS, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0), cmocka_unit_test(test_q4_0),  cmocka_unit_test(test_q4_k),
-        cmocka_unit_test(test_q6_k), cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4),
-        cmocka_unit_test(test_fp8),  cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k),
-        cmocka_unit_test(test_q5_k), cmocka_unit_test(test_q4_k_m_mix), cmocka_unit_test(test_q4_1),
-        cmocka_unit_test(test_q5_0), cmocka_unit_test(test_q5_1),
+        cmocka_unit_test(test_q8_0),       cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_k),       cmocka_unit_test(test_q6_k),
+        cmocka_unit_test(test_mxfp4),      cmocka_unit_test(test_nvfp4),
+        cmocka_unit_test(test_fp8),        cmocka_unit_test(test_q2_k),
+        cmocka_unit_test(test_q3_k),       cmocka_unit_test(test_q5_k),
+        cmocka_unit_test(test_q4_k_m_mix), cmocka_unit_test(test_q4_1),
+        cmocka_unit_test(test_q5_0),       cmocka_unit_test(test_q5_1),
+        cmocka_unit_test(test_iq4_nl),     cmocka_unit_test(test_iq4_xs),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

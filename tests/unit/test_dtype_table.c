@@ -158,7 +158,7 @@ static void test_weight_format_proto(void **state)
 static void test_ir_enums_proto(void **state)
 {
     (void)state;
-    assert_int_equal(ftplan__arch__descriptor.n_values, FT_ARCH_GLM4MOE + 1);
+    assert_int_equal(ftplan__arch__descriptor.n_values, FT_ARCH_QWEN3NEXT + 1);
     assert_int_equal(ftplan__norm_kind__descriptor.n_values, FT_NORM_LAYER + 1);
     assert_int_equal(ftplan__rope_kind__descriptor.n_values, FT_ROPE_NEOX + 1);
     assert_int_equal(ftplan__attn_kind__descriptor.n_values, FT_ATTN_GATED_DELTANET + 1);
@@ -180,9 +180,10 @@ static void test_dtype_list(void **state)
 {
     (void)state;
     char buf[256];
-    assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)),
-                        "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, mxfp4, "
-                        "nvfp4 or fp8");
+    assert_string_equal(
+        ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)),
+        "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, "
+        "iq4_nl, iq4_xs, mxfp4, nvfp4 or fp8");
     assert_string_equal(
         ft_dtype_list(FT_DTYPE_FLAG_WEIGHT | FT_DTYPE_FLAG_CPU_GEN, "and", buf, sizeof(buf)),
         "f32, f16, bf16, q4_0, q8_0, q4_k and q6_k");

@@ -1,5 +1,5 @@
 /* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
- * MXFP4, NVFP4 and FP8 bundles against the float64 reference computed with
+ * IQ4_NL, IQ4_XS, MXFP4, NVFP4 and FP8 bundles against the float64 reference computed with
  * the same bundle's weights (dequantized exactly, then widened). Weight rounding is thus
  * common to both sides; what remains is the runtime's own arithmetic.
  * The error of a position is ft_ref_rel_err: max_i |a_i - r_i| / max_i |r_i|.
@@ -231,6 +231,26 @@ static void test_q5_k(void **state)
     check_quant_format(FT_DTYPE_Q5_K, 1, 0);
 }
 
+/* IQ4_NL rounds activations to Q8_0 blocks (as Q4_0), IQ4_XS to Q8_K (as
+ * the K-quants): the Q8 bounds. Against the f32 fixture (the weights
+ * before quantizing) the logits differ by the quantization itself: 16
+ * non-uniform levels over a 32-element group's range (~5 sigma) round a
+ * weight with rms error ~0.1 sigma (test_quants_iq4 measures the round
+ * trip), as Q4_K does, so the bound derived for the Q4_K_M mix below
+ * (FT_MIX_F32_TOL) applies, checked over the positions both models route
+ * alike. */
+static void check_iq4(ft_dtype_t format, int wide, uint64_t seed);
+static void test_iq4_nl(void **state)
+{
+    (void)state;
+    check_iq4(FT_DTYPE_IQ4_NL, 0, 0);
+}
+static void test_iq4_xs(void **state)
+{
+    (void)state;
+    check_iq4(FT_DTYPE_IQ4_XS, 1, 0);
+}
+
 static void test_q4_k(void **state)
 {
     check_quant_format(FT_DTYPE_Q4_K, 1, 0);
@@ -379,6 +399,50 @@ static float *sim_logits(const char *bundle, uint32_t V)
     return out;
 }
 
+/* The runtime's logits on r (the fixture o compiled to some format)
+ * against the float64 reference on o's f32 weights, over the positions
+ * both route alike: within tol. */
+static void check_vs_f32(const char *what, const ft_fixture_opts_t *o, const run_t *r, double tol)
+{
+    char name[256];
+    snprintf(name, sizeof(name), "%s_f32", what);
+    run_t f;
+    run_opts(o, name, FT_DTYPE_INVALID, &f);
+    uint32_t n_alike = 0;
+    while (n_alike < N_PROMPT && ft_ref_session_same_routes(r->plain, f.plain, n_alike))
+        n_alike++;
+    const ft_ref_cmp_t c = ft_ref_compare(r->rt, f.ref_plain, n_alike, r->m->vocab_size);
+    const ft_ref_cmp_t call = ft_ref_compare(r->rt, f.ref_plain, N_PROMPT, r->m->vocab_size);
+    print_message("%s vs the f32 fixture: max error %.3g at position %u over the %u "
+                  "positions routed alike (%.3g over all); top-1 agrees on %u/%u\n",
+                  what, c.max_err, c.worst_pos, n_alike, call.max_err, call.n_top1_agree, N_PROMPT);
+    assert_true(n_alike >= 1);
+    assert_true(c.max_err <= tol);
+    run_free(&f);
+}
+
+static void check_iq4(ft_dtype_t format, int wide, uint64_t seed)
+{
+    ft_fixture_opts_t o;
+    if (wide)
+        ft_ref_wide_opts(&o);
+    else
+        ft_fixture_opts_init(&o);
+    if (seed) o.seed = seed;
+    run_t r;
+    run_opts(&o, ft_dtype_name(format), format, &r);
+    assert_int_equal(r.m->layers[0].fmt_gate, format);
+    check_quant_run(ft_dtype_name(format), wide, &r);
+    check_vs_f32(ft_dtype_name(format), &o, &r, FT_MIX_F32_TOL);
+    run_free(&r);
+}
+
+static void test_iq4_nl_gguf_import(void **state)
+{
+    (void)state;
+    check_gguf_import(FT_DTYPE_IQ4_NL, 0);
+}
+
 static void test_q4_k_m_mix(void **state)
 {
     (void)state;
@@ -421,13 +485,28 @@ static void test_q4_k_m_mix(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16),  cmocka_unit_test(test_bf16), cmocka_unit_test(test_q8_0),
-        cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_k), cmocka_unit_test(test_q6_k),
-        cmocka_unit_test(test_q2_k), cmocka_unit_test(test_q3_k), cmocka_unit_test(test_q5_k),
-        cmocka_unit_test(test_q4_1), cmocka_unit_test(test_q5_0), cmocka_unit_test(test_q5_1),
-        cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_nvfp4), cmocka_unit_test(test_fp8),
-        cmocka_unit_test(test_mxfp4_gguf_import), cmocka_unit_test(test_nvfp4_gguf_import),
-        cmocka_unit_test(test_f8_e4m3_checkpoint), cmocka_unit_test(test_q4_k_m_mix),
+        cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_k),
+        cmocka_unit_test(test_q6_k),
+        cmocka_unit_test(test_q2_k),
+        cmocka_unit_test(test_q3_k),
+        cmocka_unit_test(test_q5_k),
+        cmocka_unit_test(test_q4_1),
+        cmocka_unit_test(test_q5_0),
+        cmocka_unit_test(test_q5_1),
+        cmocka_unit_test(test_mxfp4),
+        cmocka_unit_test(test_nvfp4),
+        cmocka_unit_test(test_fp8),
+        cmocka_unit_test(test_mxfp4_gguf_import),
+        cmocka_unit_test(test_nvfp4_gguf_import),
+        cmocka_unit_test(test_f8_e4m3_checkpoint),
+        cmocka_unit_test(test_q4_k_m_mix),
+        cmocka_unit_test(test_iq4_nl),
+        cmocka_unit_test(test_iq4_xs),
+        cmocka_unit_test(test_iq4_nl_gguf_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

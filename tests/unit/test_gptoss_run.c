@@ -1,6 +1,6 @@
 /* gpt-oss end to end: a tiny GGUF "gpt-oss" checkpoint as llama.cpp's
  * converter writes one (f32 experts instead of MXFP4; ftgen --arch
- * gpt-oss) imported, compiled and run by the one executor, whose schedule
+ * gpt-oss; and with MXFP4 weights) imported, compiled and run by the one executor, whose schedule
  * carries everything gpt-oss needs as op parameters (no architecture
  * names in the runtime): q/k/v/o biases, per-head sinks, a sliding window
  * on even layers (8 positions here, so the 52-position runs cross it),
@@ -18,7 +18,8 @@
  *    tokens equal; the sim gives the cpu's logits bit for bit;
  *  - the validator refuses misshapen router/expert biases, a bad YaRN
  *    range and bad clamped-SwiGLU constants, naming the op;
- *  - MXFP4 weights are refused at import naming the tensor;
+ *  - MXFP4 experts (as gpt-oss ships them) imported as they are, run on
+ *    every backend against the reference of the same MXFP4 weights;
  *  - the cuda backend (fake driver) within the same tolerance and with
  *    the same greedy tokens, everything resident and with experts through
  *    slots and the CPU.
@@ -92,7 +93,8 @@ static int setup(void **state)
     ft_fixture_opts_t o;
     fixture_opts(&o);
     snprintf(g_dir, sizeof(g_dir), "%s", ft_test_tmpdir("gptoss_run"));
-    ft_status_t st = ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_F32, g_dir, g_bundle, sizeof(g_bundle));
+    ft_status_t st =
+        ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_F32, g_dir, g_bundle, sizeof(g_bundle));
     if (st) {
         fprintf(stderr, "building the gpt-oss bundle: %s\n", ft_status_message(st));
         ft_status_free(st);
@@ -210,8 +212,8 @@ static void test_sim_cache(void **state)
     FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, NULL));
     ft_engine_stats_t es;
     ft_engine_stats(e, &es);
-    print_message("sim: %u slots, %llu hits, %llu misses\n", es.n_slots, (unsigned long long)es.expert_hits,
-                  (unsigned long long)es.expert_misses);
+    print_message("sim: %u slots, %llu hits, %llu misses\n", es.n_slots,
+                  (unsigned long long)es.expert_hits, (unsigned long long)es.expert_misses);
     assert_true(es.n_slots > 0 && es.n_slots < 16); /* fewer slots than the 2 x 8 experts */
     assert_true(es.expert_misses > 0);
     ft_session_destroy(s);
@@ -238,11 +240,31 @@ static void test_validator(void **state)
     for (int c = 0; c < 5; c++) {
         const char *op = NULL, *word = NULL;
         switch (c) {
-        case 0: moe->biases[0] = down_b; op = "(OP_MOE)"; word = "[n_experts, rows] stack"; break;
-        case 1: moe->biases[0] = router_b; op = "(OP_MOE)"; word = "[n_experts, rows] stack"; break;
-        case 2: router->biases[0] = gate_b; op = "(OP_ROUTER)"; word = "vector of n_experts"; break;
-        case 3: rope->rope_yarn_beta_slow = 64.0f; op = "(OP_ROPE)"; word = "beta_slow <= beta_fast"; break;
-        case 4: moe->act_limit = 0.0f; op = "(OP_MOE)"; word = "swiglu_oai alpha"; break;
+        case 0:
+            moe->biases[0] = down_b;
+            op = "(OP_MOE)";
+            word = "[n_experts, rows] stack";
+            break;
+        case 1:
+            moe->biases[0] = router_b;
+            op = "(OP_MOE)";
+            word = "[n_experts, rows] stack";
+            break;
+        case 2:
+            router->biases[0] = gate_b;
+            op = "(OP_ROUTER)";
+            word = "vector of n_experts";
+            break;
+        case 3:
+            rope->rope_yarn_beta_slow = 64.0f;
+            op = "(OP_ROPE)";
+            word = "beta_slow <= beta_fast";
+            break;
+        case 4:
+            moe->act_limit = 0.0f;
+            op = "(OP_MOE)";
+            word = "swiglu_oai alpha";
+            break;
         }
         ft_status_t st = ft_plan_validate(p, "plan.ftp");
         assert_non_null(st);
@@ -260,24 +282,86 @@ static void test_validator(void **state)
     ft_bundle_close(b);
 }
 
-/* MXFP4 weights are refused at import, naming the tensor. */
-static void test_mxfp4_refused(void **state)
+/* MXFP4 weights, as gpt-oss ships them (llama.cpp's converter keeps the
+ * experts' MXFP4 blocks; ggml type 39, whose block layout is the runtime's
+ * FT_DTYPE_MXFP4), imported as they are, against the float64 reference of
+ * the same MXFP4 weights (dequantized exactly): the CPU's products round
+ * each activation row to Q8_0 blocks first, so cpu (reference and
+ * generated kernels) and the sim through its expert cache are checked
+ * against the reference that rounds them the same way (ref_forward.h
+ * emulate_act_quant), the cuda backend (fake driver, everything resident:
+ * the GPU's products keep float32 activations) against the plain one
+ * within the f32 tolerance; 20 prompt positions' top tokens and 32 greedy
+ * tokens equal. The CPU's bound is one activation quantum,
+ * FT_OSS_QUANTUM_TOL: float32 and double arithmetic before a rounding can
+ * put a value on either side of a Q8_0 step (test_forward_formats.c
+ * derives the 3e-2). Measured: prompt 3.5e-8 and decode steps 2.2e-3 on
+ * the CPU, 7e-7 on cuda; the plain reference is 2.4e-2 from the CPU's
+ * logits, and its greedy tokens part at the 5th. */
+#define FT_OSS_QUANTUM_TOL 3e-2
+static void test_mxfp4(void **state)
 {
     (void)state;
     ft_fixture_opts_t o;
     fixture_opts(&o);
     o.format = FT_DTYPE_MXFP4;
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/mxfp4.gguf", g_dir);
-    FT_REF_OK(ft_fixture_write_gguf(&o, path));
+    char dir[4200], bundle[4200], gguf[4300];
+    snprintf(dir, sizeof(dir), "%s/mxfp4", g_dir);
+    FT_REF_OK(
+        ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_INVALID, dir, bundle, sizeof(bundle)));
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
     ft_ir_model_t *ir = NULL;
-    ft_status_t st = ft_import_model(path, &ir);
-    assert_non_null(st);
-    assert_null(ir);
-    print_message("refused: %s\n", ft_status_message(st));
-    assert_non_null(strstr(ft_status_message(st), "tensor 'blk.0.ffn_gate_exps.weight'"));
-    assert_non_null(strstr(ft_status_message(st), "is MXFP4"));
-    ft_status_free(st);
+    FT_REF_OK(ft_import_model(gguf, &ir));
+    uint32_t n_mxfp4 = 0;
+    for (uint32_t i = 0; i < ir->n_tensors; i++)
+        n_mxfp4 += ir->tensors[i].dtype == FT_DTYPE_MXFP4 &&
+                   (ir->tensors[i].role == FT_ROLE_FFN_GATE_EXPS ||
+                    ir->tensors[i].role == FT_ROLE_FFN_UP_EXPS ||
+                    ir->tensors[i].role == FT_ROLE_FFN_DOWN_EXPS);
+    assert_int_equal(n_mxfp4, 3 * ir->hp.n_layers); /* every expert stack kept as MXFP4 */
+    ft_ref_model_t *m;
+    FT_REF_OK(ft_ref_model_from_ir(ir, &m));
+    /* The GPU's products dequantize the weights and keep activations in
+     * float32: the plain reference. The CPU's round activations to Q8_0
+     * blocks first: the reference that does the same. */
+    ft_ref_greedy_t plain, ref;
+    FT_REF_OK(ft_ref_greedy_reference(m, k_prompt, N_PROMPT, N_GEN, N_CTX, &plain));
+    m->emulate_act_quant = 1;
+    FT_REF_OK(ft_ref_greedy_reference(m, k_prompt, N_PROMPT, N_GEN, N_CTX, &ref));
+    ft_ref_model_free(m);
+    ft_ir_model_destroy(ir);
+    ft_engine_options_t eo;
+    ft_engine_options_init(&eo);
+    eo.kernels = FT_KERNELS_REFERENCE;
+    float *cpu = ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, &ref, FT_OSS_QUANTUM_TOL,
+                                      "mxfp4 cpu reference", 1);
+    eo.kernels = FT_KERNELS_GENERATED;
+    free(ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, &ref, FT_OSS_QUANTUM_TOL,
+                              "mxfp4 cpu generated", 1));
+    eo.kernels = FT_KERNELS_REFERENCE;
+    eo.backend = FT_BACKEND_SIM;
+    eo.hw_profile = g_hw;
+    eo.vram_bytes = 2250ull << 10;
+    eo.plan_ctx = N_CTX;
+    float *sim = ft_ref_expect_greedy(bundle, &eo, N_CTX, k_prompt, &ref, FT_OSS_QUANTUM_TOL,
+                                      "mxfp4 sim", 1);
+    assert_memory_equal(sim, cpu, sizeof(float) * N_PROMPT * ref.vocab); /* the sim: cpu's bits */
+    free(sim);
+    free(cpu);
+    void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (fake) dlclose(fake);
+    if (fake && ft_cg_cuda_nvrtc_available()) {
+        char cuda[4300];
+        snprintf(cuda, sizeof(cuda), "%s/bundle-cuda", dir);
+        FT_REF_OK(ft_ref_build_cuda_bundle(gguf, cuda));
+        /* everything resident: experts on the CPU would mix the two roundings */
+        ft_ref_expect_cuda_runs(cuda, N_CTX, k_prompt, &plain, FT_OSS_TOL, g_hw, 0,
+                                "gpt-oss mxfp4");
+    } else if (FT_TEST_NVRTC) {
+        fail_msg("NVRTC is in this build but the fake CUDA driver or NVRTC does not load");
+    }
+    ft_ref_greedy_free(&ref);
+    ft_ref_greedy_free(&plain);
 }
 
 /* The cuda backend (fake driver): biased LINEARs, sinks, YaRN's table
@@ -301,8 +385,8 @@ static void test_cuda(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_schedule),      cmocka_unit_test(test_cpu_and_sim),
-        cmocka_unit_test(test_sim_cache),     cmocka_unit_test(test_validator),
-        cmocka_unit_test(test_mxfp4_refused), cmocka_unit_test(test_cuda)};
+        cmocka_unit_test(test_schedule),  cmocka_unit_test(test_cpu_and_sim),
+        cmocka_unit_test(test_sim_cache), cmocka_unit_test(test_validator),
+        cmocka_unit_test(test_mxfp4),     cmocka_unit_test(test_cuda)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -259,7 +259,7 @@ static void test_act_prepare_and_dequantize(void **state)
         ft_cpu_dequantize_row(wt, w, y, 512);
         assert_memory_equal(y, ref, sizeof(y));
     }
-    assert_false(ft_cpu_supports(FT_DTYPE_IQ4_NL));
+    assert_false(ft_cpu_supports(FT_DTYPE_Q8_1));
     assert_false(ft_cpu_supports(FT_DTYPE_I32));
     assert_int_equal(ft_cpu_act_type(FT_DTYPE_Q4_K), FT_DTYPE_Q8_K);
     assert_int_equal(ft_cpu_act_type(FT_DTYPE_Q4_0), FT_DTYPE_Q8_0);

@@ -6,6 +6,8 @@
  *   - a session that attached another's cached prefix;
  *   - restoring an anchor inside a page (tail copied), then evaluating an
  *     edited suffix, and greedy decoding after it;
+ *   - the same on a model with Gated DeltaNet layers (qwen35moe), whose
+ *     recurrent state only an anchor restores;
  *   - copy on write: two sessions sharing pages, one rewinding into a
  *     shared page and diverging, the other appending;
  *   - eviction under a tiny budget (low priority side sessions evict each
@@ -32,6 +34,8 @@
 #define N_THREADS 3
 
 static char g_bundle[4096];
+static char
+    g_q35[4096]; /* qwen35moe: Gated DeltaNet layers, whose recurrent state an anchor copies */
 static const char *g_laptop = FT_SOURCE_DIR "/hwprofiles/presets/rtx4060_laptop.textproto";
 static uint32_t g_vocab;
 
@@ -44,6 +48,15 @@ static int setup(void **state)
     o.format = FT_DTYPE_Q8_0;
     ft_status_t st = ft_ref_build_bundle_kv(&o, FT_REF_FROM_GGUF, FT_DTYPE_INVALID, FT_DTYPE_F16,
                                             ft_test_tmpdir("kvprefix"), g_bundle, sizeof(g_bundle));
+    if (!st) {
+        o.arch = FT_FIXTURE_QWEN35MOE;
+        o.name = "freetoken-fixture-qwen35moe";
+        o.n_layers = 4;
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s/q35", ft_test_tmpdir("kvprefix"));
+        st = ft_ref_build_bundle_kv(&o, FT_REF_FROM_GGUF, FT_DTYPE_INVALID, FT_DTYPE_F16, dir,
+                                    g_q35, sizeof(g_q35));
+    }
     if (st) {
         fprintf(stderr, "%s\n", ft_status_message(st));
         ft_status_free(st);
@@ -52,7 +65,14 @@ static int setup(void **state)
     return 0;
 }
 
+static ft_engine_t *open_bundle(const char *bundle, ft_backend_kind_t backend, uint64_t kv_budget);
+
 static ft_engine_t *open_engine(ft_backend_kind_t backend, uint64_t kv_budget)
+{
+    return open_bundle(g_bundle, backend, kv_budget);
+}
+
+static ft_engine_t *open_bundle(const char *bundle, ft_backend_kind_t backend, uint64_t kv_budget)
 {
     ft_engine_options_t eo;
     ft_engine_options_init(&eo);
@@ -65,7 +85,7 @@ static ft_engine_t *open_engine(ft_backend_kind_t backend, uint64_t kv_budget)
         eo.vram_bytes = 8ull << 20;
     }
     ft_engine_t *e = NULL;
-    FT_REF_OK(ft_engine_open(g_bundle, &eo, &e));
+    FT_REF_OK(ft_engine_open(bundle, &eo, &e));
     g_vocab = ft_engine_info(e)->vocab_size;
     return e;
 }
@@ -215,6 +235,54 @@ static void test_anchor_edit(void **state)
     assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
     ft_status_free(st);
     ft_session_destroy(ref);
+    ft_session_destroy(r);
+    FT_REF_OK(ft_engine_close(e));
+}
+
+/* A model with recurrent layers (Gated DeltaNet): only anchors restore,
+ * their state copy with them; the logits after a restore are those of
+ * computing from scratch. */
+static void test_anchor_recurrent(void **state)
+{
+    (void)state;
+    ft_engine_t *e = open_bundle(g_q35, FT_BACKEND_CPU, 0);
+    int32_t conv[110];
+    tokens(conv, 110, 11);
+    ft_session_t *s = new_session(e, 1, 0, 0);
+    FT_REF_OK(ft_session_eval(s, conv, 37, NULL));
+    FT_REF_OK(ft_session_anchor(s, 37));
+    FT_REF_OK(ft_session_eval(s, conv + 37, 38, NULL));
+    ft_status_t st = ft_session_anchor(s, 50); /* the state is the one at 75 */
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    ft_status_free(st);
+    FT_REF_OK(ft_session_anchor(s, 75));
+    FT_REF_OK(ft_session_eval(s, conv + 75, 35, NULL));
+    ft_session_destroy(s);
+    /* An edit after 75: the anchor there, state included. */
+    int32_t edit[120];
+    memcpy(edit, conv, 75 * sizeof(int32_t));
+    tokens(edit + 75, 45, 12);
+    ft_session_t *r = new_session(e, 1, 0, 0);
+    FT_REF_OK(ft_session_eval(r, edit, 120, NULL));
+    assert_int_equal(ft_session_n_restored(r), 75);
+    float *want = scratch(e, edit, 120);
+    same_logits(r, want, "recurrent anchor restored, edited suffix");
+    free(want);
+    /* Cut back inside: refused (the state cannot be truncated). */
+    st = ft_session_rewind(r, 60);
+    assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
+    ft_status_free(st);
+    ft_session_destroy(r);
+    /* An edit at 50: the full pages up to 48 are cached, but without the
+     * state there only the anchor at 37 restores. */
+    memcpy(edit, conv, 50 * sizeof(int32_t));
+    tokens(edit + 50, 70, 13);
+    r = new_session(e, 1, 0, 0);
+    FT_REF_OK(ft_session_eval(r, edit, 120, NULL));
+    assert_int_equal(ft_session_n_restored(r), 37);
+    want = scratch(e, edit, 120);
+    same_logits(r, want, "recurrent anchor inside a cached page");
+    free(want);
     ft_session_destroy(r);
     FT_REF_OK(ft_engine_close(e));
 }
@@ -370,9 +438,10 @@ static void test_concurrent_sessions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_prefix_cpu), cmocka_unit_test(test_shared_prefix_sim),
-        cmocka_unit_test(test_anchor_edit),       cmocka_unit_test(test_copy_on_write),
-        cmocka_unit_test(test_eviction_and_full), cmocka_unit_test(test_concurrent_sessions),
+        cmocka_unit_test(test_shared_prefix_cpu),   cmocka_unit_test(test_shared_prefix_sim),
+        cmocka_unit_test(test_anchor_edit),         cmocka_unit_test(test_anchor_recurrent),
+        cmocka_unit_test(test_copy_on_write),       cmocka_unit_test(test_eviction_and_full),
+        cmocka_unit_test(test_concurrent_sessions),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

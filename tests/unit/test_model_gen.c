@@ -630,7 +630,7 @@ static void test_option_errors(void **state)
     assert_non_null(strstr(ft_status_message(st), "d_model"));
     ft_status_free(st);
     ft_fixture_opts_init(&o);
-    o.format = FT_DTYPE_IQ4_NL; /* no quantizer: the fixture cannot write it */
+    o.format = FT_DTYPE_Q8_1; /* an activation layout: the fixture cannot write it */
     st = ft_fixture_opts_check(&o);
     assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
     ft_status_free(st);

@@ -276,6 +276,52 @@ struct ft_fmt_q2_k {
     }
 };
 
+/* IQ4_NL and IQ4_XS: 4-bit indices into ggml's 16-value codebook
+ * kvalues_iq4nl (runtime/format/quant_iq4.c). */
+__device__ const signed char ft_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                     1,    13,   25,  38,  53,  69,  89,  113};
+
+__device__ __forceinline__ float ft_iq4nl_value(int q)
+{
+    return (float)ft_kvalues_iq4nl[q];
+}
+
+/* IQ4_NL: fp16 d, qs[16]; x[l] = d * kv[lo nibble], x[l + 16] = d * kv[hi]. */
+struct ft_fmt_iq4_nl {
+    static constexpr int BLOCK_ELEMS = 32, BLOCK_BYTES = 18;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)c * 18;
+        const float d = ft_f16(b);
+        for (int l = 0; l < 16; l++) {
+            v[l] = d * ft_iq4nl_value(b[2 + l] & 15);
+            v[l + 16] = d * ft_iq4nl_value(b[2 + l] >> 4);
+        }
+    }
+};
+
+/* IQ4_XS: 256 elements in 136 bytes: fp16 d, u16 scales_h, scales_l[4],
+ * qs[128]. Chunk j = c & 7 is an IQ4_NL block's nibbles at qs[16 j] with
+ * scale d * (ls - 32), ls = nibble j & 1 of scales_l[j / 2] | bits 2j of
+ * scales_h << 4. */
+struct ft_fmt_iq4_xs {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 136;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 136;
+        const int j = c & 7;
+        const ft_u32 sh = (ft_u32)b[2] | ((ft_u32)b[3] << 8);
+        const int ls =
+            (int)(((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | (((sh >> (2 * j)) & 3) << 4));
+        const float dl = ft_f16(b) * (float)(ls - 32);
+        const ft_u8 *q = b + 8 + 16 * j;
+        for (int l = 0; l < 16; l++) {
+            v[l] = dl * ft_iq4nl_value(q[l] & 15);
+            v[l + 16] = dl * ft_iq4nl_value(q[l] >> 4);
+        }
+    }
+};
+
 /* The 4- and 8-bit float formats (runtime/format/dtype.h, minifloat.h).
  * E2M1 levels are doubled to integers and the scales halved, as ggml's
  * kvalues_mxfp4 with GGML_E8M0_TO_FP32_HALF / ggml_ue4m3_to_fp32. */

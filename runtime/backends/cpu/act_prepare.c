@@ -1,7 +1,8 @@
 /* Activation preparation: once per op, the float32 activation rows are put
  * in the form the weight format's dot product consumes (ggml's
  * vec_dot_type, the cpu_act column of dtype.h's table): Q8_0 blocks for
- * Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/MXFP4/NVFP4 weights, Q8_K super-blocks for Q2_K..Q6_K, float32
+ * Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL/MXFP4/NVFP4 weights, Q8_K super-blocks for
+ * Q2_K..Q6_K and IQ4_XS, float32
  * as they are for F32/F16/BF16/FP8. Quantization uses the reference
  * rounding of runtime/format (bit-identical to ggml's _ref). */
 #include "cpu_dot.h"
@@ -9,17 +10,18 @@
 #include "../../format/convert.h"
 
 /* cpu_dot.h's block geometry is convert.h's (and so the dtype table's). */
-_Static_assert(FT_CPU_QK8_0 == FT_Q8_0_BLOCK_ELEMS && FT_CPU_Q8_0_BYTES == FT_Q8_0_BLOCK_BYTES &&
-                   FT_CPU_Q4_0_BYTES == FT_Q4_0_BLOCK_BYTES &&
-                   FT_CPU_Q4_1_BYTES == FT_Q4_1_BLOCK_BYTES && FT_CPU_Q5_0_BYTES == FT_Q5_0_BLOCK_BYTES &&
-                   FT_CPU_Q5_1_BYTES == FT_Q5_1_BLOCK_BYTES && FT_CPU_QK_K == FT_QK_K &&
-                   FT_CPU_Q4_K_BYTES == FT_Q4_K_BLOCK_BYTES &&
-                   FT_CPU_Q2_K_BYTES == FT_Q2_K_BLOCK_BYTES && FT_CPU_Q3_K_BYTES == FT_Q3_K_BLOCK_BYTES &&
-                   FT_CPU_Q5_K_BYTES == FT_Q5_K_BLOCK_BYTES && FT_CPU_Q6_K_BYTES == FT_Q6_K_BLOCK_BYTES &&
-                   FT_CPU_Q8_K_BYTES == FT_Q8_K_BLOCK_BYTES && FT_CPU_MXFP4_BYTES == FT_MXFP4_BLOCK_BYTES &&
-                   FT_CPU_NVFP4_ELEMS == FT_NVFP4_BLOCK_ELEMS && FT_CPU_NVFP4_BYTES == FT_NVFP4_BLOCK_BYTES &&
-                   FT_CPU_FP8_ELEMS == FT_FP8_BLOCK_ELEMS && FT_CPU_FP8_BYTES == FT_FP8_BLOCK_BYTES,
-               "cpu_dot.h block sizes must match convert.h");
+_Static_assert(
+    FT_CPU_QK8_0 == FT_Q8_0_BLOCK_ELEMS && FT_CPU_Q8_0_BYTES == FT_Q8_0_BLOCK_BYTES &&
+        FT_CPU_Q4_0_BYTES == FT_Q4_0_BLOCK_BYTES && FT_CPU_Q4_1_BYTES == FT_Q4_1_BLOCK_BYTES &&
+        FT_CPU_Q5_0_BYTES == FT_Q5_0_BLOCK_BYTES && FT_CPU_Q5_1_BYTES == FT_Q5_1_BLOCK_BYTES &&
+        FT_CPU_QK_K == FT_QK_K && FT_CPU_IQ4_NL_BYTES == FT_IQ4_NL_BLOCK_BYTES &&
+        FT_CPU_IQ4_XS_BYTES == FT_IQ4_XS_BLOCK_BYTES && FT_CPU_Q4_K_BYTES == FT_Q4_K_BLOCK_BYTES &&
+        FT_CPU_Q2_K_BYTES == FT_Q2_K_BLOCK_BYTES && FT_CPU_Q3_K_BYTES == FT_Q3_K_BLOCK_BYTES &&
+        FT_CPU_Q5_K_BYTES == FT_Q5_K_BLOCK_BYTES && FT_CPU_Q6_K_BYTES == FT_Q6_K_BLOCK_BYTES &&
+        FT_CPU_Q8_K_BYTES == FT_Q8_K_BLOCK_BYTES && FT_CPU_MXFP4_BYTES == FT_MXFP4_BLOCK_BYTES &&
+        FT_CPU_NVFP4_ELEMS == FT_NVFP4_BLOCK_ELEMS && FT_CPU_NVFP4_BYTES == FT_NVFP4_BLOCK_BYTES &&
+        FT_CPU_FP8_ELEMS == FT_FP8_BLOCK_ELEMS && FT_CPU_FP8_BYTES == FT_FP8_BLOCK_BYTES,
+    "cpu_dot.h block sizes must match convert.h");
 
 int ft_cpu_supports(ft_dtype_t wtype)
 {

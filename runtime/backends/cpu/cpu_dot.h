@@ -1,7 +1,7 @@
 /* Internal to the CPU kernels: the row-by-row dot products that
  * ft_cpu_matmul is built from, in two tiers with one signature:
  *   *_c     portable C (dot_float.c, dot_q8.c, dot_legacy.c, dot_k.c,
- *           dot_k_low.c, dot_fp.c), always
+ *           dot_k_low.c, dot_iq4.c, dot_fp.c), always
  *           built, the numerical reference of the x86 path;
  *   *_avx2  AVX2 intrinsics (dot_avx2.c, dot_fp_avx2.c), built when the
  *           compiler targets AVX2 (-march=native on such a machine).
@@ -40,6 +40,9 @@ float ft_cpu_dot_q5_k_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q4_1_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q5_0_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_q5_1_c(uint32_t cols, const void *w_row, const void *x_row);
+/* dot_iq4.c: IQ4_NL (Q8_0 activations), IQ4_XS (Q8_K). */
+float ft_cpu_dot_iq4_nl_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq4_xs_c(uint32_t cols, const void *w_row, const void *x_row);
 /* dot_fp.c (and dot_fp_avx2.c): MXFP4, NVFP4 (Q8_0 activations), FP8
  * (float32 activations). */
 float ft_cpu_dot_mxfp4_c(uint32_t cols, const void *w_row, const void *x_row);
@@ -75,13 +78,15 @@ enum {
     FT_CPU_Q5_0_BYTES = 22, /* fp16 d, u32 qh, uint8 qs[16] */
     FT_CPU_Q5_1_BYTES = 24, /* fp16 d, fp16 m, u32 qh, uint8 qs[16] */
     FT_CPU_QK_K = 256,
-    FT_CPU_Q2_K_BYTES = 84,  /* scales[16], qs[64], fp16 d, fp16 dmin */
-    FT_CPU_Q3_K_BYTES = 110, /* hmask[32], qs[64], scales[12], fp16 d */
-    FT_CPU_Q4_K_BYTES = 144, /* fp16 d, fp16 dmin, scales[12], qs[128] */
-    FT_CPU_Q5_K_BYTES = 176, /* fp16 d, fp16 dmin, scales[12], qh[32], qs[128] */
-    FT_CPU_Q6_K_BYTES = 210, /* ql[128], qh[64], int8 scales[16], fp16 d */
-    FT_CPU_Q8_K_BYTES = 292, /* float d, int8 qs[256], int16 bsums[16] */
-    FT_CPU_MXFP4_BYTES = 17, /* E8M0 e, qs[16] (32 elements) */
+    FT_CPU_Q2_K_BYTES = 84,    /* scales[16], qs[64], fp16 d, fp16 dmin */
+    FT_CPU_Q3_K_BYTES = 110,   /* hmask[32], qs[64], scales[12], fp16 d */
+    FT_CPU_Q4_K_BYTES = 144,   /* fp16 d, fp16 dmin, scales[12], qs[128] */
+    FT_CPU_Q5_K_BYTES = 176,   /* fp16 d, fp16 dmin, scales[12], qh[32], qs[128] */
+    FT_CPU_Q6_K_BYTES = 210,   /* ql[128], qh[64], int8 scales[16], fp16 d */
+    FT_CPU_Q8_K_BYTES = 292,   /* float d, int8 qs[256], int16 bsums[16] */
+    FT_CPU_IQ4_NL_BYTES = 18,  /* fp16 d, qs[16] (32 elements) */
+    FT_CPU_IQ4_XS_BYTES = 136, /* fp16 d, u16 scales_h, scales_l[4], qs[128] */
+    FT_CPU_MXFP4_BYTES = 17,   /* E8M0 e, qs[16] (32 elements) */
     FT_CPU_NVFP4_ELEMS = 64,
     FT_CPU_NVFP4_BYTES = 36, /* UE4M3 d[4], qs[32] */
     FT_CPU_FP8_ELEMS = 128,

@@ -14,6 +14,7 @@
 
 struct ft_cpu_module {
     void *handle;
+    int fd; /* the memfd (or temporary file) the module was loaded from, open while it is */
     ft_kabi_table_t table;
 };
 
@@ -43,8 +44,12 @@ static int ft_cpu_isa_ok(const char *isa)
 }
 
 /* dlopen of the bytes: a memfd when the kernel has them, else a private
- * temporary file, unlinked at once. */
-FT_WARN_UNUSED static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t len, void **out)
+ * temporary file, unlinked at once. *out_fd stays open while the module is
+ * loaded: glibc's dlopen returns an already loaded object whose name
+ * matches, and the name is /proc/self/fd/N, so were N closed and reused by
+ * the next engine's module, that engine would get this module's kernels. */
+FT_WARN_UNUSED static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t len, void **out,
+                                                       int *out_fd)
 {
     char path[512];
     int fd = memfd_create("ft_kernels", MFD_CLOEXEC);
@@ -80,7 +85,10 @@ FT_WARN_UNUSED static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t
     }
     if (tmp_file)
         unlink(path);
-    close(fd);
+    if (st)
+        close(fd);
+    else
+        *out_fd = fd;
     return st;
 }
 
@@ -92,7 +100,8 @@ ft_status_t ft_cpu_module_load(const uint8_t *so, size_t len, ft_cpu_module_t **
         return ft_status_make(FT_STATUS_FORMAT, "cpu module: %zu bytes are not an ELF shared object (byte 0)",
                               len);
     void *h = NULL;
-    ft_status_t st = ft_cpu_module_dlopen(so, len, &h);
+    int fd = -1;
+    ft_status_t st = ft_cpu_module_dlopen(so, len, &h, &fd);
     if (st)
         return st;
     const uint32_t *abi = dlsym(h, FT_KABI_ABI_SYMBOL);
@@ -127,10 +136,12 @@ ft_status_t ft_cpu_module_load(const uint8_t *so, size_t len, ft_cpu_module_t **
         goto out_close;
     }
     m->handle = h;
+    m->fd = fd;
     *out = m;
     return FT_OK;
 out_close:
     dlclose(h);
+    close(fd);
     return st;
 }
 
@@ -139,6 +150,7 @@ void ft_cpu_module_free(ft_cpu_module_t *mod)
     if (!mod)
         return;
     dlclose(mod->handle);
+    close(mod->fd);
     free(mod);
 }
 

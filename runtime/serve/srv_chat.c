@@ -1,0 +1,140 @@
+/* Chat request -> prompt tokens (srv_chat.h). */
+#include "srv_chat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ft_srv_model_init(ft_srv_model_t *m, ft_engine_t *engine, uint32_t n_ctx)
+{
+    m->engine = engine;
+    m->n_vocab = ft_engine_info(engine)->vocab_size;
+    m->n_ctx = n_ctx;
+    /* a vocabulary with both ChatML markers as single special tokens */
+    int chatml = 1;
+    static const char *const marks[] = {"<|im_start|>", "<|im_end|>"};
+    for (int i = 0; i < 2; i++) {
+        int32_t *ids = NULL;
+        uint32_t n = 0;
+        ft_status_t st =
+            ft_engine_tokenize(engine, marks[i], strlen(marks[i]), FT_TOKENIZE_SPECIAL, &ids, &n);
+        if (st || n != 1) chatml = 0;
+        ft_status_free(st);
+        ft_engine_free(engine, ids);
+    }
+    m->family = ft_srv_family_detect(ft_engine_chat_template(engine), chatml);
+}
+
+static int ft_srv_ends_with(const ft_srv_buf_t *b, const char *s)
+{
+    const size_t n = strlen(s);
+    return b->len >= n && !memcmp(b->data + b->len - n, s, n);
+}
+
+int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
+                   size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *root = NULL;
+    if (!ft_srv_json_parse(body, n, &root, err)) return 0;
+    int ok = 0;
+    switch (proto) {
+    case FT_SRV_OPENAI:
+        ok = ft_srv_openai_parse(root, m->n_vocab, c, err);
+        break;
+    case FT_SRV_COMPLETIONS:
+        ok = ft_srv_completions_parse(root, m->n_vocab, c, err);
+        break;
+    case FT_SRV_RESPONSES:
+        ok = ft_srv_responses_parse(root, c, err);
+        break;
+    case FT_SRV_ANTHROPIC:
+        ok = ft_srv_anthropic_parse(root, count_only, c, err);
+        break;
+    }
+    json_decref(root);
+    if (!ok) return 0;
+    ft_srv_buf_t text = {0};
+    const char *param = "messages";
+    if (proto == FT_SRV_COMPLETIONS) {
+        param = "prompt";
+        if (c->prompt_ids) { /* ids as given (checked against the vocabulary) */
+            out->n_ids = (uint32_t)json_array_size(c->prompt_ids);
+            out->ids = malloc(out->n_ids * sizeof(*out->ids)); /* ft_engine_free: libc free */
+            if (!out->ids) {
+                ft_srv_error_set(err, 500, "server_error", "", "out of memory");
+                return 0;
+            }
+            for (uint32_t i = 0; i < out->n_ids; i++)
+                out->ids[i] = (int32_t)json_integer_value(json_array_get(c->prompt_ids, i));
+        } else {
+            ft_srv_buf_put(&text, c->prompt, c->prompt_len);
+        }
+    } else {
+        if (!ft_srv_render(m->family, c, !count_only || proto != FT_SRV_OPENAI, &text, err)) {
+            ft_srv_buf_free(&text);
+            return 0;
+        }
+        if (!ft_srv_conv_check_tool_choice(c, "tool_choice", err)) {
+            ft_srv_buf_free(&text);
+            return 0;
+        }
+        out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
+        out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
+        if (out->tools && c->tool_choice_required && !count_only) {
+            /* a forced call: the reply starts inside <tool_call> (and, for a named
+             * tool, after its name), where the output parser starts too */
+            ft_srv_buf_t pre = {0};
+            ft_srv_buf_puts(&pre, "\n");
+            if (c->tool_choice_name) {
+                json_t *name = json_string(c->tool_choice_name);
+                char *quoted = name ? ft_srv_tojson(name) : NULL;
+                json_decref(name);
+                ft_srv_buf_printf(&pre, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
+                free(quoted);
+            }
+            ft_srv_buf_puts(&text, "<tool_call>");
+            ft_srv_buf_put(&text, pre.data, pre.len);
+            out->call_prefix = ft_srv_buf_take(&pre);
+            out->reasoning_open = 0;
+        }
+    }
+    ft_status_t st = FT_OK;
+    if (!out->ids)
+        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
+                                FT_TOKENIZE_SPECIAL | FT_TOKENIZE_ADD_BOS, &out->ids, &out->n_ids);
+    ft_srv_buf_free(&text);
+    if (st) {
+        ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));
+        ft_status_free(st);
+        ft_srv_prompt_free(m, out);
+        return 0;
+    }
+    if (!count_only && out->n_ids == 0) {
+        ft_srv_error_set(err, 400, "invalid_request_error", param, "the prompt is empty");
+        ft_srv_prompt_free(m, out);
+        return 0;
+    }
+    if (!count_only && out->n_ids >= m->n_ctx) {
+        if (proto == FT_SRV_ANTHROPIC)
+            ft_srv_error_set(err, 400, "invalid_request_error", "messages",
+                             "prompt is too long: %u tokens > %u maximum", out->n_ids,
+                             m->n_ctx - 1);
+        else
+            ft_srv_error_set(err, 400, "invalid_request_error", param,
+                             "This model's maximum context length is %u tokens. However, your "
+                             "messages resulted in %u tokens.",
+                             m->n_ctx, out->n_ids);
+        snprintf(err->code, sizeof(err->code), "context_length_exceeded");
+        ft_srv_prompt_free(m, out);
+        return 0;
+    }
+    return 1;
+}
+
+void ft_srv_prompt_free(const ft_srv_model_t *m, ft_srv_prompt_t *p)
+{
+    ft_engine_free(m->engine, p->ids);
+    free(p->call_prefix);
+    memset(p, 0, sizeof(*p));
+}

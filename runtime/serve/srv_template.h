@@ -1,0 +1,31 @@
+/* Chat templates rendered in C, one renderer per model family, chosen
+ * from the model's own Jinja template (ft_engine_chat_template). Each
+ * renderer reproduces its template's output byte for byte
+ * (tests/unit/test_serve_template.c checks it against Python Jinja2's
+ * rendering of the template, tests/data/serve/). */
+#ifndef FT_SERVE_SRV_TEMPLATE_H
+#define FT_SERVE_SRV_TEMPLATE_H
+
+#include "srv_buf.h"
+#include "srv_conv.h"
+
+typedef enum ft_srv_family {
+    FT_SRV_FAMILY_NONE = 0,   /* no chat format we know: chat endpoints refuse */
+    FT_SRV_FAMILY_CHATML = 1, /* <|im_start|> turns, no tool or reasoning syntax */
+    FT_SRV_FAMILY_QWEN3 = 2,  /* Qwen3: ChatML with <tools>, JSON in <tool_call>, <think> */
+} ft_srv_family_t;
+
+/* From the template source (NULL: none); has_chatml_tokens: the
+ * vocabulary has <|im_start|> and <|im_end|> (a model without a template
+ * that was trained on ChatML). */
+ft_srv_family_t ft_srv_family_detect(const char *chat_template, int has_chatml_tokens);
+const char *ft_srv_family_name(ft_srv_family_t f);
+
+/* Renders c's messages and tools and, when add_generation_prompt, the
+ * opening of the assistant turn (c->enable_thinking 0 adds the empty
+ * think block, as Qwen3's template does) into out. 0 and *err (400) when
+ * the family cannot express the conversation (tools on plain ChatML). */
+int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
+                  ft_srv_buf_t *out, ft_srv_error_t *err);
+
+#endif

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# quality-table.sh: what each weight format costs a model, as a Markdown
+# page (docs/quality.md): for every format ftc compile --format takes, the
+# bundle's bytes, the held-out perplexity (ft perplexity), and the KL
+# divergence of its next-token distributions from the f32 bundle's (mean,
+# p99) with the share of positions where both pick the same top token.
+#
+#   scripts/quality-table.sh [--build DIR] [--text FILE] [--ctx N]
+#                            [--formats "f32 q8_0 ..."] [--model-name TEXT]
+#                            [--about TEXT] [--keep DIR] [-o FILE] MODEL
+#
+# MODEL is a Hugging Face directory (or a GGUF file) that ftc compile reads.
+# Each format is compiled from it (--cuda-arch none), f32 first: f32's logits
+# are saved once (ft perplexity --save-logits) and every other format is
+# compared with them. A format the model cannot be stored in (rows that are
+# not a multiple of its block) gets a row saying why instead of figures.
+# Defaults: --build build, --text tests/data/heldout_en.txt (prose written
+# for this repository, not in any fixture's tokenizer corpus), --ctx 128,
+# every format ftc help lists, -o docs/quality.md; --model-name: the model's
+# directory name; --about: one line on the model shown under the title.
+# The bundles (DIR/F), f32's saved logits (DIR/f32.kld) and each format's
+# ft perplexity --json (DIR/F.json) go to a temporary directory removed at
+# the end, or to --keep DIR (created; kept).
+# Needs bash, jq, awk. Exit codes: 0 ok, 1 a failure, 2 usage.
+set -euo pipefail
+usage() { echo "usage: $0 [--build DIR] [--text FILE] [--ctx N] [--formats LIST] [--model-name TEXT] [--about TEXT] [--keep DIR] [-o FILE] MODEL" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build
+text=$root/tests/data/heldout_en.txt
+ctx=128
+formats=""
+out=$root/docs/quality.md
+name=""
+about=""
+keep=""
+while [ $# -gt 0 ]; do
+  case $1 in
+  --build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
+  --text) [ $# -ge 2 ] || usage; text=$2; shift 2 ;;
+  --ctx) [ $# -ge 2 ] || usage; ctx=$2; shift 2 ;;
+  --formats) [ $# -ge 2 ] || usage; formats=$2; shift 2 ;;
+  --model-name) [ $# -ge 2 ] || usage; name=$2; shift 2 ;;
+  --about) [ $# -ge 2 ] || usage; about=$2; shift 2 ;;
+  --keep) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
+  -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) usage ;;
+  *) break ;;
+  esac
+done
+[ $# = 1 ] || usage
+model=$1
+ftc=$build/compiler/ftc
+ft=$build/runtime/ft
+for p in "$ftc" "$ft"; do [ -x "$p" ] || { echo "quality-table.sh: no $p (build first, or give --build)" >&2; exit 1; }; done
+command -v jq > /dev/null || { echo "quality-table.sh: jq is needed (scripts/install-deps.sh)" >&2; exit 1; }
+[ -e "$model" ] || { echo "quality-table.sh: no model at $model" >&2; exit 1; }
+[ -f "$text" ] || { echo "quality-table.sh: no text at $text" >&2; exit 1; }
+[ -n "$name" ] || name=$(basename "$model")
+# Every weight format, from ftc's help ("a weight format: f32, f16, ... or fp8").
+if [ -z "$formats" ]; then
+  formats=$("$ftc" help | sed -n 's/^ *a weight format: //p' | sed 's/ or /, /; s/,/ /g')
+  [ -n "$formats" ] || { echo "quality-table.sh: cannot read the formats from ftc help" >&2; exit 1; }
+fi
+formats="f32 $(tr ' ' '\n' <<< "$formats" | grep -vx 'f32' | tr '\n' ' ')"
+
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  work=$(cd "$keep" && pwd)
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+log() { if [ -t 2 ]; then echo "quality-table.sh: $*" >&2; fi; }
+
+rows=$work/rows.tsv
+: > "$rows"
+for f in $formats; do
+  log "$f: compiling"
+  if ! "$ftc" compile --cuda-arch none "$model" --format "$f" -o "$work/$f" --quiet 2> "$work/$f.err"; then
+    [ "$f" != f32 ] || { echo "quality-table.sh: the f32 compile failed: $(cat "$work/$f.err")" >&2; exit 1; }
+    reason=$(head -n 1 "$work/$f.err" | sed 's/^ftc: error: //; s/|/\\|/g')
+    printf '%s\tskip\t%s\n' "$f" "$reason" >> "$rows"
+    continue
+  fi
+  bytes=$(( $(stat -c %s "$work/$f/plan.ftp") + $(stat -c %s "$work/$f/weights.ftw") ))
+  log "$f: perplexity"
+  if [ "$f" = f32 ]; then
+    "$ft" perplexity "$work/f32" --file "$text" --ctx "$ctx" --save-logits "$work/f32.kld" --json > "$work/$f.json"
+    "$ftc" inspect "$work/f32" --json > "$work/inspect.json"
+  else
+    "$ft" perplexity "$work/$f" --file "$text" --kl-base "$work/f32.kld" --json > "$work/$f.json"
+  fi
+  jq -r --arg f "$f" --arg b "$bytes" \
+    '[$f, "ok", $b, .perplexity, .perplexity_err, (.kld_mean // 0), (.kld_p99 // 0), (.same_top // 1)] | @tsv' \
+    "$work/$f.json" >> "$rows"
+done
+
+params=$(jq '.total_params // empty' "$work/inspect.json")
+arch=$(jq -r '.arch // empty' "$work/inspect.json")
+vocab=$(jq '.vocab_size' "$work/inspect.json")
+ppl_f32=$work/f32.json
+rev=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+{
+  echo "# Quality of the weight formats"
+  echo
+  echo "<!-- Generated by scripts/quality-table.sh; do not edit by hand. -->"
+  echo
+  echo "Model: **$name**${arch:+ ($arch}${params:+, $params parameters}${arch:+)}, vocabulary $vocab."
+  [ -z "$about" ] || { echo; echo "$about"; }
+  echo
+  echo "Each row is the model compiled with \`ftc compile --format F\` and run by"
+  echo "\`ft perplexity\` on \`$(basename "$text")\` ($(wc -c < "$text") bytes,"
+  echo "$(jq .n_text_tokens "$ppl_f32") tokens) in $(jq .n_windows "$ppl_f32") windows of $(jq .ctx "$ppl_f32") tokens, the second"
+  echo "half of each scored ($(jq .n_tokens "$ppl_f32") positions), as llama.cpp's perplexity tool does."
+  echo "KL divergence is KL(f32 || format) of the next-token distributions at those"
+  echo "positions, in nats; *same top* is the share of positions where the format's"
+  echo "most likely token is f32's. Bytes are the bundle's (plan.ftp + weights.ftw);"
+  echo "norms, routers and other small tensors stay in their own formats."
+  echo
+  echo "| format | bytes | vs f32 | perplexity | mean KLD | p99 KLD | same top |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  f32_bytes=$(awk -F'\t' '$1 == "f32" { print $3 }' "$rows")
+  awk -F'\t' -v base="$f32_bytes" '
+    $2 == "skip" { printf "| %s | - | - | - | - | - | - |\n", $1; next }
+    { printf "| %s | %d | %.3f | %.4f ± %.4f | %.4g | %.4g | %.2f%% |\n", $1, $3, $3 / base, $4, $5, $6, $7, 100 * $8 }' "$rows"
+  if grep -q "	skip	" "$rows"; then
+    echo
+    echo "Not in the table's figures:"
+    echo
+    awk -F'\t' '$2 == "skip" { printf "- %s: %s\n", $1, $3 }' "$rows"
+  fi
+  echo
+  echo "Generated by \`scripts/quality-table.sh\` at revision $rev with $("$ft" version)."
+} > "$out"
+log "wrote $out"

@@ -1,0 +1,196 @@
+/* ft serve's incremental output parser (runtime/serve/srv_outparse.c):
+ * model text -> reasoning, content and tool calls. Every case is fed
+ * whole, byte by byte, and split in two at every offset; the events,
+ * merged per kind, must be the same every time (markers split anywhere,
+ * newlines held back around markers), and equal the expected ones.
+ * Malformed calls come out as content. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "srv_outparse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Events rendered as one string: R[..] reasoning, C[..] content, and
+ * T<i>:name(args) per call; consecutive text of one kind merged. */
+typedef struct rec {
+    ft_srv_buf_t log;
+    int last; /* kind of the last text event, -1 none */
+} rec_t;
+
+static void on_event(void *user, const ft_srv_ev_t *ev)
+{
+    rec_t *r = user;
+    assert_true(ev->kind == FT_SRV_EV_TOOL_START || ev->kind == FT_SRV_EV_TOOL_END || ev->len > 0);
+    switch (ev->kind) {
+    case FT_SRV_EV_REASONING:
+    case FT_SRV_EV_CONTENT:
+        if (r->last != (int)ev->kind) {
+            if (r->last >= 0) ft_srv_buf_puts(&r->log, "]");
+            ft_srv_buf_puts(&r->log, ev->kind == FT_SRV_EV_REASONING ? "R[" : "C[");
+        }
+        ft_srv_buf_put(&r->log, ev->text, ev->len);
+        r->last = (int)ev->kind;
+        return;
+    case FT_SRV_EV_TOOL_START:
+        if (r->last >= 0) ft_srv_buf_puts(&r->log, "]");
+        r->last = -1;
+        ft_srv_buf_printf(&r->log, "T%u:%s(", ev->tool_index, ev->name);
+        return;
+    case FT_SRV_EV_TOOL_ARGS:
+        ft_srv_buf_put(&r->log, ev->text, ev->len);
+        return;
+    case FT_SRV_EV_TOOL_END:
+        ft_srv_buf_puts(&r->log, ")");
+        return;
+    }
+}
+
+/* Feeds text in pieces cut at the offsets in cuts (ascending, n_cuts). */
+static char *run(const char *text, int reasoning_open, int tools, const size_t *cuts, size_t n_cuts)
+{
+    rec_t r = {.last = -1};
+    ft_srv_outparse_t p;
+    ft_srv_outparse_init(&p, reasoning_open, tools, on_event, &r);
+    size_t at = 0;
+    for (size_t i = 0; i <= n_cuts; i++) {
+        const size_t end = i < n_cuts ? cuts[i] : strlen(text);
+        ft_srv_outparse_feed(&p, text + at, end - at);
+        at = end;
+    }
+    ft_srv_outparse_finish(&p);
+    ft_srv_outparse_free(&p);
+    if (r.last >= 0) ft_srv_buf_puts(&r.log, "]");
+    return ft_srv_buf_take(&r.log);
+}
+
+static void check(const char *text, int reasoning_open, int tools, const char *want)
+{
+    char *whole = run(text, reasoning_open, tools, NULL, 0);
+    if (strcmp(whole, want)) fail_msg("'%s':\n  got  %s\n  want %s", text, whole, want);
+    const size_t n = strlen(text);
+    static size_t cuts[4096];
+    assert_true(n < 4096);
+    for (size_t i = 0; i + 1 < n; i++)
+        cuts[i] = i + 1;
+    char *bytes = run(text, reasoning_open, tools, cuts, n ? n - 1 : 0);
+    if (strcmp(bytes, want))
+        fail_msg("'%s' byte by byte:\n  got  %s\n  want %s", text, bytes, want);
+    for (size_t c = 1; c < n; c++) {
+        char *two = run(text, reasoning_open, tools, &c, 1);
+        if (strcmp(two, want))
+            fail_msg("'%s' cut at %zu:\n  got  %s\n  want %s", text, c, two, want);
+        free(two);
+    }
+    free(whole);
+    free(bytes);
+}
+
+static void test_content_only(void **state)
+{
+    (void)state;
+    check("Hello world", 0, 1, "C[Hello world]");
+    check("line 1\nline 2\n", 0, 1, "C[line 1\nline 2\n]");
+    check("a < b <tool and <think", 0, 1, "C[a < b <tool and <think]");
+    check("", 0, 1, "");
+}
+
+static void test_reasoning(void **state)
+{
+    (void)state;
+    check("<think>\nLet me see.\n</think>\n\nThe answer.", 0, 1, "R[Let me see.]C[The answer.]");
+    check("\n<think>\nA\n\nB\n</think>\n\nC", 0, 0, "R[A\n\nB]C[C]");
+    /* the prompt opened the block */
+    check("pondering\n</think>\n\nDone", 1, 1, "R[pondering]C[Done]");
+    /* never closed: all reasoning */
+    check("<think>\nstill thinking", 0, 1, "R[still thinking]");
+    /* <think> after content is text */
+    check("Hi <think>x</think>", 0, 1, "C[Hi <think>x</think>]");
+}
+
+static void test_tool_calls(void **state)
+{
+    (void)state;
+    check("<tool_call>\n{\"name\": \"ls\", \"arguments\": {\"path\": \".\"}}\n</tool_call>", 0, 1,
+          "T0:ls({\"path\": \".\"})");
+    check("<think>\nNeed it.\n</think>\n\nLet me look.\n<tool_call>\n{\"name\": \"a\", "
+          "\"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": "
+          "{\"x\": [1, 2]}}\n</tool_call>",
+          0, 1, "R[Need it.]C[Let me look.]T0:a({})T1:b({\"x\": [1, 2]})");
+    /* streamed arguments are the model's own bytes (the template writes them back as
+     * they are), nested objects, strings with braces and escapes included */
+    check("<tool_call>{\"name\":\"f\",\"arguments\":{\"k\":\"v\",\"n\":1}}</tool_call>", 0, 1,
+          "T0:f({\"k\":\"v\",\"n\":1})");
+    check("<tool_call>\n{\"name\": \"e\\u0078\", \"arguments\": {\"s\": \"a}\\\"{[\", \"o\": "
+          "{\"x\": [1, {}]}}}\n</tool_call>",
+          0, 1, "T0:ex({\"s\": \"a}\\\"{[\", \"o\": {\"x\": [1, {}]}})");
+    /* arguments first: read whole, re-serialized */
+    check("<tool_call>{\"arguments\": {\"a\":1}, \"name\": \"g\"}</tool_call>", 0, 1,
+          "T0:g({\"a\": 1})");
+    /* a streamed call cut off ends where the output ends */
+    check("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"p\": \"/tm", 0, 1,
+          "T0:f({\"p\": \"/tm)");
+    /* no arguments given: an empty object */
+    check("<tool_call>{\"name\": \"f\"}</tool_call>", 0, 1, "T0:f({})");
+    /* tools off: the markup is text */
+    check("<tool_call>{\"name\": \"f\"}</tool_call>", 0, 0,
+          "C[<tool_call>{\"name\": \"f\"}</tool_call>]");
+}
+
+static void test_malformed_calls(void **state)
+{
+    (void)state;
+    check("<tool_call>\nnot json\n</tool_call>", 0, 1, "C[<tool_call>\nnot json\n</tool_call>]");
+    check("<tool_call>{\"name\": 3}</tool_call>", 0, 1, "C[<tool_call>{\"name\": 3}</tool_call>]");
+    check("<tool_call>{\"name\": \"f\", \"arguments\": \"s\"}</tool_call>", 0, 1,
+          "C[<tool_call>{\"name\": \"f\", \"arguments\": \"s\"}</tool_call>]");
+    /* cut off inside a call */
+    check("ok\n<tool_call>\n{\"name\": \"f\", \"argu", 0, 1,
+          "C[ok<tool_call>\n{\"name\": \"f\", \"argu]");
+}
+
+/* A forced call: the prompt opened <tool_call> (and named the tool). */
+static char *run_forced(const char *prefix, const char *text)
+{
+    rec_t r = {.last = -1};
+    ft_srv_outparse_t p;
+    ft_srv_outparse_init(&p, 0, 1, on_event, &r);
+    ft_srv_outparse_open_call(&p, prefix, strlen(prefix));
+    for (const char *c = text; *c; c++)
+        ft_srv_outparse_feed(&p, c, 1);
+    ft_srv_outparse_finish(&p);
+    ft_srv_outparse_free(&p);
+    if (r.last >= 0) ft_srv_buf_puts(&r.log, "]");
+    return ft_srv_buf_take(&r.log);
+}
+
+static void test_forced_calls(void **state)
+{
+    (void)state;
+    char *s =
+        run_forced("\n{\"name\": \"ls\", \"arguments\": ", "{\"path\": \".\"}}\n</tool_call>");
+    assert_string_equal(s, "T0:ls({\"path\": \".\"})");
+    free(s);
+    s = run_forced("\n", "{\"name\": \"cat\", \"arguments\": {}}\n</tool_call>\nDone.");
+    assert_string_equal(s, "T0:cat({})C[Done.]");
+    free(s);
+    /* the model did not write an object: its text, as content */
+    s = run_forced("\n{\"name\": \"ls\", \"arguments\": ", "oops</tool_call>");
+    assert_string_equal(s, "C[<tool_call>\n{\"name\": \"ls\", \"arguments\": oops</tool_call>]");
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_content_only), cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_malformed_calls),
+        cmocka_unit_test(test_forced_calls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
