@@ -257,8 +257,12 @@ ft_status_t ft_cli_bench_agent(ft_engine_t *e, uint32_t ctx, uint32_t reps, int 
           *logits = malloc(mi->vocab_size * sizeof(float));
     int identical = 0;
     ft_session_t *s = NULL;
+    /* The conversation stops short of the model's context by a tool
+     * result's length, so that the edited and appended requests fit. */
+    const uint32_t room =
+        mi->context_length > ctx / 20 + 128 ? mi->context_length - ctx / 20 - 128 : 0;
     ft_status_t st = anchor && append && cold_logits && logits
-                         ? ft_agent_build(e, ctx, &c)
+                         ? ft_agent_build(e, ctx < room ? ctx : room, &c)
                          : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st && c.t.n + c.gen.n + (c.t.n - c.last_at) + 16 > n_ctx)
         st = ft_status_make(
