@@ -5,7 +5,8 @@
 # as a saved file) has KL divergence 0 and the same top token everywhere;
 # q8_0 against f32 has a small positive one, the same whether the base is
 # the f32 bundle or its saved logits (two engines of different bundles in
-# one process each run their own kernels); and bad inputs (an empty or too
+# one process each run their own kernels); a model that adds BOS has it at
+# the start of every window; and bad inputs (an empty or too
 # short text, invalid UTF-8, a saved file from another vocabulary, ctx or
 # text, a damaged file, conflicting options) are clear errors.
 set -euo pipefail
@@ -20,7 +21,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$ftgen" --quiet --seed 11 --size tiny --format f32 --gguf "$tmp/m.gguf"
 "$ftc" compile --cuda-arch none "$tmp/m.gguf" -o "$tmp/f32" --quiet
 "$ftc" compile --cuda-arch none "$tmp/m.gguf" --format q8_0 -o "$tmp/q8" --quiet
-for i in $(seq 1 6); do
+for i in $(seq 1 4); do
   echo "The quick brown fox jumps over the lazy dog number $i, then runs to the forest where 42 rabbits live."
 done > "$tmp/text.txt"
 ctx=32
@@ -98,6 +99,19 @@ done
 grep -q "^KL divergence from the base: mean" "$tmp/q8.txt" && grep -q "^same top token: " "$tmp/q8.txt" ||
   fail "text report: $(cat "$tmp/q8.txt")"
 
+# A model that adds BOS: the text gets one, and every window starts with it
+# (llama.cpp's substitution), as the saved tokens show.
+"$ftgen" --quiet --seed 11 --size tiny --format f32 --hf "$tmp/hf"
+sed -i 's/"add_bos_token": false/"add_bos_token": true/' "$tmp/hf/tokenizer_config.json"
+"$ftc" compile --cuda-arch none "$tmp/hf" -o "$tmp/bos" --quiet
+bos=$("$ftc" inspect "$tmp/bos" --json | jq .tokenizer.bos_id)
+"$ft" perplexity "$tmp/bos" --file "$tmp/text.txt" --ctx $ctx --save-logits "$tmp/bos.kld" --json > "$tmp/bos.json"
+[ "$(jq .n_text_tokens "$tmp/bos.json")" = $(($(jq .n_text_tokens "$tmp/f32.json") + 1)) ] || fail "no BOS added: $(cat "$tmp/bos.json")"
+nwb=$(jq .n_windows "$tmp/bos.json")
+for ((w = 0; w < nwb; w++)); do
+  [ "$(od -An -td4 -j $((32 + 4 * w * ctx)) -N 4 "$tmp/bos.kld" | tr -d ' ')" = "$bos" ] || fail "window $w does not start with BOS $bos"
+done
+
 # Bad inputs: a message and exit 1 (or 2 for usage errors), never a crash.
 expect() { # exit-code expected-substring command...
   local code=$1 want=$2; shift 2
@@ -117,8 +131,10 @@ expect 2 "at least 4" "$ft" perplexity "$tmp/f32" --file "$tmp/text.txt" --ctx 3
 expect 2 "exclude each other" "$ft" perplexity "$tmp/f32" --file "$tmp/text.txt" --kl-base "$tmp/f32" --save-logits "$tmp/x.kld"
 expect 2 "are needed" "$ft" perplexity "$tmp/f32"
 expect 1 "saved with --ctx 32, not 16" "$ft" perplexity "$tmp/q8" --file "$tmp/text.txt" --ctx 16 --kl-base "$tmp/f32.kld"
-{ cat "$tmp/text.txt"; echo "One more line makes another text."; } | sed 's/fox/cat/' > "$tmp/other.txt"
+sed 's/fox/cat/' "$tmp/text.txt" > "$tmp/other.txt"
 expect 1 "saved from another text" "$ft" perplexity "$tmp/q8" --file "$tmp/other.txt" --kl-base "$tmp/f32.kld"
+{ cat "$tmp/text.txt" "$tmp/text.txt"; } > "$tmp/longer.txt"
+expect 1 "not the same text" "$ft" perplexity "$tmp/q8" --file "$tmp/longer.txt" --kl-base "$tmp/f32.kld"
 cp "$tmp/f32.kld" "$tmp/vocab.kld"
 printf '\x01' | dd of="$tmp/vocab.kld" bs=1 seek=24 conv=notrunc status=none
 expect 1 "saved for another vocabulary" "$ft" perplexity "$tmp/q8" --file "$tmp/text.txt" --kl-base "$tmp/vocab.kld"

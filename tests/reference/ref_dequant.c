@@ -27,6 +27,10 @@
  *           high)
  *     nvfp4 scales:UE4M3[4] qs[32] (one scale per 16 elements; in sub-block
  *           s, element j low nibble of byte 8s + j, j + 8 high)
+ *     iq4_nl d:f16 qs[16]            x = kvalues_iq4nl[nibble] d (j low, j + 16 high)
+ *     iq4_xs d:f16 scales_h:u16 scales_l[4] qs[128] (8 sub-blocks of 32: 6-bit
+ *           scale ls = 4 low bits from scales_l, 2 high from scales_h, x =
+ *           kvalues_iq4nl[nibble] d (ls - 32))
  *   fp8     d:f32 q:E4M3[128] (freetoken's, runtime/format/dtype.h)
  *
  * The K-quants' element order: each 128 (q2_k, q3_k, q6_k) or 64 (q4_k,
@@ -128,6 +132,9 @@ static int ref_q3k_scale(const uint8_t *s, int j)
     const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
     return (lo | hi << 4) - 32;
 }
+
+/* IQ4_NL's and IQ4_XS's 16 levels (ggml-common.h kvalues_iq4nl). */
+static const int k_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
 {
@@ -232,6 +239,28 @@ static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
             }
         return;
     }
+    case FT_DTYPE_IQ4_NL: { /* fp16 d, qs[16]: element j low nibble, j + 16 high, into the codebook */
+        const double d = ref_f16(b);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * k_iq4nl[b[2 + j] & 15];
+            y[j + 16] = d * k_iq4nl[b[2 + j] >> 4];
+        }
+        return;
+    }
+    case FT_DTYPE_IQ4_XS: { /* fp16 d, u16 scales_h, u8 scales_l[4], qs[128]: 8 sub-blocks of 32 */
+        const double d = ref_f16(b);
+        const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 15) | (int)((sh >> 2 * ib) & 3) << 4;
+            const double dl = d * (ls - 32);
+            const uint8_t *q = b + 8 + 16 * ib;
+            for (int j = 0; j < 16; j++) {
+                y[32 * ib + j] = dl * k_iq4nl[q[j] & 15];
+                y[32 * ib + j + 16] = dl * k_iq4nl[q[j] >> 4];
+            }
+        }
+        return;
+    }
     case FT_DTYPE_MXFP4: {
         const double s = ref_e8m0(b[0]);
         for (int j = 0; j < 16; j++) {
@@ -288,7 +317,7 @@ static void ref_block_size(ft_dtype_t dt, uint32_t *elems, uint32_t *bytes)
         {FT_DTYPE_Q8_0, 32, 34},   {FT_DTYPE_Q8_K, 256, 292}, {FT_DTYPE_Q2_K, 256, 84},
         {FT_DTYPE_Q3_K, 256, 110}, {FT_DTYPE_Q4_K, 256, 144}, {FT_DTYPE_Q5_K, 256, 176},
         {FT_DTYPE_Q6_K, 256, 210}, {FT_DTYPE_MXFP4, 32, 17},  {FT_DTYPE_NVFP4, 64, 36},
-        {FT_DTYPE_FP8, 128, 132},
+        {FT_DTYPE_FP8, 128, 132},  {FT_DTYPE_IQ4_NL, 32, 18}, {FT_DTYPE_IQ4_XS, 256, 136},
     };
     *elems = *bytes = 0;
     for (size_t i = 0; i < sizeof(k_sizes) / sizeof(k_sizes[0]); i++)

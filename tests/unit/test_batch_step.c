@@ -6,7 +6,8 @@
  * prefill, in decode, in steps that mix prefill chunks with decode
  * tokens, and with every row's logits asked for, on the cpu and sim
  * backends, with the reference and the generated kernels, for f32 and
- * q8_0 weights. Batching is real: a decode step of three sessions reads
+ * q8_0 weights, and for a Qwen3.5-style hybrid whose DeltaNet layers keep
+ * recurrent state per session. Batching is real: a decode step of three sessions reads
  * each routed expert once, so its expert bytes are at most the sum of the
  * three alone and, over the steps, fewer (the tiny fixture routes 3
  * tokens to 2 of 8 experts per layer: some always share). The steps are
@@ -33,15 +34,19 @@
 #define N_CTX 64
 #define N_DEC 8
 
-static char g_f32[4096], g_q8[4096];
+static char g_f32[4096], g_q8[4096], g_q35[4096];
 static const char *g_laptop = FT_SOURCE_DIR "/hwprofiles/presets/rtx4060_laptop.textproto";
 
-static int build(ft_dtype_t format, const char *dir, char *out, size_t cap)
+static int build(ft_dtype_t format, int hybrid, const char *dir, char *out, size_t cap)
 {
     ft_fixture_opts_t o;
     ft_fixture_opts_init(&o);
     o.seed = 71;
     o.format = format;
+    if (hybrid) { /* Qwen3.5-style: Gated DeltaNet layers with recurrent state */
+        o.arch = FT_FIXTURE_QWEN35MOE;
+        o.n_layers = 4;
+    }
     ft_status_t st =
         ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_INVALID, ft_test_tmpdir(dir), out, cap);
     if (st) {
@@ -55,8 +60,9 @@ static int build(ft_dtype_t format, const char *dir, char *out, size_t cap)
 static int setup(void **state)
 {
     (void)state;
-    return build(FT_DTYPE_F32, "batch_f32", g_f32, sizeof(g_f32)) ||
-           build(FT_DTYPE_Q8_0, "batch_q8", g_q8, sizeof(g_q8));
+    return build(FT_DTYPE_F32, 0, "batch_f32", g_f32, sizeof(g_f32)) ||
+           build(FT_DTYPE_Q8_0, 0, "batch_q8", g_q8, sizeof(g_q8)) ||
+           build(FT_DTYPE_Q8_0, 1, "batch_q35", g_q35, sizeof(g_q35));
 }
 
 static ft_engine_t *open_engine(const char *bundle, ft_backend_kind_t backend,
@@ -266,6 +272,13 @@ static void test_cpu_auto_q8(void **state)
     batch_invariance(g_q8, FT_BACKEND_CPU, FT_KERNELS_AUTO);
 }
 
+/* DeltaNet layers: each row advances its own session's recurrent state. */
+static void test_cpu_generated_hybrid(void **state)
+{
+    (void)state;
+    batch_invariance(g_q35, FT_BACKEND_CPU, FT_KERNELS_GENERATED);
+}
+
 static void test_sim_generated_q8(void **state)
 {
     (void)state;
@@ -275,9 +288,10 @@ static void test_sim_generated_q8(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu_reference_f32), cmocka_unit_test(test_cpu_generated_f32),
-        cmocka_unit_test(test_cpu_reference_q8),  cmocka_unit_test(test_cpu_generated_q8),
-        cmocka_unit_test(test_cpu_auto_q8),       cmocka_unit_test(test_sim_generated_q8),
+        cmocka_unit_test(test_cpu_reference_f32),    cmocka_unit_test(test_cpu_generated_f32),
+        cmocka_unit_test(test_cpu_reference_q8),     cmocka_unit_test(test_cpu_generated_q8),
+        cmocka_unit_test(test_cpu_auto_q8),          cmocka_unit_test(test_sim_generated_q8),
+        cmocka_unit_test(test_cpu_generated_hybrid),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
