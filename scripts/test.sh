@@ -33,7 +33,7 @@ if [ "${1:-}" != "--fast" ]; then
   # ThreadSanitizer over the scheduler's concurrent tests (ctest label
   # "concurrent"): only their targets are built.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFT_TSAN=ON >/dev/null
-  cmake --build build-tsan -j"$jobs" --target test_sched_concurrent
+  cmake --build build-tsan -j"$jobs" --target test_sched_concurrent test_kv_prefix
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L concurrent
 fi

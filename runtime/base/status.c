@@ -95,6 +95,7 @@ const char *ft_status_code_name(ft_status_code_t code)
     case FT_STATUS_INTERNAL: return "internal error";
     case FT_STATUS_CANCELLED: return "cancelled";
     case FT_STATUS_BUSY: return "busy";
+    case FT_STATUS_RESOURCE_EXHAUSTED: return "resource exhausted";
     }
     return "unknown";
 }

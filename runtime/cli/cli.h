@@ -16,6 +16,8 @@ int ft_cli_bench(int argc, char **argv);
 /* ft bench --parallel N (cli_bench_parallel.c): prints the report. */
 FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par, uint32_t n_prompt,
                                                  uint32_t n_gen, int json);
+/* ft bench --agent-edit (cli_bench_agent.c): prints the report. */
+FT_WARN_UNUSED ft_status_t ft_cli_bench_agent(ft_engine_t *e, uint32_t ctx, uint32_t reps, int json);
 int ft_cli_chat(int argc, char **argv);
 int ft_cli_serve(int argc, char **argv);
 int ft_cli_version(int argc, char **argv);
@@ -60,7 +62,7 @@ FT_WARN_UNUSED ft_status_t ft_cli_parse_backend(const char *s, ft_backend_kind_t
     {"threads", required_argument, 0, 0x100}, {"backend", required_argument, 0, 0x101},       \
         {"hw", required_argument, 0, 0x102}, {"vram", required_argument, 0, 0x103},           \
         {"kernels", required_argument, 0, 0x104}, {"verify", required_argument, 0, 0x105},     \
-        {"help", no_argument, 0, 'h'}
+        {"kv-budget", required_argument, 0, 0x106}, {"help", no_argument, 0, 'h'}
 // clang-format on
 
 /* Applies getopt result c to eo when it is one of those: returns 1 (and

@@ -21,6 +21,8 @@ typedef struct ft_bench_opts {
     uint32_t replan_at;   /* decode token after which the budget changes; 0: never */
     uint64_t replan_vram;
     uint32_t parallel;    /* --parallel N: N sessions decoding at once (cli_bench_parallel.c) */
+    int agent_edit;       /* --agent-edit: an agent's edit of its context (cli_bench_agent.c) */
+    uint32_t ctx;         /* --ctx N: that conversation's tokens */
 } ft_bench_opts_t;
 
 /* What the sim backend modelled, over all reps. */
@@ -30,7 +32,7 @@ typedef struct ft_bench_sim {
     uint64_t prefill_tok, decode_tok;
     ft_engine_stats_t decode;         /* decode-phase counters, summed */
     uint32_t replans;
-    uint64_t kv_bytes;                /* the session's KV cache (ft_session_kv_bytes), every backend */
+    uint64_t kv_bytes;                /* the session's KV cache after the prompt (ft_session_kv_bytes) */
 } ft_bench_sim_t;
 
 static int ft_cmp_double(const void *a, const void *b)
@@ -82,8 +84,6 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     ft_bench_tokens(ids, o->n_prompt + o->n_gen, vocab);
     ft_status_t st = ft_session_create(e, &so, &s);
-    if (!st)
-        sim->kv_bytes = ft_session_kv_bytes(s);
     for (uint32_t r = 0; r < o->reps && !st; r++) {
         st = ft_session_rewind(s, 0);
         ft_engine_stats_t es;
@@ -92,6 +92,8 @@ FT_WARN_UNUSED static ft_status_t ft_bench_run(ft_engine_t *e, const ft_bench_op
         if (!st)
             st = ft_session_eval(s, ids, o->n_prompt, NULL);
         double t1 = ft_cli_now();
+        if (!st) /* the pages the prompt took (cpu, sim), or the device's cache (cuda) */
+            sim->kv_bytes = ft_session_kv_bytes(s);
         ft_engine_stats(e, &es);
         sim->prefill_s += es.device_seconds;
         sim->streamed += es.experts_streamed;
@@ -230,8 +232,9 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
         {"prompt", required_argument, 0, 'p'}, {"gen", required_argument, 0, 'g'},
         {"reps", required_argument, 0, 'r'},   {"json", no_argument, 0, 'j'},
         {"replan-at", required_argument, 0, 'R'}, {"parallel", required_argument, 0, 'P'},
+        {"agent-edit", no_argument, 0, 'A'},   {"ctx", required_argument, 0, 'C'},
         FT_CLI_ENGINE_LONGOPTS, {0, 0, 0, 0}};
-    *o = (ft_bench_opts_t){.n_prompt = 512, .n_gen = 128, .reps = 3};
+    *o = (ft_bench_opts_t){.n_prompt = 512, .n_gen = 128, .reps = 3, .ctx = 4096};
     ft_engine_options_init(&o->eo);
     char *colon;
     ft_status_t st = FT_OK;
@@ -243,6 +246,8 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
         case 'r': st = ft_cli_parse_u32("--reps", optarg, &o->reps); break;
         case 'j': o->json = 1; break;
         case 'P': st = ft_cli_parse_u32("--parallel", optarg, &o->parallel); break;
+        case 'A': o->agent_edit = 1; break;
+        case 'C': st = ft_cli_parse_u32("--ctx", optarg, &o->ctx); break;
         case 'h':
             ft_cli_print_help("bench");
             return -1;
@@ -263,6 +268,8 @@ static int ft_bench_parse(int argc, char **argv, ft_bench_opts_t *o)
                 return 2;
         }
     }
+    if (!st && o->agent_edit && (o->parallel || o->ctx < 64))
+        st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--agent-edit: --ctx of at least 64 tokens, no --parallel");
     if (!st && o->parallel > 1024)
         st = ft_status_make(FT_STATUS_INVALID_ARGUMENT, "--parallel: at most 1024 sessions");
     if (!st && (o->n_prompt == 0 || o->n_gen == 0 || o->reps == 0 || o->reps > 100))
@@ -298,6 +305,12 @@ int ft_cli_bench(int argc, char **argv)
     char *info = NULL;
     double *pre = calloc(o.reps, sizeof(double)), *dec = calloc(o.reps, sizeof(double));
     ft_status_t st = pre && dec ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st && o.agent_edit) {
+        eo.plan_ctx = o.ctx + 1024;
+        if (!(st = ft_cli_open_engine(o.bundle, &eo, &e)))
+            st = ft_cli_bench_agent(e, o.ctx, o.reps, o.json);
+        goto out;
+    }
     if (!st && o.parallel) {
         eo.max_running = o.parallel;
         if (!(st = ft_cli_open_engine(o.bundle, &eo, &e)))

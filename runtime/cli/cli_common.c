@@ -165,6 +165,7 @@ int ft_cli_engine_option(int c, const char *arg, ft_engine_options_t *eo, ft_sta
     case 0x101: *st = ft_cli_parse_backend(arg, &eo->backend); return 1;
     case 0x102: eo->hw_profile = arg; *st = FT_OK; return 1;
     case 0x103: *st = ft_cli_parse_size("--vram", arg, &eo->vram_bytes); return 1;
+    case 0x106: *st = ft_cli_parse_size("--kv-budget", arg, &eo->kv_budget_bytes); return 1;
     case 0x104:
         *st = FT_OK;
         if (strcmp(arg, "auto") == 0)

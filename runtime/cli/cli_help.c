@@ -37,6 +37,10 @@
     "      re-planned when it changes)\n"                                                          \
     "  --threads N\n"                                                                              \
     "      CPU threads (default: one per online CPU)\n"                                            \
+    "  --kv-budget SIZE\n"                                                                         \
+    "      cpu and sim: the KV page pool every session's KV cache lives in (pages of 16\n"         \
+    "      positions, taken as tokens are evaluated; cached prefix pages are evicted\n"            \
+    "      when it is spent); default: min(8 GiB, a quarter of RAM)\n"                             \
     "  --kernels auto|generated|reference\n"                                                       \
     "      the CPU kernels: auto (the default) runs the plan's generated kernels where\n"          \
     "      they are the faster ones, generated runs them for every product they have,\n"           \
@@ -318,6 +322,18 @@ static const char ft_help_bench[] =
     "      at once through the engine's scheduler, against one session alone in the\n"
     "      same run: aggregate_decode_tok_s, single_decode_tok_s and the expert bytes\n"
     "      read per step (default: off)\n"
+    "  --agent-edit\n"
+    "      instead, an agent's edit of its context: a synthetic multi-turn tool\n"
+    "      conversation of --ctx tokens in the model's chat format (system prompt and\n"
+    "      tool definitions, then user messages, tool calls and tool results), evaluated\n"
+    "      message by message with an anchor (ft_session_anchor) at each boundary; then\n"
+    "      the last tool result is edited and the request re-sent. Reports ttft_cold_ms\n"
+    "      (the edited request with no cache, once), ttft_anchor_ms (restored from the\n"
+    "      anchor before the edited result; median of R runs, each a different edit),\n"
+    "      ttft_append_ms (a new tool result appended instead) and whether the restored\n"
+    "      logits are bit-identical to the cold ones\n"
+    "  --ctx N\n"
+    "      --agent-edit: the conversation's tokens (default 4096)\n"
     "\n" FT_HELP_ENGINE "\n"
     "examples:\n"
     "  This machine's speed, as a file for bench-report.sh:\n"

@@ -17,6 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define FT_KV_PAGE_TOKENS 16u              /* positions per KV page */
+#define FT_KV_DEFAULT_BUDGET (8ull << 30) /* at most; and at most a quarter of RAM */
 
 static void ft_engine_fill_info(ft_engine_t *e)
 {
@@ -160,6 +164,44 @@ FT_WARN_UNUSED static ft_status_t ft_engine_backend(ft_engine_t *e, const ft_eng
     return ft_offload_create(e->bundle, &hw, vram, ctx, &e->sim, e->a, &e->offload);
 }
 
+/* The KV pool's memory: slabs from the engine's memory device (host
+ * memory on cpu, the modelled card on sim). */
+static ft_status_t ft_engine_kv_alloc(void *user, size_t n, void **out)
+{
+    ft_dptr_t p = 0;
+    ft_status_t st = ft_dev_alloc(user, n, &p);
+    *out = st ? NULL : (void *)(uintptr_t)p;
+    return st;
+}
+
+static void ft_engine_kv_free(void *user, void *p)
+{
+    ft_dev_free(user, (ft_dptr_t)(uintptr_t)p);
+}
+
+/* The KV page pool and the prefix tree (cpu and sim; cuda keeps each
+ * session's KV on the device). The default budget: min(8 GiB, a quarter
+ * of RAM). Anchors' state copies may take a quarter of it. */
+FT_WARN_UNUSED static ft_status_t ft_engine_kv(ft_engine_t *e, const ft_engine_options_t *opts)
+{
+    if (e->dev)
+        return FT_OK;
+    uint64_t budget = opts->kv_budget_bytes;
+    if (!budget) {
+        const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        const uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+        budget = ram && ram / 4 < FT_KV_DEFAULT_BUDGET ? ram / 4 : FT_KV_DEFAULT_BUDGET;
+    }
+    const ft_model_t *m = e->model;
+    const ft_kv_pool_desc_t d = {m->n_layers, FT_KV_PAGE_TOKENS, m->prog->max_kv_width, m->kv_elem_bytes, budget};
+    const ft_kv_mem_t mem = {ft_engine_kv_alloc, ft_engine_kv_free, e->mem};
+    ft_status_t st = ft_kv_pool_create(&d, &mem, e->a, &e->kv_pool);
+    if (!st)
+        st = ft_kv_tree_create(e->kv_pool, budget / 4, e->a, &e->kv_tree);
+    return ft_status_annotate(st, "engine: the KV page pool (kv_budget_bytes %llu)",
+                              (unsigned long long)budget);
+}
+
 ft_status_t ft_exec_engine_open(const char *bundle_path, const ft_engine_options_t *opts,
                                 ft_engine_t **out_engine)
 {
@@ -186,7 +228,7 @@ ft_status_t ft_exec_engine_open(const char *bundle_path, const ft_engine_options
         (st = ft_model_create(e->bundle, e->a, &e->model)) || (st = ft_engine_kernels(e, opts)) ||
         (st = ft_tokenizer_create(e->bundle->plan->tokenizer, e->bundle->plan_file->path, &e->tok)) ||
         (st = ft_threadpool_create(opts->n_threads, &e->pool)) ||
-        (st = ft_engine_backend(e, opts)))
+        (st = ft_engine_backend(e, opts)) || (st = ft_engine_kv(e, opts)))
         goto fail;
     if (ft_tokenizer_n_vocab(e->tok) > e->model->vocab_size) {
         st = ft_status_make(FT_STATUS_MISMATCH, "%s: the tokenizer has %u tokens, the model %u",
@@ -211,6 +253,8 @@ void ft_exec_engine_close(ft_engine_t *e)
         e->offload = NULL;
     }
     ft_work_free(e); /* from e->mem: the sim's device or the cpu one */
+    ft_kv_tree_destroy(e->kv_tree); /* its pages first, then the pool's memory */
+    ft_kv_pool_destroy(e->kv_pool);
     ft_offload_destroy(e->offload);
     if (e->sim.dev) {
         ft_dev_stream_destroy(e->sim.dev, e->sim.compute);
@@ -311,6 +355,21 @@ static void ft_engine_stats_locked(const ft_engine_t *e, ft_engine_stats_t *out)
     out->verify_damage = ft_blob_verify_damage(e->verify);
     out->expert_bytes_read = e->expert_bytes_read;
     out->sched_steps = e->sched_steps;
+    if (e->kv_pool) {
+        ft_kv_pool_stats_t ps;
+        ft_kv_tree_stats_t ts;
+        ft_kv_pool_stats(e->kv_pool, &ps);
+        ft_kv_tree_stats(e->kv_tree, &ts);
+        out->kv_page_tokens = ft_kv_pool_page_tokens(e->kv_pool);
+        out->kv_page_bytes = ps.page_bytes;
+        out->kv_budget_bytes = ps.budget_bytes;
+        out->kv_bytes_allocated = ps.bytes_allocated;
+        out->kv_pages_used = ps.pages_used;
+        out->kv_pages_cached = ts.n_nodes;
+        out->kv_anchors = ts.n_anchors;
+        out->kv_evictions = ts.evicted_nodes + ts.evicted_anchors;
+        out->kv_tokens_restored = e->kv_restored;
+    }
     if (!e->offload)
         return;
     ft_offload_stats_t st;
@@ -340,6 +399,7 @@ static void ft_engine_reset_stats_locked(ft_engine_t *e)
 {
     e->expert_bytes_read = 0;
     e->sched_steps = 0;
+    e->kv_restored = 0;
     if (e->offload)
         ft_offload_reset_stats(e->offload);
 }

@@ -7,6 +7,7 @@
 #include "../base/threadpool.h"
 #include "../format/blob_verify.h"
 #include "../format/bundle.h"
+#include "../kv/kv_table.h"
 #include "../moe/offload.h"
 #include "../text/tokenizer.h"
 #include "model.h"
@@ -47,6 +48,12 @@ struct ft_engine {
     uint32_t gen_min_tokens; /* batches of at least this many tokens use the module's kernels */
     struct ft_work *work;    /* the step workspace every session's passes run in (work.h) */
     uint64_t work_bytes;
+    /* cpu and sim backends: the KV page pool every session's cache lives
+     * in (from mem), and the prefix tree over it; NULL on cuda (device KV).
+     * Used under step_lock. */
+    ft_kv_pool_t *kv_pool;
+    ft_kv_tree_t *kv_tree;
+    uint64_t kv_restored; /* positions restored from the prefix cache (stats; under step_lock) */
 };
 
 /* Per-thread scratch for one MoE expert job. */
@@ -64,19 +71,21 @@ struct ft_session {
     const ft_model_t *m;
     uint32_t n_ctx, n_batch, n_past;
     int has_logits;
-    void *block;      /* the KV cache and logits, one allocation (from engine->mem); the
-                         buffers a step computes in are the engine's (work.h) */
-    /* [n_layers][n_ctx][max_kv_dim] elements of m->kv_dtype: float, or
-     * IEEE half (uint16_t bits); NULL on the cuda backend (device KV). */
-    void *k_cache;
-    void *v_cache;
-    size_t kv_bytes; /* of k_cache and v_cache together */
+    void *block;      /* the logits, one allocation (from engine->mem); the buffers a step
+                         computes in are the engine's (work.h) */
+    /* The KV cache: pages of the engine's pool (runtime/kv), elements of
+     * m->kv_dtype (float, or IEEE half bits); empty on the cuda backend
+     * (device KV, in dev). Written and read under step_lock. */
+    ft_kv_table_t kv;
+    int prefix_cache;     /* shares pages through the engine's prefix tree */
+    ft_kv_prio_t kv_prio; /* the priority of what it caches */
+    uint32_t n_restored;  /* positions its last request restored from the cache */
     float *logits;    /* [vocab] last position */
     /* The recurrent state of the model's linear-attention layers (the
      * program's rstate_bytes, each DELTANET op's slice at its rstate_off),
      * zeroed at create and on a rewind to 0; NULL when the model has none.
      * All of a session's recurrent state is here and nowhere else, so a
-     * snapshot is one copy of these bytes. */
+     * snapshot is one copy of these bytes (an anchor's, runtime/kv). */
     uint8_t *rstate;
     size_t rstate_bytes;
     float *dn_scratch;          /* [max_dn_channels] the DELTANET kernel's conv output */

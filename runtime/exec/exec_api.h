@@ -54,7 +54,25 @@ int ft_exec_uses_generated(const ft_engine_t *engine, uint32_t n);
 /* Makes the engine's step workspace hold steps of `rows` tokens over
  * `items` sessions (the scheduler's step budget), before it starts. */
 FT_WARN_UNUSED ft_status_t ft_exec_reserve(ft_engine_t *engine, uint32_t rows, uint32_t items);
-/* Forgets every position from n_past on. */
+/* Forgets every position from n_past on (the caller holds step_lock: the
+ * pages go back to the pool). */
 FT_WARN_UNUSED ft_status_t ft_exec_session_rewind(ft_session_t *session, uint32_t n_past);
+
+/* KV pages for the session's next n positions (from n_past): allocated,
+ * shared ones copied (cpu and sim; nothing on cuda). The caller holds
+ * step_lock. Errors: a full pool (FT_STATUS_RESOURCE_EXHAUSTED). */
+FT_WARN_UNUSED ft_status_t ft_exec_session_prepare(ft_session_t *session, uint32_t n);
+/* The prefix cache (freetoken.h, prefix_cache); the caller holds
+ * step_lock. publish: caches the full pages of history[0, n_past) (the
+ * session's tokens) not yet cached. restore: a prefix_cache session with
+ * nothing evaluated takes the longest cached prefix of tokens[0, n - 1)
+ * (*out_n positions: n_past becomes that). anchor: ft_session_anchor at
+ * pos, history the session's tokens. Each is nothing without
+ * prefix_cache (anchor: an error). */
+FT_WARN_UNUSED ft_status_t ft_exec_session_publish(ft_session_t *session, const int32_t *history);
+FT_WARN_UNUSED ft_status_t ft_exec_session_restore(ft_session_t *session, const int32_t *tokens,
+                                                   uint32_t n, uint32_t *out_n);
+FT_WARN_UNUSED ft_status_t ft_exec_session_anchor(ft_session_t *session, const int32_t *history,
+                                                  uint32_t pos);
 
 #endif

@@ -433,6 +433,13 @@ ft_status_t ft_exec_step(ft_engine_t *e, const ft_exec_item_t *items, uint32_t n
         }
         return FT_OK;
     }
+    /* Every item's KV pages first (the scheduler prepared them already:
+     * then this only checks), so a full pool stops the step before it
+     * computes anything. */
+    for (uint32_t i = 0; i < n_items; i++) {
+        ft_status_t err = ft_exec_session_prepare(items[i].s, items[i].n);
+        if (err) return err;
+    }
     /* Passes of the items that share a kernel path (a row's results are
      * those of its item alone whatever else is in the pass, as long as its
      * path is the one it would take alone), each within the workspace. */

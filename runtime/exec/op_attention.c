@@ -1,7 +1,9 @@
 /* The attention ops on the CPU: per-head RMSNorm, rotary embedding, the
  * KV cache append, and causal softmax attention over the cache.
  *
- * The cache holds elements of the plan's kv_format: float, or IEEE half
+ * The cache is each session's pages (runtime/kv: a page holds 16
+ * positions, one layer's rows of a page contiguous), every access through
+ * ft_kv_at. It holds elements of the plan's kv_format: float, or IEEE half
  * (rounded to nearest even on append; read back by widening, which is
  * exact, so attention's float operations are those over an f32 cache of
  * the rounded values). */
@@ -14,6 +16,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#define FT_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* ---- per-head norm, RoPE, KV append ----------------------------------- */
 
@@ -110,22 +114,32 @@ void ft_xop_rope(ft_step_t *st, const ft_xop_t *x)
     ft_each_row(st, x, ft_rope_row);
 }
 
+/* Where position pos's K (kv 0) or V (kv 1) row of a layer is in session
+ * s's cache: the one address computation every KV access goes through
+ * (the session's page table, runtime/kv). */
+static inline uint8_t *ft_kv_at(const ft_session_t *s, uint32_t layer, uint32_t kv, uint32_t pos)
+{
+    const ft_kv_table_t *kt = &s->kv;
+    const size_t row = (size_t)s->m->prog->max_kv_width * s->m->kv_elem_bytes;
+    return ft_kv_table_rows(kt, pos >> kt->page_shift, layer, kv) + (pos & ((1u << kt->page_shift) - 1)) * row;
+}
+
 static void ft_kv_row(ft_step_t *st, const ft_xop_t *x, uint32_t t)
 {
     const ft_session_t *s = st->w->row_s[st->row0 + t];
-    const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = s->m->prog->max_kv_width;
-    const size_t row = ((size_t)x->layer * s->n_ctx + st->w->row_pos[st->row0 + t]) * stride;
+    const uint32_t kvd = x->n_kv_heads * x->head_dim, pos = st->w->row_pos[st->row0 + t];
     const float *k = st->buf[x->in[0]] + (size_t)t * kvd, *v = st->buf[x->in[1]] + (size_t)t * kvd;
+    uint8_t *kr = ft_kv_at(s, (uint32_t)x->layer, 0, pos), *vr = ft_kv_at(s, (uint32_t)x->layer, 1, pos);
     if (s->m->kv_dtype == FT_DTYPE_F16) {
-        uint16_t *kc = (uint16_t *)s->k_cache + row, *vc = (uint16_t *)s->v_cache + row;
+        uint16_t *kc = (uint16_t *)kr, *vc = (uint16_t *)vr;
         for (uint32_t i = 0; i < kvd; i++) {
             kc[i] = ft_fp32_to_fp16(k[i]);
             vc[i] = ft_fp32_to_fp16(v[i]);
         }
         return;
     }
-    memcpy((float *)s->k_cache + row, k, kvd * sizeof(float));
-    memcpy((float *)s->v_cache + row, v, kvd * sizeof(float));
+    memcpy(kr, k, kvd * sizeof(float));
+    memcpy(vr, v, kvd * sizeof(float));
 }
 
 void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x)
@@ -140,6 +154,12 @@ typedef struct ft_attn_run {
     const ft_xop_t *x;
     ft_kabi_attn_fn kernel;         /* the plan's attention kernel (f32 KV), or NULL */
     ft_kabi_attn_f16_fn kernel_f16; /* the plan's attention kernel (f16 KV), or NULL */
+    /* For a kernel: rows [t0, t0 + n) of the pass, one session's, whose
+     * layer's K and V rows [lo, ...) are contiguous at k_rows, v_rows (one
+     * page's, or gathered into the workspace's kv_stage), row stride
+     * max_kv_width. Without a kernel: every row of the pass (t0 0). */
+    uint32_t t0, n, lo;
+    const uint8_t *k_rows, *v_rows;
 } ft_attn_run_t;
 
 /* Dot product with eight partial sums: the compiler keeps them in one
@@ -202,25 +222,35 @@ static void ft_attn_prepare_next(const ft_attn_run_t *r, uint32_t t, uint32_t kv
                        row + ft_cpu_act_row_bytes(x->next_type, kvh * slice));
 }
 
-/* The reference loop of one item over the cache of layer x->layer: the
- * KV head's rows are at kc / vc + p * kvd elements of the cache's type;
- * its query heads are kvh * group + g. */
-static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, const void *kc, const void *vc,
-                         uint32_t n_keys, float *scores, float *out)
+/* The reference loop of one item over session s's cache of layer
+ * x->layer, keys [first, first + n_keys), page by page (a page's rows of a
+ * layer are contiguous, kvd elements of the cache's type apart); the KV
+ * head's elements start head_off bytes into a row, its query heads are
+ * kvh * group + g. The operations and their order are those of one loop
+ * over the keys, whatever the pages. */
+static void ft_attn_item(const ft_attn_run_t *r, const ft_session_t *s, uint32_t kvh, const float *q,
+                         uint32_t first, uint32_t n_keys, float *scores, float *out)
 {
     const ft_model_t *m = r->st->e->model;
     const ft_xop_t *x = r->x;
     const uint32_t hd = x->head_dim, group = x->n_heads / x->n_kv_heads, kvd = m->prog->max_kv_width;
+    const uint32_t layer = (uint32_t)x->layer, mask = (1u << s->kv.page_shift) - 1;
     const size_t ld = r->st->w->n_ctx; /* the scores' row stride */
     const float scale = 1.0f / sqrtf((float)hd);
     const int f16 = m->kv_dtype == FT_DTYPE_F16;
-    for (uint32_t p = 0; p < n_keys; p++) {
-        const size_t at = (size_t)p * kvd;
-        for (uint32_t g = 0; g < group; g++)
-            scores[(size_t)g * ld + p] =
-                (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
-                     : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
-                scale;
+    const size_t head_off = (size_t)kvh * hd * m->kv_elem_bytes;
+    for (uint32_t p0 = 0; p0 < n_keys;) {
+        const uint32_t pos = first + p0, run = FT_MIN(mask + 1 - (pos & mask), n_keys - p0);
+        const uint8_t *kc = ft_kv_at(s, layer, 0, pos) + head_off;
+        for (uint32_t p = p0; p < p0 + run; p++) {
+            const size_t at = (size_t)(p - p0) * kvd;
+            for (uint32_t g = 0; g < group; g++)
+                scores[(size_t)g * ld + p] =
+                    (f16 ? ft_dot8_h(q + (size_t)g * hd, (const uint16_t *)kc + at, hd)
+                         : ft_dot8(q + (size_t)g * hd, (const float *)kc + at, hd)) *
+                    scale;
+        }
+        p0 += run;
     }
     for (uint32_t g = 0; g < group; g++)
         if (x->sinks)
@@ -229,15 +259,20 @@ static void ft_attn_item(const ft_attn_run_t *r, uint32_t kvh, const float *q, c
         else
             ft_op_softmax(scores + (size_t)g * ld, n_keys);
     memset(out, 0, (size_t)group * hd * sizeof(float));
-    for (uint32_t p = 0; p < n_keys; p++) {
-        const size_t at = (size_t)p * kvd;
-        for (uint32_t g = 0; g < group; g++) {
-            const float w = scores[(size_t)g * ld + p];
-            if (f16)
-                ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
-            else
-                ft_axpy(out + (size_t)g * hd, w, (const float *)vc + at, hd);
+    for (uint32_t p0 = 0; p0 < n_keys;) {
+        const uint32_t pos = first + p0, run = FT_MIN(mask + 1 - (pos & mask), n_keys - p0);
+        const uint8_t *vc = ft_kv_at(s, layer, 1, pos) + head_off;
+        for (uint32_t p = p0; p < p0 + run; p++) {
+            const size_t at = (size_t)(p - p0) * kvd;
+            for (uint32_t g = 0; g < group; g++) {
+                const float w = scores[(size_t)g * ld + p];
+                if (f16)
+                    ft_axpy_h(out + (size_t)g * hd, w, (const uint16_t *)vc + at, hd);
+                else
+                    ft_axpy(out + (size_t)g * hd, w, (const float *)vc + at, hd);
+            }
         }
+        p0 += run;
     }
 }
 
@@ -256,13 +291,11 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
     const size_t eb = m->kv_elem_bytes; /* bytes of a cache element */
     float *scores = w->scores + (size_t)ti * m->prog->max_group * w->n_ctx; /* [group][n_ctx] */
     uint64_t b, e;
-    ft_split_range((uint64_t)r->st->n * KVH, 1, ti, nt, &b, &e);
+    ft_split_range((uint64_t)r->n * KVH, 1, ti, nt, &b, &e);
     for (uint64_t item = b; item < e; item++) {
-        const uint32_t t = (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
-        /* The row's own session: its cache of this layer. */
+        const uint32_t t = r->t0 + (uint32_t)(item / KVH), kvh = (uint32_t)(item % KVH);
+        /* The row's own session and position. */
         const ft_session_t *s = w->row_s[r->st->row0 + t];
-        const uint8_t *kc = (const uint8_t *)s->k_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
-        const uint8_t *vc = (const uint8_t *)s->v_cache + (size_t)x->layer * s->n_ctx * kvd * eb;
         /* Causal: up to and including t; a sliding window keeps the last
          * sliding_window of those, from row `first` of the cache. */
         const uint32_t pos = w->row_pos[r->st->row0 + t];
@@ -270,23 +303,70 @@ static void ft_attn_worker(void *ctx, uint32_t ti, uint32_t nt)
         const uint32_t n_keys = pos + 1 - first;
         const float *q = r->st->buf[x->in[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
         float *out = r->st->buf[x->out[0]] + (size_t)t * qd + (size_t)kvh * group * hd;
-        const uint8_t *kh = kc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
-        const uint8_t *vh = vc + ((size_t)first * kvd + (size_t)kvh * hd) * eb;
         /* the plan's kernel: the same operations, sizes as constants */
+        const size_t at = ((size_t)(first - r->lo) * kvd + (size_t)kvh * hd) * eb;
         if (r->kernel)
-            r->kernel(q, (const float *)kh, (const float *)vh, kvd, n_keys, scale, scores, w->n_ctx, out);
+            r->kernel(q, (const float *)(r->k_rows + at), (const float *)(r->v_rows + at), kvd, n_keys, scale,
+                      scores, w->n_ctx, out);
         else if (r->kernel_f16)
-            r->kernel_f16(q, (const uint16_t *)kh, (const uint16_t *)vh, kvd, n_keys, scale, scores, w->n_ctx,
-                          out);
+            r->kernel_f16(q, (const uint16_t *)(r->k_rows + at), (const uint16_t *)(r->v_rows + at), kvd, n_keys,
+                          scale, scores, w->n_ctx, out);
         else
-            ft_attn_item(r, kvh, q, kh, vh, n_keys, scores, out);
+            ft_attn_item(r, s, kvh, q, first, n_keys, scores, out);
         ft_attn_prepare_next(r, t, kvh, out);
     }
+}
+
+/* The kernels take each key row at a fixed stride: rows [lo, hi) of the
+ * layer of session s (its pass rows [r->t0, r->t0 + r->n)) in one page
+ * are that already; else they are copied, page by page, into the
+ * workspace's staging rows (once per op and session, for every token and
+ * head of its rows). */
+static void ft_attn_rows(ft_attn_run_t *r, const ft_session_t *s)
+{
+    const ft_work_t *w = r->st->w;
+    const ft_xop_t *x = r->x;
+    const uint32_t p0 = w->row_pos[r->st->row0 + r->t0], hi = w->row_pos[r->st->row0 + r->t0 + r->n - 1] + 1;
+    const uint32_t layer = (uint32_t)x->layer, shift = s->kv.page_shift, mask = (1u << shift) - 1;
+    r->lo = x->sliding_window && p0 >= x->sliding_window ? p0 + 1 - x->sliding_window : 0;
+    if (r->lo >> shift == (hi - 1) >> shift) {
+        r->k_rows = ft_kv_at(s, layer, 0, r->lo);
+        r->v_rows = ft_kv_at(s, layer, 1, r->lo);
+        return;
+    }
+    const size_t row = (size_t)s->m->prog->max_kv_width * s->m->kv_elem_bytes;
+    uint8_t *k = w->kv_stage, *v = w->kv_stage + (size_t)w->n_ctx * row;
+    for (uint32_t pos = r->lo; pos < hi;) {
+        const uint32_t run = FT_MIN(mask + 1 - (pos & mask), hi - pos);
+        const size_t off = (size_t)(pos - r->lo) * row;
+        memcpy(k + off, ft_kv_at(s, layer, 0, pos), run * row);
+        memcpy(v + off, ft_kv_at(s, layer, 1, pos), run * row);
+        pos += run;
+    }
+    r->k_rows = k;
+    r->v_rows = v;
 }
 
 void ft_xop_attention(ft_step_t *st, const ft_xop_t *x)
 {
     const int gen = st->w->use_generated;
-    ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL};
-    ft_threadpool_run(st->e->pool, ft_attn_worker, &r);
+    ft_attn_run_t r = {st, x, gen ? x->attn_kernel : NULL, gen ? x->attn_kernel_f16 : NULL, 0, st->n, 0,
+                       NULL, NULL};
+    if (!r.kernel && !r.kernel_f16) { /* the reference loop reads the pages: every row at once */
+        ft_threadpool_run(st->e->pool, ft_attn_worker, &r);
+        return;
+    }
+    /* A kernel: each session's rows (consecutive in the pass) on their own. */
+    const ft_work_t *w = st->w;
+    for (uint32_t t0 = 0; t0 < st->n;) {
+        const ft_session_t *s = w->row_s[st->row0 + t0];
+        uint32_t t1 = t0 + 1;
+        while (t1 < st->n && w->row_s[st->row0 + t1] == s)
+            t1++;
+        r.t0 = t0;
+        r.n = t1 - t0;
+        ft_attn_rows(&r, s);
+        ft_threadpool_run(st->e->pool, ft_attn_worker, &r);
+        t0 = t1;
+    }
 }

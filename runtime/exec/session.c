@@ -1,8 +1,10 @@
-/* Sessions: the KV cache and the last logits, allocated once from the
- * engine's memory device (the cpu device, or the simulated GPU on sim:
- * engine_internal.h); the buffers a pass computes in are the engine's
- * step workspace (work.h), grown here to the session's batch and context,
- * so that evaluating tokens allocates nothing. */
+/* Sessions: the last logits, allocated once from the engine's memory
+ * device (the cpu device, or the simulated GPU on sim: engine_internal.h),
+ * and a page table into the engine's KV page pool (runtime/kv), whose
+ * pages come as positions are evaluated (the pool takes memory in slabs
+ * and reuses freed pages, so a steady state allocates nothing); the
+ * buffers a pass computes in are the engine's step workspace (work.h),
+ * grown here to the session's batch and context. */
 #include "engine_internal.h"
 
 #include "../backends/cpu/kernels.h"
@@ -26,12 +28,6 @@ void ft_session_options_init(ft_session_options_t *opts)
 static void ft_session_layout(ft_session_t *s, ft_carver_t *c)
 {
     const ft_model_t *m = s->m;
-    /* The cuda backend keeps the KV cache on the device. Elements of the
-     * plan's kv_format: 4 or 2 bytes. */
-    const size_t kv = s->engine->dev ? 0 : (size_t)m->n_layers * s->n_ctx * m->max_kv_dim * m->kv_elem_bytes;
-    s->k_cache = ft_carve(c, kv);
-    s->v_cache = ft_carve(c, kv);
-    s->kv_bytes = 2 * kv;
     s->logits = ft_carve(c, (size_t)m->vocab_size * sizeof(float));
     const ft_program_t *p = m->prog;
     s->rstate_bytes = p->rstate_bytes;
@@ -86,7 +82,7 @@ ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options
     st = ft_dev_alloc(engine->mem, measure.used, &block);
     if (st) {
         ft_mem_free(engine->a, s);
-        return ft_status_annotate(st, "session: KV cache for %u tokens", n_ctx);
+        return ft_status_annotate(st, "session: its logits (%u floats)", m->vocab_size);
     }
     s->block = (void *)(uintptr_t)block;
     ft_carver_t carve = {s->block, 0};
@@ -98,6 +94,13 @@ ft_status_t ft_exec_session_create(ft_engine_t *engine, const ft_session_options
         ft_mem_free(engine->a, s);
         return st;
     }
+    if (engine->kv_pool && (st = ft_kv_table_init(&s->kv, engine->kv_pool, n_ctx, engine->a))) {
+        ft_dev_free(engine->mem, block);
+        ft_mem_free(engine->a, s);
+        return st;
+    }
+    s->prefix_cache = engine->kv_pool && opts->prefix_cache;
+    s->kv_prio = opts->cache_priority == FT_CACHE_LOW ? FT_KV_PRIO_LOW : FT_KV_PRIO_NORMAL;
     engine->n_sessions++;
     *out_session = s;
     return FT_OK;
@@ -108,6 +111,7 @@ void ft_exec_session_destroy(ft_session_t *s)
     if (!s)
         return;
     s->engine->n_sessions--;
+    ft_kv_table_free(&s->kv, s->engine->a);
     ft_dev_session_destroy(s->dev);
     ft_dev_free(s->engine->mem, (ft_dptr_t)(uintptr_t)s->block);
     ft_mem_free(s->engine->a, s);
@@ -152,7 +156,14 @@ uint32_t ft_session_n_ctx(const ft_session_t *s)
 
 uint64_t ft_session_kv_bytes(const ft_session_t *s)
 {
-    return s->dev ? ft_dev_session_kv_bytes(s->dev) : (uint64_t)s->kv_bytes;
+    if (s->dev)
+        return ft_dev_session_kv_bytes(s->dev);
+    return s->engine->kv_pool ? (uint64_t)s->kv.n_pages * ft_kv_pool_page_bytes(s->engine->kv_pool) : 0;
+}
+
+uint32_t ft_session_n_restored(const ft_session_t *s)
+{
+    return s->n_restored;
 }
 
 ft_status_t ft_exec_session_rewind(ft_session_t *s, uint32_t n_past)
@@ -171,5 +182,59 @@ ft_status_t ft_exec_session_rewind(ft_session_t *s, uint32_t n_past)
     if (s->rstate && n_past == 0) memset(s->rstate, 0, s->rstate_bytes);
     s->n_past = n_past;
     s->has_logits = 0; /* the logits belonged to a position now forgotten */
+    if (s->engine->kv_pool)
+        ft_kv_table_truncate(&s->kv, n_past); /* the caller holds step_lock */
     return FT_OK;
+}
+
+ft_status_t ft_exec_session_prepare(ft_session_t *s, uint32_t n)
+{
+    if (!s->engine->kv_pool)
+        return FT_OK;
+    ft_status_t st = ft_kv_table_prepare(&s->kv, s->n_past, n);
+    return ft_status_annotate(st, "evaluate %u tokens after %u", n, s->n_past);
+}
+
+ft_status_t ft_exec_session_publish(ft_session_t *s, const int32_t *history)
+{
+    if (!s->prefix_cache)
+        return FT_OK;
+    return ft_kv_table_publish(&s->kv, s->engine->kv_tree, history, s->n_past, s->kv_prio);
+}
+
+ft_status_t ft_exec_session_restore(ft_session_t *s, const int32_t *tokens, uint32_t n, uint32_t *out_n)
+{
+    *out_n = 0;
+    s->n_restored = 0;
+    /* The last token's logits are computed; and at least as many tokens as
+     * take the generated kernels, so that the chunk after the restore runs
+     * the kernels a cold prompt's chunks do (gen_min_tokens 2 where decode
+     * runs the reference kernels). */
+    const ft_engine_t *e = s->engine;
+    const uint32_t keep = e->kmod && e->gen_min_tokens > 1 ? e->gen_min_tokens : 1;
+    if (!s->prefix_cache || s->n_past || n <= keep)
+        return FT_OK;
+    ft_status_t st = ft_kv_table_restore(&s->kv, e->kv_tree, tokens, n - keep, s->rstate, s->rstate_bytes,
+                                         s->kv_prio, out_n);
+    if (st)
+        return st;
+    s->n_past = s->n_restored = *out_n;
+    s->has_logits = 0;
+    s->engine->kv_restored += *out_n; /* under step_lock */
+    return FT_OK;
+}
+
+ft_status_t ft_exec_session_anchor(ft_session_t *s, const int32_t *history, uint32_t pos)
+{
+    if (s->dev)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "anchor: the cuda backend keeps KV on the device, "
+                                                     "outside the prefix cache");
+    if (!s->prefix_cache)
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "anchor at %u: the session was created without prefix_cache", pos);
+    if (pos > s->n_past || (s->rstate_bytes && pos != s->n_past))
+        return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                              "anchor at %u: the session holds %u positions%s", pos, s->n_past,
+                              s->rstate_bytes ? ", and its recurrent state is that of the last one" : "");
+    return ft_kv_table_anchor(&s->kv, s->engine->kv_tree, history, pos, s->rstate, s->rstate_bytes, s->kv_prio);
 }

@@ -48,6 +48,8 @@ static void ft_work_layout(ft_work_t *w, const ft_model_t *m, ft_carver_t *c)
     }
     w->xp = ft_carve(c, B * act);
     w->scores = ft_carve(c, (size_t)w->n_threads * m->max_group * w->n_ctx * sizeof(float));
+    w->kv_stage =
+        ft_carve(c, w->has_stage ? 2 * (size_t)w->n_ctx * p->max_kv_width * m->kv_elem_bytes : 0);
     w->router = ft_carve(c, B * m->max_experts * sizeof(float));
     w->route_scratch = ft_carve(c, 2 * (size_t)m->max_experts * sizeof(float));
     w->sel = ft_carve(c, B * U * sizeof(int32_t));
@@ -89,7 +91,7 @@ ft_status_t ft_work_reserve(ft_engine_t *e, uint32_t rows, uint32_t items, uint3
     if (e->dev) /* a device backend computes in each session's device buffers */
         return FT_OK;
     if (old && old->rows >= rows && old->items >= items && old->n_ctx >= n_ctx) return FT_OK;
-    ft_work_t next = {.n_threads = ft_threadpool_size(e->pool)};
+    ft_work_t next = {.n_threads = ft_threadpool_size(e->pool), .has_stage = e->kmod && e->kv_pool};
     next.rows = old && old->rows > rows ? old->rows : rows;
     next.items = old && old->items > items ? old->items : items;
     next.n_ctx = old && old->n_ctx > n_ctx ? old->n_ctx : n_ctx;

@@ -24,8 +24,13 @@ typedef struct ft_work {
      * buffer's own memory (alt). -1: none. */
     int32_t xp_buf, alt_buf;
     ft_dtype_t xp_type, alt_type;
-    int use_generated;        /* this pass runs the generated kernels (engine policy) */
-    float *scores;            /* [n_threads][max_group][n_ctx] */
+    int use_generated; /* this pass runs the generated kernels (engine policy) */
+    float *scores;     /* [n_threads][max_group][n_ctx] */
+    /* One session's K then V rows of a layer, [n_ctx] each, gathered
+     * contiguous for the plan's attention kernel (op_attention.c), or NULL
+     * (no kernels, or the cuda backend). */
+    uint8_t *kv_stage;
+    int has_stage;
     float *router;            /* [rows, max_experts] */
     float *route_scratch;     /* [2 * max_experts] group-limited routing (forward_moe.c) */
     int32_t *sel;             /* [rows, max_used] chosen experts */

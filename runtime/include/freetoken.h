@@ -44,6 +44,8 @@ typedef enum ft_status_code {
     FT_STATUS_CANCELLED = 10,    /* the work was cancelled (ft_request_cancel) before it finished */
     FT_STATUS_BUSY = 11,         /* refused for now: the engine's queue is full, or it still has
                                     live sessions (ft_engine_close); retrying later may succeed */
+    FT_STATUS_RESOURCE_EXHAUSTED = 12, /* a fixed budget is spent and nothing can be freed: the
+                                          KV page pool is full of pages in use by sessions */
 } ft_status_code_t;
 
 /* An error: a code plus a message. NULL is success. */
@@ -155,10 +157,11 @@ typedef struct ft_allocator {
  *     ft_session_destroy, and every ft_request_* call;
  *   - thread-safe on different sessions, and on one session from several
  *     threads (its requests run in submit order): ft_session_eval,
- *     ft_session_rewind (refused with FT_STATUS_BUSY while the session has
- *     an unfinished request);
+ *     ft_session_rewind and ft_session_anchor (refused with FT_STATUS_BUSY
+ *     while the session has an unfinished request);
  *   - ft_session_logits, ft_session_n_past, ft_session_n_ctx,
- *     ft_session_kv_bytes read the session without a lock: call them when
+ *     ft_session_kv_bytes, ft_session_n_restored read the session without
+ *     a lock: call them when
  *     the session has no unfinished request (after ft_session_eval or
  *     ft_request_wait returned, which orders the reads after the writes);
  *   - ft_engine_open and ft_engine_close: once each, with no other call on
@@ -242,6 +245,14 @@ typedef struct ft_engine_options {
                              step (default 16) */
     uint32_t step_tokens; /* token budget of a step: items are added while they fit, and a
                              step always takes at least one (default 512) */
+    /* cpu and sim backends: the byte budget of the KV page pool every session's KV cache
+       lives in, pages of 16 positions x every layer, K and V, in the plan's KV type, taken
+       from host memory (cpu) or the modelled card (sim) as tokens are evaluated (a session
+       no longer reserves its n_ctx). Cached prefix pages are evicted when it is spent; a
+       step that still needs a page then fails with FT_STATUS_RESOURCE_EXHAUSTED. Anchors'
+       state copies may take a quarter of it more. 0: min(8 GiB, a quarter of RAM). The
+       cuda backend keeps each session's KV on the device and ignores it. */
+    uint64_t kv_budget_bytes;
 } ft_engine_options_t;
 
 void ft_engine_options_init(ft_engine_options_t *opts);
@@ -316,6 +327,16 @@ typedef struct ft_engine_stats {
      * sim backends, 0 on cuda). */
     uint64_t sched_steps;
     uint64_t expert_bytes_read;
+    /* The KV page pool and the prefix cache (cpu and sim; zeros on cuda):
+     * positions per page and a page's bytes, the budget, the bytes taken
+     * from memory so far (slabs of pages, kept until close), pages in use
+     * (by sessions, the cache or anchors), full pages the prefix tree
+     * caches, anchors recorded, cached pages and anchors evicted, and the
+     * positions requests restored from the cache instead of computing. */
+    uint32_t kv_page_tokens;
+    uint64_t kv_page_bytes, kv_budget_bytes, kv_bytes_allocated;
+    uint64_t kv_pages_used, kv_pages_cached, kv_anchors, kv_evictions;
+    uint64_t kv_tokens_restored;
 } ft_engine_stats_t;
 
 void ft_engine_stats(const ft_engine_t *engine, ft_engine_stats_t *out);
@@ -372,6 +393,14 @@ void ft_engine_free(const ft_engine_t *engine, void *p);
 /* Sessions: one sequence with its own KV cache.                       */
 /* ------------------------------------------------------------------ */
 
+/* How long a session's cached pages and anchors may stay (the prefix cache). */
+typedef enum ft_cache_priority {
+    FT_CACHE_NORMAL = 0, /* a conversation */
+    FT_CACHE_LOW = 1,    /* a side request (a title, a quota probe): what it caches is evicted
+                            before any normal entry, so side requests evict each other, not a
+                            conversation's pages */
+} ft_cache_priority_t;
+
 typedef struct ft_session_options {
     uint32_t n_ctx;   /* tokens of context; 0: the model's context length */
     uint32_t n_batch; /* most tokens one forward pass takes (prefill chunk); 0: 256 */
@@ -380,13 +409,29 @@ typedef struct ft_session_options {
                             evaluated (a rewind does not give any back); 0: no limit. A prompt
                             past it is refused (FT_STATUS_OUT_OF_RANGE); generation stops there
                             (FT_FINISH_LIMIT). */
+    /* The prefix cache (cpu and sim backends; ignored on cuda). 1: the session publishes
+       every full KV page it computes to the engine's prefix tree (pages stay cached after
+       it is destroyed, until evicted), and a request that starts while the session is
+       empty (n_past 0: new, or rewound to 0) restores the longest cached prefix of its
+       prompt, or the deepest anchor that matches, and computes only the rest (at least
+       its last token, whose logits it needs, and at least two where single tokens run
+       other kernels than batches: FT_KERNELS_AUTO with an avx2 or portable module). The
+       logits are bit-identical to computing the whole prompt (each row's arithmetic
+       does not depend on the rows beside it; tests/unit/test_kv_prefix.c). It is not
+       for requests that ask for every prompt row's logits (out_all_logits: nothing is
+       restored). 0 (default): neither. */
+    int prefix_cache;
+    int cache_priority; /* ft_cache_priority_t of what it caches; 0: FT_CACHE_NORMAL */
 } ft_session_options_t;
 
 void ft_session_options_init(ft_session_options_t *opts);
 
-/* Allocates the KV cache and every buffer the forward pass needs, so
- * evaluating tokens allocates nothing. The session starts with one
- * reference, the caller's. */
+/* Allocates every buffer the forward pass needs and (cpu, sim) a page
+ * table into the engine's KV page pool, whose pages it takes as positions
+ * are evaluated (the pool takes memory in slabs and reuses freed pages, so
+ * a steady state allocates nothing); on cuda the KV cache for n_ctx
+ * positions on the device. The session starts with one reference, the
+ * caller's. */
 FT_WARN_UNUSED ft_status_t ft_session_create(ft_engine_t *engine, const ft_session_options_t *opts,
                               ft_session_t **out_session);
 /* Takes another reference (a second owner, e.g. a server's cache of
@@ -413,16 +458,42 @@ FT_WARN_UNUSED ft_status_t ft_session_eval(ft_session_t *session, const int32_t 
 const float *ft_session_logits(const ft_session_t *session);
 uint32_t ft_session_n_past(const ft_session_t *session);
 uint32_t ft_session_n_ctx(const ft_session_t *session);
-/* Bytes of the session's KV cache, K and V of every layer for n_ctx
- * positions in the plan's kv_format (f16: 2 bytes an element, f32: 4),
- * wherever the backend keeps it (host memory, or device memory on cuda). */
+/* Bytes of the session's KV cache in the plan's kv_format (f16: 2 bytes an
+ * element, f32: 4): on cpu and sim the pages it holds (shared ones
+ * included: pages of 16 positions x every layer, K and V), which grow with
+ * the positions it holds; on cuda the device's cache for n_ctx positions. */
 uint64_t ft_session_kv_bytes(const ft_session_t *session);
-/* Forgets every position from n_past on (n_past <= current). Refused
- * (FT_STATUS_BUSY) while the session has an unfinished request. A model
- * with recurrent (linear-attention) layers keeps one state for all its
- * positions: such a session rewinds to 0 (starting over) and to where it
- * is; any other position is refused (FT_STATUS_UNSUPPORTED). */
+/* Positions the session's last request restored from the prefix cache
+ * instead of computing (0 without prefix_cache). Read it as
+ * ft_session_n_past. */
+uint32_t ft_session_n_restored(const ft_session_t *session);
+/* Forgets every position from n_past on (n_past <= current): on cpu and
+ * sim it drops the session's references to the pages past it (cached
+ * pages stay in the prefix cache). Refused (FT_STATUS_BUSY) while the
+ * session has an unfinished request. A model with recurrent
+ * (linear-attention) layers keeps one state for all its positions: such a
+ * session rewinds to 0 (starting over) and to where it is; any other
+ * position is refused (FT_STATUS_UNSUPPORTED; a prefix_cache session
+ * restores an anchor instead, ft_session_anchor). */
 FT_WARN_UNUSED ft_status_t ft_session_rewind(ft_session_t *session, uint32_t n_past);
+
+/* Marks a semantic anchor at position pos of the session (pos <=
+ * ft_session_n_past): a point the chat layer expects a later request to
+ * resume from (the end of the system prompt and tools, of each message,
+ * of each tool call and tool result, of reasoning). The anchor records
+ * what truncation cannot recover: the KV of the positions before it (the
+ * full pages shared through the prefix tree, the partial last page
+ * copied) and the recurrent state of linear-attention layers (so for a
+ * model with such layers pos must be n_past). A later request of a
+ * prefix_cache session whose prompt matches the tokens up to an anchor
+ * restores it, in time proportional to its pages and state, not its
+ * tokens, and gives bit-identical logits to computing them (as for
+ * prefix_cache). Anchors are evicted with the cache (at the session's
+ * cache_priority). Errors: the session has no prefix_cache, or an
+ * unfinished request (FT_STATUS_BUSY); pos past n_past, or before it on a
+ * model with recurrent state (invalid_argument); a full pool
+ * (FT_STATUS_RESOURCE_EXHAUSTED); unsupported on the cuda backend. */
+FT_WARN_UNUSED ft_status_t ft_session_anchor(ft_session_t *session, uint32_t pos);
 
 /* ------------------------------------------------------------------ */
 /* Streaming text: token ids to UTF-8, and stop strings.               */

@@ -161,16 +161,41 @@ ft_status_t ft_session_eval(ft_session_t *s, const int32_t *tokens, uint32_t n,
     return st;
 }
 
-ft_status_t ft_session_rewind(ft_session_t *s, uint32_t n_past)
+/* A call that changes a session outside a request: refused while it has
+ * unfinished requests; under step_lock (the KV pages are the engine's
+ * pool's) and then mu. */
+typedef ft_status_t (*ft_session_op_fn)(ft_session_t *s, uint32_t arg);
+
+static ft_status_t ft_session_locked_op(ft_session_t *s, uint32_t arg, ft_session_op_fn fn,
+                                        const char *what)
 {
-    ft_sched_t *sc = s->engine->sched;
+    ft_engine_t *e = s->engine;
+    ft_sched_t *sc = e->sched;
+    pthread_mutex_lock(&e->step_lock);
     pthread_mutex_lock(&sc->mu);
     const uint32_t busy = s->sched->n_unfinished;
     ft_status_t st = busy ? ft_status_make(FT_STATUS_BUSY,
-                                           "rewind to %u: the session has %u unfinished request%s "
+                                           "%s %u: the session has %u unfinished request%s "
                                            "(wait for or cancel them first)",
-                                           n_past, busy, busy == 1 ? "" : "s")
-                          : ft_exec_session_rewind(s, n_past);
+                                           what, arg, busy, busy == 1 ? "" : "s")
+                          : fn(s, arg);
     pthread_mutex_unlock(&sc->mu);
+    pthread_mutex_unlock(&e->step_lock);
     return st;
+}
+
+ft_status_t ft_session_rewind(ft_session_t *s, uint32_t n_past)
+{
+    return ft_session_locked_op(s, n_past, ft_exec_session_rewind, "rewind to");
+}
+
+static ft_status_t ft_session_anchor_op(ft_session_t *s, uint32_t pos)
+{
+    return ft_exec_session_anchor(s, s->sched->history, pos);
+}
+
+ft_status_t ft_session_anchor(ft_session_t *s, uint32_t pos)
+{
+    if (!s) return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "anchor: no session");
+    return ft_session_locked_op(s, pos, ft_session_anchor_op, "anchor at");
 }

@@ -9,6 +9,12 @@
  * of running it alone), else the token it sampled last, else (an empty
  * prompt) no token, only a sample.
  *
+ * A prefix_cache session's request starts by restoring the cached prefix
+ * of its prompt (runtime/kv); before the step every item gets the KV pages
+ * its tokens need (an item the pool cannot serve fails alone, with
+ * FT_STATUS_RESOURCE_EXHAUSTED), and after it every chunk publishes the
+ * full pages it filled.
+ *
  * Running: the items' tokens go to the executor as one step (ft_exec_step:
  * on cpu and sim one forward pass over all of them where their kernel
  * paths agree, the MoE block reading each routed expert once per pass; on
@@ -82,13 +88,36 @@ FT_WARN_UNUSED static ft_status_t ft_item_sample(ft_sched_item_t *it)
     return FT_OK;
 }
 
-/* What an item needs before the step: its tokens as an executor item
- * (0: none to evaluate). */
-static uint32_t ft_item_exec(const ft_sched_item_t *it, ft_exec_item_t *out)
+/* A request's first prompt chunk: a prefix_cache session with nothing
+ * evaluated restores what the prefix cache holds of the prompt (not when
+ * the caller asked for every prompt row's logits), and the item becomes
+ * the chunk after it. */
+FT_WARN_UNUSED static ft_status_t ft_item_restore(ft_sched_item_t *it)
 {
-    if (!it->n) return 0;
+    ft_request_t *r = it->r;
+    ft_session_t *s = r->session;
+    s->n_restored = 0;
+    if (r->out_rows) return FT_OK;
+    uint32_t k = 0;
+    ft_status_t st = ft_exec_session_restore(s, r->tokens, r->n_tokens, &k);
+    if (st || !k) return st;
+    memcpy(s->sched->history, r->tokens, k * sizeof(int32_t));
+    r->n_done = k;
+    it->n = ft_item_tokens(r, &it->tokens, &it->prompt);
+    return FT_OK;
+}
+
+/* What an item needs before the step: the restored prefix, KV pages for
+ * its tokens, its tokens as an executor item (0: none to evaluate, or it
+ * failed: it->st). */
+static uint32_t ft_item_exec(ft_sched_item_t *it, ft_exec_item_t *out)
+{
     const ft_request_t *r = it->r;
     ft_session_t *s = r->session;
+    if (it->prompt && r->n_done == 0 && (it->st = ft_item_restore(it))) return 0;
+    it->pos = s->n_past;
+    if (!it->n) return 0;
+    if ((it->st = ft_exec_session_prepare(s, it->n))) return 0;
     float *rows =
         it->prompt && r->out_rows ? r->out_rows + (size_t)r->n_done * s->m->vocab_size : NULL;
     *out = (ft_exec_item_t){s, it->tokens, it->n, rows};
@@ -106,6 +135,8 @@ FT_WARN_UNUSED static ft_status_t ft_item_finish(ft_sched_item_t *it, uint32_t p
         memcpy(ss->history + pos, it->tokens, it->n * sizeof(int32_t));
         ss->n_used += it->n;
         if (it->prompt) r->n_done += it->n;
+        ft_status_t st = ft_exec_session_publish(s, ss->history);
+        if (st) return st;
     }
     if (r->n_done < r->n_tokens) return FT_OK; /* more prompt to come */
     if (!r->max_new) {
@@ -123,16 +154,18 @@ void ft_sched_run_step(ft_sched_t *sc, uint32_t n_items)
     uint32_t n_exec = 0;
     for (uint32_t i = 0; i < n_items; i++) {
         ft_sched_item_t *it = &sc->items[i];
-        it->pos = it->r->session->n_past;
+        it->st = NULL;
         n_exec += ft_item_exec(it, &sc->exec[n_exec]);
     }
     ft_status_t err = n_exec ? ft_exec_step(sc->e, sc->exec, n_exec) : FT_OK;
     for (uint32_t i = 0; i < n_items; i++) {
         ft_sched_item_t *it = &sc->items[i];
-        if (err && it->n)
+        if (it->st) { /* failed before the step: its restore or its pages */
+        } else if (err && it->n) {
             it->st = ft_status_make(ft_status_code(err), "%s", ft_status_message(err));
-        else
+        } else {
             it->st = ft_item_finish(it, it->pos);
+        }
         if (it->st) it->finish = FT_FINISH_ERROR;
     }
     ft_status_free(err);

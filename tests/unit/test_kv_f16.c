@@ -170,6 +170,15 @@ static ft_session_t *open_session(ft_engine_t *e)
     return s;
 }
 
+/* Where a session's cached K (kv 0) or V (kv 1) row of a layer is: its
+ * page (runtime/kv), the position's row in it. */
+static const void *kv_row(const ft_session_t *s, uint32_t layer, uint32_t kv, uint32_t pos)
+{
+    const ft_kv_table_t *t = &s->kv;
+    const size_t row = (size_t)s->m->prog->max_kv_width * s->m->kv_elem_bytes;
+    return ft_kv_table_rows(t, pos >> t->page_shift, layer, kv) + (pos & ((1u << t->page_shift) - 1)) * row;
+}
+
 /* The block-0 KV_APPEND op of the engine's schedule. */
 static const ft_xop_t *kv_append_op(const ft_engine_t *e)
 {
@@ -190,7 +199,7 @@ static void test_append_rounds_to_nearest_even(void **state)
     ft_session_t *s = open_session(e);
     assert_int_equal(e->model->kv_dtype, FT_DTYPE_F16);
     const ft_xop_t *x = kv_append_op(e);
-    const uint32_t kvd = x->n_kv_heads * x->head_dim, stride = e->model->prog->max_kv_width, pos = 5;
+    const uint32_t kvd = x->n_kv_heads * x->head_dim, pos = 5;
     float *k = calloc(kvd, sizeof(float)), *v = calloc(kvd, sizeof(float));
     uint16_t *want = calloc(kvd, sizeof(uint16_t));
     assert_non_null(k), assert_non_null(v), assert_non_null(want);
@@ -208,9 +217,9 @@ static void test_append_rounds_to_nearest_even(void **state)
     st.w->row_pos[0] = pos;
     st.buf[x->in[0]] = k;
     st.buf[x->in[1]] = v;
+    FT_REF_OK(ft_kv_table_prepare(&s->kv, pos, 1)); /* the position's page, as a step would */
     ft_xop_kv_append(&st, x);
-    const size_t row = ((size_t)x->layer * s->n_ctx + pos) * stride;
-    const uint16_t *kc = (const uint16_t *)s->k_cache + row, *vc = (const uint16_t *)s->v_cache + row;
+    const uint16_t *kc = kv_row(s, (uint32_t)x->layer, 0, pos), *vc = kv_row(s, (uint32_t)x->layer, 1, pos);
     for (uint32_t i = 0; i < kvd; i++) {
         if (kc[i] != want[i] || vc[i] != (uint16_t)(want[i] ^ 0x8000u))
             fail_msg("cpu: %a stored as K %04x V %04x, want %04x / %04x", (double)k[i], kc[i], vc[i], want[i],
@@ -254,13 +263,15 @@ static void test_layer0_rows_are_rounded_f32_rows(void **state)
     FT_REF_OK(ft_session_eval(s32, k_prompt, N_PROMPT, NULL));
     const uint32_t stride = e16->model->prog->max_kv_width;
     assert_int_equal(stride, e32->model->prog->max_kv_width);
-    const size_t n = (size_t)N_PROMPT * stride; /* layer 0 is the first n_ctx rows */
-    const uint16_t *k16 = s16->k_cache, *v16 = s16->v_cache;
-    const float *k32 = s32->k_cache, *v32 = s32->v_cache;
-    for (size_t i = 0; i < n; i++)
-        if (k16[i] != ft_fp32_to_fp16(k32[i]) || v16[i] != ft_fp32_to_fp16(v32[i]))
-            fail_msg("layer 0 element %zu: K %04x V %04x, the f32 rows %a %a round to %04x %04x", i, k16[i],
-                     v16[i], (double)k32[i], (double)v32[i], ft_fp32_to_fp16(k32[i]), ft_fp32_to_fp16(v32[i]));
+    for (uint32_t p = 0; p < N_PROMPT; p++) {
+        const uint16_t *k16 = kv_row(s16, 0, 0, p), *v16 = kv_row(s16, 0, 1, p);
+        const float *k32 = kv_row(s32, 0, 0, p), *v32 = kv_row(s32, 0, 1, p);
+        for (size_t i = 0; i < stride; i++)
+            if (k16[i] != ft_fp32_to_fp16(k32[i]) || v16[i] != ft_fp32_to_fp16(v32[i]))
+                fail_msg("layer 0 position %u element %zu: K %04x V %04x, the f32 rows %a %a round to %04x %04x",
+                         p, i, k16[i], v16[i], (double)k32[i], (double)v32[i], ft_fp32_to_fp16(k32[i]),
+                         ft_fp32_to_fp16(v32[i]));
+    }
     ft_session_destroy(s16), ft_session_destroy(s32);
     ft_engine_close(e16), ft_engine_close(e32);
 }
@@ -409,8 +420,18 @@ static void *c_realloc(void *u, void *q, size_t n)
     return (char *)np + 16;
 }
 
-/* Host bytes a session takes on the cpu backend, and its KV bytes. */
-static size_t cpu_session_bytes(const char *bundle, uint64_t *kv)
+/* Evaluates a whole context: the session then holds every KV page. */
+static void fill(ft_session_t *s)
+{
+    int32_t t[N_CTX];
+    for (uint32_t i = 0; i < N_CTX; i++)
+        t[i] = (int32_t)(5 + i % 50);
+    FT_REF_OK(ft_session_eval(s, t, N_CTX, NULL));
+}
+
+/* Host bytes a session with a full context takes on the cpu backend (its
+ * buffers and the pool's slab of KV pages), its KV bytes, and the pool's. */
+static size_t cpu_session_bytes(const char *bundle, uint64_t *kv, uint64_t *pool)
 {
     counting_t cnt = {0};
     const ft_allocator_t al = {c_alloc, c_realloc, c_free, &cnt};
@@ -422,8 +443,12 @@ static size_t cpu_session_bytes(const char *bundle, uint64_t *kv)
     FT_REF_OK(ft_engine_open(bundle, &eo, &e));
     const size_t before = cnt.live;
     ft_session_t *s = open_session(e);
+    fill(s);
     const size_t bytes = cnt.live - before;
     *kv = ft_session_kv_bytes(s);
+    ft_engine_stats_t es;
+    ft_engine_stats(e, &es);
+    *pool = es.kv_bytes_allocated;
     ft_session_destroy(s);
     ft_engine_close(e);
     return bytes;
@@ -433,6 +458,7 @@ static uint64_t dev_kv_bytes(const char *bundle, ft_backend_kind_t backend)
 {
     ft_engine_t *e = open_engine(bundle, backend, 0);
     ft_session_t *s = open_session(e);
+    if (backend != FT_BACKEND_CUDA) fill(s); /* cuda: the device's cache for n_ctx */
     const uint64_t kv = ft_session_kv_bytes(s);
     ft_session_destroy(s);
     ft_engine_close(e);
@@ -442,16 +468,17 @@ static uint64_t dev_kv_bytes(const char *bundle, ft_backend_kind_t backend)
 static void test_session_kv_memory_halved(void **state)
 {
     (void)state;
-    uint64_t kv16 = 0, kv32 = 0;
-    const size_t b16 = cpu_session_bytes(g_f16, &kv16), b32 = cpu_session_bytes(g_f32, &kv32);
+    uint64_t kv16 = 0, kv32 = 0, pool16 = 0, pool32 = 0;
+    const size_t b16 = cpu_session_bytes(g_f16, &kv16, &pool16), b32 = cpu_session_bytes(g_f32, &kv32, &pool32);
     /* 2 layers x 64 positions x (2 KV heads x 16) x K and V */
     const uint64_t elems = 2ull * N_CTX * 2 * 16 * 2;
     print_message("cpu session: f16 KV %llu bytes (session %zu), f32 KV %llu bytes (session %zu)\n",
                   (unsigned long long)kv16, b16, (unsigned long long)kv32, b32);
     assert_int_equal(kv16, elems * 2);
     assert_int_equal(kv32, elems * 4);
-    /* the cache is the only difference: carved in 64-byte multiples */
-    assert_int_equal(b32 - b16, kv32 - kv16);
+    /* the cache is the only difference: the pool's slab of pages */
+    assert_int_equal(pool32, 2 * pool16);
+    assert_int_equal(b32 - b16, pool32 - pool16);
     const uint64_t sim16 = dev_kv_bytes(g_f16, FT_BACKEND_SIM), sim32 = dev_kv_bytes(g_f32, FT_BACKEND_SIM);
     assert_int_equal(sim16, kv16);
     assert_int_equal(sim32, kv32);

@@ -1,9 +1,11 @@
-/* Sessions take their memory (KV cache, the schedule's buffers, scratch)
- * from the engine's device: the cpu device on the cpu backend, the
- * simulated GPU on sim, where it counts against the modelled card. A
- * session is one allocation of at least its KV bytes, returned when the
- * session is destroyed; a device whose memory cannot hold it refuses the
- * session with a status naming the KV cache and the device's request. */
+/* Sessions take their memory from the engine's device: the cpu device on
+ * the cpu backend, the simulated GPU on sim, where it counts against the
+ * modelled card. A session's own allocation (its logits) is returned when
+ * it is destroyed; the engine's step workspace grows to its batch and
+ * context; its KV cache is pages of the engine's pool, which takes slabs
+ * from the same device as positions are evaluated and keeps them for the
+ * next session until the engine closes. A device whose memory cannot hold
+ * a session refuses it with a status naming the device's request. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,21 +74,31 @@ static void session_from_device(ft_backend_kind_t backend)
     /* The engine's step workspace may grow to the session's context (it
      * stays, for the next session); the session holds its KV and logits. */
     const uint64_t work_grew = e->work_bytes - work_before;
-    assert_true(ft_session_kv_bytes(s) > 0);
-    assert_true(grew - work_grew > ft_session_kv_bytes(s)); /* KV and logits */
-    /* The session's buffers are the device's memory. */
-    assert_true((uintptr_t)s->k_cache >= (uintptr_t)s->block &&
-                (uintptr_t)s->k_cache < (uintptr_t)s->block + (grew - work_grew));
+    assert_true(grew > work_grew);               /* its logits */
+    assert_int_equal(ft_session_kv_bytes(s), 0); /* KV pages come as positions do */
     const int32_t prompt[3] = {5, 9, 11};
     assert_null(ft_session_eval(s, prompt, 3, NULL));
-    assert_int_equal(used(e) - before, grew); /* evaluating allocates nothing */
+    /* The first page: the pool took a slab of pages from the device. */
+    ft_engine_stats_t es;
+    ft_engine_stats(e, &es);
+    assert_int_equal(ft_session_kv_bytes(s), es.kv_page_bytes);
+    assert_int_equal(es.kv_pages_used, 1);
+    assert_true(es.kv_bytes_allocated >= es.kv_page_bytes);
+    assert_int_equal(used(e) - before, grew + es.kv_bytes_allocated);
+    assert_null(ft_session_eval(s, prompt, 3, NULL));
+    assert_int_equal(used(e) - before,
+                     grew + es.kv_bytes_allocated); /* evaluating allocates nothing */
     if (backend == FT_BACKEND_SIM) {
         uint64_t free_b, total_b;
         assert_null(ft_dev_memory_info(e->mem, &free_b, &total_b));
         assert_int_equal(total_b - free_b, used(e)); /* the modelled card's memory */
     }
     ft_session_destroy(s);
-    assert_int_equal(used(e), before + work_grew);
+    /* The workspace and the pool's slab (free pages for the next session)
+     * stay until close. */
+    assert_int_equal(used(e), before + work_grew + es.kv_bytes_allocated);
+    ft_engine_stats(e, &es);
+    assert_int_equal(es.kv_pages_used, 0);
     ft_engine_close(e);
 }
 
@@ -115,7 +127,7 @@ static void test_capped_device_refuses_session(void **state)
     ft_status_t st = ft_session_create(e, NULL, &s);
     assert_int_equal(ft_status_code(st), FT_STATUS_OUT_OF_MEMORY);
     assert_null(s);
-    assert_non_null(strstr(ft_status_message(st), "KV cache for"));
+    assert_non_null(strstr(ft_status_message(st), "session: buffers for batches"));
     assert_non_null(strstr(ft_status_message(st), "of 4096 free"));
     ft_status_free(st);
     e->mem = keep;
