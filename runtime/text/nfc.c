@@ -1,4 +1,4 @@
-/* NFC (see nfc.h): the UAX #15 algorithm over a code point buffer.
+/* NFC and NFKC (see nfc.h): the UAX #15 algorithm over a code point buffer.
  * Decomposition is applied recursively from the one-level table of
  * UnicodeData.txt; canonical ordering is an insertion sort of each run of
  * non-starters by combining class (stable, as the standard asks); the
@@ -61,11 +61,28 @@ static const uint32_t *ft_nfc_decomp_of(uint32_t cp)
     return NULL;
 }
 
-/* Writes the full canonical decomposition of cp at out (room for
- * FT_NFC_MAX_DECOMP); returns its length. The table's depth is bounded
- * (a decomposition's parts come before it in every Unicode version), and
- * the generator has checked the longest result. */
-static size_t ft_nfc_decompose(uint32_t cp, uint32_t *out)
+/* The table row of cp's compatibility decomposition, or NULL. */
+static const uint32_t *ft_nfkc_decomp_of(uint32_t cp)
+{
+    if (cp < 0xA0) return NULL;
+    size_t lo = 0, hi = FT_NFC_N(ft_nfkc_decomp);
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const uint32_t c = ft_nfkc_decomp[mid][0];
+        if (c == cp) return ft_nfkc_decomp[mid];
+        if (c < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Writes the full canonical (compat: compatibility) decomposition of cp
+ * at out (room for FT_NFC_MAX_DECOMP, or FT_NFKC_MAX_DECOMP); returns its
+ * length. The tables' depth is bounded (a decomposition never leads back
+ * to its code point), and the generator has measured the longest result. */
+static size_t ft_nfc_decompose(uint32_t cp, int compat, uint32_t *out)
 {
     if (cp >= FT_HANGUL_S && cp < FT_HANGUL_S + FT_HANGUL_NS) {
         const uint32_t s = cp - FT_HANGUL_S, t = s % FT_HANGUL_TN;
@@ -75,13 +92,20 @@ static size_t ft_nfc_decompose(uint32_t cp, uint32_t *out)
         out[2] = FT_HANGUL_T + t;
         return 3;
     }
+    const uint32_t *k = compat ? ft_nfkc_decomp_of(cp) : NULL;
+    if (k) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < k[2]; i++)
+            n += ft_nfc_decompose(ft_nfkc_data[k[1] + i], compat, out + n);
+        return n;
+    }
     const uint32_t *d = ft_nfc_decomp_of(cp);
     if (!d) {
         out[0] = cp;
         return 1;
     }
-    size_t n = ft_nfc_decompose(d[1], out);
-    if (d[2]) n += ft_nfc_decompose(d[2], out + n);
+    size_t n = ft_nfc_decompose(d[1], compat, out);
+    if (d[2]) n += ft_nfc_decompose(d[2], compat, out + n);
     return n;
 }
 
@@ -108,7 +132,7 @@ static uint32_t ft_nfc_compose(uint32_t a, uint32_t b)
     return 0;
 }
 
-int ft_nfc_quick_check(const char *s, size_t len)
+static int ft_quick_check(const char *s, size_t len, uint32_t qc_min)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
@@ -118,24 +142,39 @@ int ft_nfc_quick_check(const char *s, size_t len)
         }
         uint32_t cp;
         const size_t n = ft_utf8_next(u + i, len - i, &cp);
-        if (!n || cp >= FT_NFC_QC_MIN) return 0;
+        if (!n || cp >= qc_min) return 0;
         i += n;
     }
     return 1;
 }
 
-ft_status_t ft_nfc(const char *s, size_t len, char **out, size_t *out_len)
+int ft_nfc_quick_check(const char *s, size_t len)
+{
+    return ft_quick_check(s, len, FT_NFC_QC_MIN);
+}
+
+int ft_nfkc_quick_check(const char *s, size_t len)
+{
+    return ft_quick_check(s, len, FT_NFKC_QC_MIN);
+}
+
+/* NFC, or NFKC when compat. */
+FT_WARN_UNUSED static ft_status_t ft_normalize(const char *s, size_t len, int compat, char **out,
+                                               size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
-    /* Each byte is at most one code point, each code point at most
-     * FT_NFC_MAX_DECOMP after decomposition. */
-    if (len > SIZE_MAX / sizeof(uint32_t) / FT_NFC_MAX_DECOMP / 4)
-        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "NFC: %zu bytes of text is too long", len);
-    uint32_t *cps = malloc((len ? len : 1) * FT_NFC_MAX_DECOMP * sizeof(uint32_t));
-    if (!cps) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "NFC: %zu bytes of text", len);
+    const char *form = compat ? "NFKC" : "NFC";
+    if (len > SIZE_MAX / 8 / sizeof(uint32_t))
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: %zu bytes of text is too long", form,
+                              len);
+    const size_t max_dec = compat ? FT_NFKC_MAX_DECOMP : FT_NFC_MAX_DECOMP;
+    /* The code points grow as decomposition needs: at most max_dec more
+     * per code point read. */
+    size_t cap = len + 2 * max_dec, n = 0;
+    uint32_t *cps = malloc(cap * sizeof(uint32_t));
+    if (!cps) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: %zu bytes of text", form, len);
     const unsigned char *u = (const unsigned char *)s;
-    size_t n = 0;
     /* Decomposition and canonical ordering. */
     for (size_t i = 0; i < len;) {
         uint32_t cp;
@@ -143,11 +182,22 @@ ft_status_t ft_nfc(const char *s, size_t len, char **out, size_t *out_len)
         if (!step) {
             free(cps);
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                                  "NFC: text is not valid UTF-8 at byte offset %zu (byte 0x%02x)",
-                                  i, u[i]);
+                                  "%s: text is not valid UTF-8 at byte offset %zu (byte 0x%02x)",
+                                  form, i, u[i]);
         }
         i += step;
-        const size_t nd = ft_nfc_decompose(cp, cps + n);
+        if (cap - n < max_dec) {
+            uint32_t *more = cap <= SIZE_MAX / 2 / sizeof(uint32_t)
+                                 ? realloc(cps, 2 * cap * sizeof(uint32_t))
+                                 : NULL;
+            if (!more) {
+                free(cps);
+                return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: %zu bytes of text", form, len);
+            }
+            cps = more;
+            cap *= 2;
+        }
+        const size_t nd = ft_nfc_decompose(cp, compat, cps + n);
         for (size_t k = n; k < n + nd; k++) {
             const uint32_t c = cps[k];
             const unsigned cc = ft_nfc_ccc_of(c);
@@ -187,7 +237,7 @@ ft_status_t ft_nfc(const char *s, size_t len, char **out, size_t *out_len)
     unsigned char *o = malloc(bytes + 1);
     if (!o) {
         free(cps);
-        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "NFC: %zu bytes of result", bytes);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: %zu bytes of result", form, bytes);
     }
     size_t at = 0;
     for (size_t k = 0; k < w; k++)
@@ -197,4 +247,14 @@ ft_status_t ft_nfc(const char *s, size_t len, char **out, size_t *out_len)
     *out = (char *)o;
     *out_len = at;
     return FT_OK;
+}
+
+ft_status_t ft_nfc(const char *s, size_t len, char **out, size_t *out_len)
+{
+    return ft_normalize(s, len, 0, out, out_len);
+}
+
+ft_status_t ft_nfkc(const char *s, size_t len, char **out, size_t *out_len)
+{
+    return ft_normalize(s, len, 1, out, out_len);
 }

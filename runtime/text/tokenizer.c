@@ -170,19 +170,19 @@ static void ft_tokenizer_find_eog(ft_tokenizer_t *tok)
     }
 }
 
-/* tokenizer.normalizer: "" (none) or "NFC"; a plan asking for another
+/* tokenizer.normalizer: "" (none), "NFC" or "NFKC"; a plan asking for another
  * would tokenize differently from its model's, so it is refused. */
 FT_WARN_UNUSED static ft_status_t ft_tokenizer_normalizer(ft_tokenizer_t *tok, const char *norm,
                                                           const char *where)
 {
     if (!norm || !*norm) return FT_OK;
-    if (strcmp(norm, "NFC") == 0) {
-        tok->nfc = 1;
+    if (strcmp(norm, "NFC") == 0 || strcmp(norm, "NFKC") == 0) {
+        tok->norm = norm[2] == 'K' ? 2 : 1;
         return FT_OK;
     }
     return ft_status_make(FT_STATUS_UNSUPPORTED,
                           "%s: tokenizer.normalizer '%.40s' is not one freetoken applies (known: "
-                          "NFC)",
+                          "NFC, NFKC)",
                           where, norm);
 }
 

@@ -62,17 +62,18 @@ FT_WARN_UNUSED static ft_status_t ft_encode_piece(ft_encode_state_t *es, const c
 }
 
 /* Pre-tokenizes and merges text[start, end), which holds no special token:
- * first in NFC when the tokenizer normalizes (as Hugging Face's tokenizers
- * do, between the added tokens), in which case byte offsets in messages
- * count in the NFC form. */
+ * first in NFC or NFKC when the tokenizer normalizes (as Hugging Face's
+ * tokenizers do, between the added tokens), in which case byte offsets in
+ * messages count in the normalized form. */
 FT_WARN_UNUSED static ft_status_t ft_encode_fragment(ft_encode_state_t *es, size_t start, size_t end)
 {
     if (end <= start) return FT_OK;
     const char *frag = es->text + start;
     size_t len = end - start;
     char *norm = NULL;
-    if (es->tok->nfc && !ft_nfc_quick_check(frag, len)) {
-        ft_status_t st = ft_nfc(frag, len, &norm, &len);
+    const int kc = es->tok->norm == 2;
+    if (es->tok->norm && !(kc ? ft_nfkc_quick_check(frag, len) : ft_nfc_quick_check(frag, len))) {
+        ft_status_t st = kc ? ft_nfkc(frag, len, &norm, &len) : ft_nfc(frag, len, &norm, &len);
         if (st) return ft_status_annotate(st, "encode: text fragment at byte %zu", start);
         frag = norm;
     }

@@ -1,14 +1,14 @@
 /* NFC (runtime/text/nfc.c) against the Unicode Consortium's own
  * conformance data, NormalizationTest.txt of Debian's unicode-data (the
  * release the tables are generated from):
- *  - every line of every part: c2 == NFC(c1) == NFC(c2) == NFC(c3) and
- *    c4 == NFC(c4) == NFC(c5);
- *  - every code point not listed in part 1 is its own NFC;
+ *  - every line of every part: c2 == NFC(c1) == NFC(c2) == NFC(c3),
+ *    c4 == NFC(c4) == NFC(c5), and c4 == NFKC(c1..c5);
+ *  - every code point not listed in part 1 is its own NFC and NFKC;
  *  - the quick check never says "already NFC" of a text NFC changes;
  *  - pseudo-random strings of combining marks, Hangul jamo and syllables,
  *    and the code points of the test file: NFC's output is valid UTF-8,
  *    NFC is idempotent, and NFC of a string split in two starter-led
- *    halves is the halves' NFC put together;
+ *    halves is the halves' NFC put together; NFKC is idempotent too;
  *  - invalid UTF-8 is refused with its offset. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,18 +59,24 @@ static size_t field_utf8(const char *f, char *out, size_t cap, int record)
     return n;
 }
 
-/* NFC(s) must be want; returns 0 and prints the line otherwise. */
-static int nfc_is(const char *s, size_t n, const char *want, size_t wn, unsigned line, int col)
+/* NFC(s) (kc: NFKC(s)) must be want; returns 0 and prints the line
+ * otherwise. */
+static int nfc_is(int kc, const char *s, size_t n, const char *want, size_t wn, unsigned line,
+                  int col)
 {
+    const char *form = kc ? "NFKC" : "NFC";
     char *out;
     size_t on;
-    ft_status_t st = ft_nfc(s, n, &out, &on);
+    ft_status_t st = kc ? ft_nfkc(s, n, &out, &on) : ft_nfc(s, n, &out, &on);
     if (st) fail_msg("line %u column %d: %s", line, col, ft_status_message(st));
     const int ok = on == wn && memcmp(out, want, wn) == 0;
     if (!ok)
-        print_error("NormalizationTest.txt line %u: NFC(c%d) is not the NFC column\n", line, col);
-    if (ft_nfc_quick_check(s, n) && !(on == n && memcmp(out, s, n) == 0))
-        fail_msg("line %u column %d: the quick check says NFC but NFC changes it", line, col);
+        print_error("NormalizationTest.txt line %u: %s(c%d) is not the %s column\n", line, form,
+                    col, form);
+    if ((kc ? ft_nfkc_quick_check(s, n) : ft_nfc_quick_check(s, n)) &&
+        !(on == n && memcmp(out, s, n) == 0))
+        fail_msg("line %u column %d: the quick check says %s but %s changes it", line, col, form,
+                 form);
     free(out);
     return ok;
 }
@@ -106,16 +112,18 @@ static void test_conformance_file(void **state)
             g_in_part1[cp] = 1;
         }
         for (int k = 0; k < 3; k++)
-            n_bad += !nfc_is(c[k], cl[k], c[1], cl[1], ln, k + 1);
+            n_bad += !nfc_is(0, c[k], cl[k], c[1], cl[1], ln, k + 1);
         for (int k = 3; k < 5; k++)
-            n_bad += !nfc_is(c[k], cl[k], c[3], cl[3], ln, k + 1);
+            n_bad += !nfc_is(0, c[k], cl[k], c[3], cl[3], ln, k + 1);
+        for (int k = 0; k < 5; k++)
+            n_bad += !nfc_is(1, c[k], cl[k], c[3], cl[3], ln, k + 1);
         n_lines++;
     }
     assert_int_equal(pclose(f), 0);
-    print_message("NormalizationTest.txt: %u lines, %u NFC mismatches\n", n_lines, n_bad);
+    print_message("NormalizationTest.txt: %u lines, %u NFC/NFKC mismatches\n", n_lines, n_bad);
     assert_true(n_lines > 15000); /* the file was read, not skipped */
     assert_int_equal(n_bad, 0);
-    /* Everything else is its own NFC (surrogates are not text). */
+    /* Everything else is its own NFC and NFKC (surrogates are not text). */
     unsigned n_other = 0;
     for (uint32_t cp = 1; cp < 0x110000; cp++) {
         if (g_in_part1[cp] || (cp >= 0xd800 && cp <= 0xdfff)) continue;
@@ -124,6 +132,10 @@ static void test_conformance_file(void **state)
         ft_status_t st = ft_nfc(s, n, &out, &on);
         if (st) fail_msg("U+%04X: %s", cp, ft_status_message(st));
         if (on != n || memcmp(out, s, n) != 0) fail_msg("U+%04X is not its own NFC", cp);
+        free(out);
+        st = ft_nfkc(s, n, &out, &on);
+        if (st) fail_msg("U+%04X: %s", cp, ft_status_message(st));
+        if (on != n || memcmp(out, s, n) != 0) fail_msg("U+%04X is not its own NFKC", cp);
         free(out);
         n_other++;
     }
@@ -179,6 +191,15 @@ static void test_random_strings(void **state)
         if (bn != an || memcmp(a, b, an) != 0)
             fail_msg("NFC is not idempotent (iteration %d)", iter);
         free(b);
+        char *k1, *k2;
+        size_t kn1, kn2;
+        assert_null(ft_nfkc(s, n, &k1, &kn1));
+        if (!ft_utf8_validate(k1, kn1, &bad)) fail_msg("NFKC output is not valid UTF-8");
+        assert_null(ft_nfkc(k1, kn1, &k2, &kn2));
+        if (kn2 != kn1 || memcmp(k1, k2, kn1) != 0)
+            fail_msg("NFKC is not idempotent (iteration %d)", iter);
+        free(k1);
+        free(k2);
         /* Split before an ASCII letter (a starter that composes with
          * nothing before it): the halves normalize independently. */
         char t[260];
