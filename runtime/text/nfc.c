@@ -148,6 +148,59 @@ static int ft_quick_check(const char *s, size_t len, uint32_t qc_min)
     return 1;
 }
 
+static int ft_nfc_key_cmp(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Canonical ordering: each run of non-starters sorted by combining class,
+ * stably. Short runs (the usual: one or two marks) by insertion; a long
+ * one, which only hostile text has, by qsort on (class, position) keys, so
+ * that a megabyte of marks costs n log n, not n squared. */
+FT_WARN_UNUSED static ft_status_t ft_nfc_order(uint32_t *cps, size_t n, const char *form)
+{
+    for (size_t i = 0; i < n;) {
+        if (!ft_nfc_ccc_of(cps[i])) {
+            i++;
+            continue;
+        }
+        size_t end = i + 1;
+        while (end < n && ft_nfc_ccc_of(cps[end]))
+            end++;
+        const size_t m = end - i;
+        if (m <= 32) {
+            for (size_t k = i + 1; k < end; k++) {
+                const uint32_t c = cps[k];
+                const unsigned cc = ft_nfc_ccc_of(c);
+                size_t j = k;
+                while (j > i && ft_nfc_ccc_of(cps[j - 1]) > cc) {
+                    cps[j] = cps[j - 1];
+                    j--;
+                }
+                cps[j] = c;
+            }
+        } else {
+            if (m >> 32)
+                return ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: %zu combining marks in a row",
+                                      form, m);
+            /* key: class << 53 | position << 21 | code point (21 bits) */
+            uint64_t *keys = malloc(m * sizeof(uint64_t));
+            if (!keys)
+                return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: %zu combining marks", form, m);
+            for (size_t k = 0; k < m; k++)
+                keys[k] =
+                    (uint64_t)ft_nfc_ccc_of(cps[i + k]) << 53 | (uint64_t)k << 21 | cps[i + k];
+            qsort(keys, m, sizeof(uint64_t), ft_nfc_key_cmp);
+            for (size_t k = 0; k < m; k++)
+                cps[i + k] = (uint32_t)(keys[k] & 0x1fffff);
+            free(keys);
+        }
+        i = end;
+    }
+    return FT_OK;
+}
+
 int ft_nfc_quick_check(const char *s, size_t len)
 {
     return ft_quick_check(s, len, FT_NFC_QC_MIN);
@@ -197,19 +250,12 @@ FT_WARN_UNUSED static ft_status_t ft_normalize(const char *s, size_t len, int co
             cps = more;
             cap *= 2;
         }
-        const size_t nd = ft_nfc_decompose(cp, compat, cps + n);
-        for (size_t k = n; k < n + nd; k++) {
-            const uint32_t c = cps[k];
-            const unsigned cc = ft_nfc_ccc_of(c);
-            size_t j = k;
-            if (cc)
-                while (j > 0 && ft_nfc_ccc_of(cps[j - 1]) > cc) {
-                    cps[j] = cps[j - 1];
-                    j--;
-                }
-            cps[j] = c;
-        }
-        n += nd;
+        n += ft_nfc_decompose(cp, compat, cps + n);
+    }
+    ft_status_t st = ft_nfc_order(cps, n, form);
+    if (st) {
+        free(cps);
+        return st;
     }
     /* Composition, in place: w is the write position, starter the
      * position of the last starter written (none yet: SIZE_MAX), last_cc

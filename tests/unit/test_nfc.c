@@ -243,6 +243,45 @@ static void test_known_forms(void **state)
         assert_memory_equal(out, cases[i].want, on);
         free(out);
     }
+    /* A long run of marks in alternating classes (the sort that is not
+     * insertion): a + (U+0301 U+0323) x 500 is U+1EA1 (a with dot below),
+     * then 499 dots below (220) before the 500 acutes (230). */
+    {
+        const size_t pairs = 500;
+        char *in = malloc(1 + 4 * pairs), *want = malloc(3 + 4 * pairs);
+        assert_true(in && want);
+        in[0] = 'a';
+        for (size_t i = 0; i < pairs; i++)
+            memcpy(in + 1 + 4 * i, "\xcc\x81\xcc\xa3", 4);
+        memcpy(want, "\xe1\xba\xa1", 3);
+        for (size_t i = 0; i < pairs - 1; i++)
+            memcpy(want + 3 + 2 * i, "\xcc\xa3", 2);
+        for (size_t i = 0; i < pairs; i++)
+            memcpy(want + 3 + 2 * (pairs - 1) + 2 * i, "\xcc\x81", 2);
+        char *out;
+        size_t on;
+        assert_null(ft_nfc(in, 1 + 4 * pairs, &out, &on));
+        assert_int_equal(on, 3 + 2 * (pairs - 1) + 2 * pairs);
+        assert_memory_equal(out, want, on);
+        free(out);
+        free(in);
+        free(want);
+    }
+    /* 400 000 marks in a row: n log n, not n squared (seconds otherwise) */
+    {
+        const size_t n_marks = 400000;
+        char *in = malloc(2 * n_marks);
+        assert_non_null(in);
+        for (size_t i = 0; i < n_marks; i++)
+            memcpy(in + 2 * i, i % 2 ? "\xcc\xa3" : "\xcc\x81", 2);
+        char *out;
+        size_t on;
+        assert_null(ft_nfc(in, 2 * n_marks, &out, &on));
+        assert_int_equal(on, 2 * n_marks);
+        assert_memory_equal(out + n_marks, "\xcc\x81", 2); /* the acutes come second */
+        free(out);
+        free(in);
+    }
     assert_true(ft_nfc_quick_check("plain \xc3\xa9", 8));
     assert_false(ft_nfc_quick_check("e\xcc\x81", 3));
     char *out = (char *)1;
