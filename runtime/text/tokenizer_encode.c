@@ -20,7 +20,7 @@ typedef struct ft_encode_state {
 
 /* Room for n more ids. Every token covers at least one byte of the text
  * it is encoded from, so the text's length plus bos always suffices
- * unless NFC made a fragment longer. */
+ * unless NFC or NFKC made a fragment longer. */
 FT_WARN_UNUSED static ft_status_t ft_encode_reserve(ft_encode_state_t *es, size_t n)
 {
     if (n <= es->cap - es->n_ids) return FT_OK;
@@ -124,7 +124,7 @@ ft_status_t ft_tokenizer_encode(const ft_tokenizer_t *tok, const char *text, siz
                               "encode: text is not valid UTF-8 at byte offset %zu (byte 0x%02x)",
                               bad, (unsigned char)text[bad]);
     /* Every token covers at least one byte, so len + 1 (bos) ids suffice
-     * (ft_encode_reserve grows them where NFC lengthens a fragment),
+     * (ft_encode_reserve grows them where normalizing lengthens a fragment),
      * and the count must fit the uint32 result. */
     if (len > UINT32_MAX - 2)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE,
