@@ -109,6 +109,7 @@ static Ftplan__Tokenizer *ft_pb_tokenizer(const ft_ir_tokenizer_t *tok, ft_arena
     }
     pt->model = (char *)(tok->model ? tok->model : "");
     pt->pre = (char *)(tok->pre ? tok->pre : "");
+    pt->normalizer = (char *)(tok->normalizer ? tok->normalizer : "");
     pt->n_tokens = tok->n_tokens;
     pt->tokens = tokens;
     pt->token_types.len = tok->n_tokens;

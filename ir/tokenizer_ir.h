@@ -22,6 +22,7 @@ typedef enum ft_token_type {
 typedef struct ft_ir_tokenizer {
     const char *model;         /* "gpt2" = byte-level BPE; NULL when absent */
     const char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
+    const char *normalizer;    /* "NFC" or "NFKC" (static strings), or NULL: none */
     uint32_t n_tokens;
     const char **tokens;       /* [n_tokens], UTF-8 */
     const uint32_t *token_lens; /* [n_tokens] bytes (tokens may hold NUL) */

@@ -154,5 +154,11 @@ ft_status_t ft_gguf_tokenizer_fill(const ft_gguf_t *g, ft_src_model_t *src)
     if (!st) st = ft_gguf_tok_id(g, "tokenizer.ggml.padding_token_id", tok->n_tokens, &tok->pad_id);
     if (!st) st = ft_gguf_tok_id(g, "tokenizer.ggml.unknown_token_id", tok->n_tokens, &tok->unk_id);
     if (!st) st = ft_gguf_tok_add_bos(g, tok);
+    /* GGUF has no normalizer key, and llama.cpp normalizes no BPE text
+     * (only its WordPiece tokenizer applies NFD). The "qwen2" pre-tokenizer
+     * comes from Qwen's tokenizers, whose tokenizer.json all ask for NFC
+     * (the text the model was trained on), so it gets NFC here as from the
+     * HF directory; this departs from llama.cpp on text that is not in NFC. */
+    if (!st && tok->pre && strcmp(tok->pre, "qwen2") == 0) tok->normalizer = "NFC";
     return st;
 }

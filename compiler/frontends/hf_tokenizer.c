@@ -229,6 +229,59 @@ static const char *ft_hf_pre_name(const json_t *pre)
     return "default";
 }
 
+/* One normalizer of tokenizer.json: NFC and NFKC are applied (the
+ * runtime's runtime/text/nfc.c; *form gets 1 for NFC, 2 for NFKC, which
+ * includes NFC); any other would change the text in a way freetoken does
+ * not reproduce, so it is refused rather than ignored. */
+FT_WARN_UNUSED static ft_status_t
+ft_hf_tok_normalizer_one(const ft_hf_tok_ctx_t *c, const json_t *n, const char *field, int *form)
+{
+    const char *type = json_string_value(json_object_get(n, "type"));
+    if (!type)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: field '%s.type' is missing or not a string",
+                              c->where, field);
+    if (strcmp(type, "NFC") == 0 || strcmp(type, "NFKC") == 0) {
+        const int f = type[2] == 'K' ? 2 : 1;
+        if (f > *form) *form = f;
+        return FT_OK;
+    }
+    if (strcmp(type, "Sequence") == 0) {
+        const json_t *list = json_object_get(n, "normalizers");
+        if (!json_is_array(list))
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: field '%s.normalizers' is missing or not an array", c->where,
+                                  field);
+        size_t i;
+        const json_t *e;
+        json_array_foreach(list, i, e)
+        {
+            char sub[96];
+            snprintf(sub, sizeof(sub), "%.60s.normalizers[%zu]", field, i);
+            ft_status_t st = ft_hf_tok_normalizer_one(c, e, sub, form);
+            if (st) return st;
+        }
+        return FT_OK;
+    }
+    return ft_status_make(FT_STATUS_UNSUPPORTED,
+                          "%s: field '%s' is a '%.40s' normalizer; freetoken applies only NFC and "
+                          "NFKC",
+                          c->where, field, type);
+}
+
+/* "normalizer": null (none), NFC, NFKC, or a Sequence of them. */
+FT_WARN_UNUSED static ft_status_t ft_hf_tok_normalizer(const ft_hf_tok_ctx_t *c, const json_t *root)
+{
+    const json_t *n = json_object_get(root, "normalizer");
+    if (!n || json_is_null(n)) return FT_OK;
+    if (!json_is_object(n))
+        return ft_status_make(FT_STATUS_FORMAT, "%s: field 'normalizer' is not an object or null",
+                              c->where);
+    int form = 0;
+    ft_status_t st = ft_hf_tok_normalizer_one(c, n, "normalizer", &form);
+    if (!st && form) c->src->tok.normalizer = form == 2 ? "NFKC" : "NFC";
+    return st;
+}
+
 /* config.json vocab_size: 0 when absent; bounded by what padding allows. */
 FT_WARN_UNUSED static ft_status_t ft_hf_tok_want(const ft_src_model_t *src, uint64_t n_entries, uint32_t *out)
 {
@@ -343,6 +396,7 @@ ft_status_t ft_hf_tokenizer_parse(ft_src_model_t *src, const char *where_tok, co
             ft_status_make(FT_STATUS_FORMAT, "%s: field 'model.merges' is not an array", where_tok);
     if (!st) st = ft_hf_tok_merges(&c, merges);
     if (!st) st = ft_hf_tok_unk(&c, model);
+    if (!st) st = ft_hf_tok_normalizer(&c, root);
     if (!st) {
         tok->model = "gpt2";
         tok->pre = ft_hf_pre_name(json_object_get(root, "pre_tokenizer"));

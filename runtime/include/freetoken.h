@@ -361,7 +361,9 @@ FT_WARN_UNUSED ft_status_t ft_engine_replan(ft_engine_t *engine, uint64_t vram_b
 #define FT_TOKENIZE_ADD_BOS 2u /* prepend BOS when the model wants one */
 
 /* Tokenizer: flags are FT_TOKENIZE_*. *out_ids is released with
- * ft_engine_free. */
+ * ft_engine_free. The text between special tokens is first normalized as
+ * the model's tokenizer asks (NFC for Qwen's), so the tokens decode to that
+ * form. */
 FT_WARN_UNUSED ft_status_t ft_engine_tokenize(const ft_engine_t *engine, const char *text, size_t len,
                                unsigned flags, int32_t **out_ids, uint32_t *out_n);
 /* The bytes of one token (may be part of a UTF-8 sequence). */

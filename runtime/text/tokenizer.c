@@ -170,6 +170,22 @@ static void ft_tokenizer_find_eog(ft_tokenizer_t *tok)
     }
 }
 
+/* tokenizer.normalizer: "" (none), "NFC" or "NFKC"; a plan asking for another
+ * would tokenize differently from its model's, so it is refused. */
+FT_WARN_UNUSED static ft_status_t ft_tokenizer_normalizer(ft_tokenizer_t *tok, const char *norm,
+                                                          const char *where)
+{
+    if (!norm || !*norm) return FT_OK;
+    if (strcmp(norm, "NFC") == 0 || strcmp(norm, "NFKC") == 0) {
+        tok->norm = norm[2] == 'K' ? 2 : 1;
+        return FT_OK;
+    }
+    return ft_status_make(FT_STATUS_UNSUPPORTED,
+                          "%s: tokenizer.normalizer '%.40s' is not one freetoken applies (known: "
+                          "NFC, NFKC)",
+                          where, norm);
+}
+
 ft_status_t ft_tokenizer_create(const Ftplan__Tokenizer *pt, const char *where,
                                 ft_tokenizer_t **out_tok)
 {
@@ -193,6 +209,7 @@ ft_status_t ft_tokenizer_create(const Ftplan__Tokenizer *pt, const char *where,
     if (!st) st = ft_vocab_index_build(&tok->index, tok->text_blob, tok->text_offs, tok->n_vocab);
     if (!st) st = ft_bpe_build(&tok->bpe, pt->merges, pt->n_merges, &tok->index, where);
     if (!st) st = ft_pretok_create(pt->pre, where, &tok->pretok);
+    if (!st) st = ft_tokenizer_normalizer(tok, pt->normalizer, where);
     if (!st) st = ft_tokenizer_build_specials(tok);
     if (st) {
         ft_tokenizer_destroy(tok);

@@ -1,8 +1,10 @@
 /* Byte-level BPE tokenizer (GPT-2 / Qwen style) built from a plan's
  * tokenizer message: pre-tokenization by the model's regex through PCRE2
  * (Unicode properties), GPT-2 byte-to-unicode mapping, merges by rank,
- * special and added tokens matched before pre-tokenization. Encoding then
- * decoding any valid UTF-8 text gives back the same bytes. */
+ * special and added tokens matched before pre-tokenization, the text
+ * between them normalized first (NFC or NFKC, nfc.h) when the plan's
+ * tokenizer says so. Encoding then decoding any valid UTF-8 text gives back
+ * the same bytes, or their normalized form under a normalizer. */
 #ifndef FT_TEXT_TOKENIZER_H
 #define FT_TEXT_TOKENIZER_H
 

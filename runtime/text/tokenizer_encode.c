@@ -3,6 +3,7 @@
  * merged by BPE (see tokenizer.h). */
 #include "tokenizer_internal.h"
 
+#include "nfc.h"
 #include "utf8_scan.h"
 
 #include <stdlib.h>
@@ -12,16 +13,36 @@ typedef struct ft_encode_state {
     const ft_tokenizer_t *tok;
     ft_pretok_match_t *match;
     ft_bpe_scratch_t scratch;
-    int32_t *ids; /* room for every byte of the text plus bos */
-    size_t n_ids;
+    int32_t *ids; /* [cap] */
+    size_t n_ids, cap;
     const char *text; /* the whole text, for offsets in messages */
 } ft_encode_state_t;
 
-/* Appends the BPE tokens of one piece text[start, start + len). */
-FT_WARN_UNUSED static ft_status_t ft_encode_piece(ft_encode_state_t *es, size_t start, size_t len)
+/* Room for n more ids. Every token covers at least one byte of the text
+ * it is encoded from, so the text's length plus bos always suffices
+ * unless NFC or NFKC made a fragment longer. */
+FT_WARN_UNUSED static ft_status_t ft_encode_reserve(ft_encode_state_t *es, size_t n)
+{
+    if (n <= es->cap - es->n_ids) return FT_OK;
+    size_t cap = es->cap * 2 > es->n_ids + n ? es->cap * 2 : es->n_ids + n;
+    if (cap > SIZE_MAX / sizeof(int32_t) || cap > UINT32_MAX)
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE, "encode: more than %u tokens", UINT32_MAX);
+    int32_t *ids = realloc(es->ids, cap * sizeof(int32_t));
+    if (!ids) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "encode: %zu tokens", cap);
+    es->ids = ids;
+    es->cap = cap;
+    return FT_OK;
+}
+
+/* Appends the BPE tokens of one piece p[0, len); at: its byte offset in
+ * the text, for messages. */
+FT_WARN_UNUSED static ft_status_t ft_encode_piece(ft_encode_state_t *es, const char *piece,
+                                                  size_t len, size_t at)
 {
     const ft_tokenizer_t *tok = es->tok;
-    const unsigned char *p = (const unsigned char *)es->text + start;
+    const unsigned char *p = (const unsigned char *)piece;
+    ft_status_t st = ft_encode_reserve(es, len);
+    if (st) return st;
     int32_t *ids = es->ids + es->n_ids;
     for (size_t i = 0; i < len; i++) {
         int32_t id = tok->byte_id[p[i]];
@@ -30,26 +51,39 @@ FT_WARN_UNUSED static ft_status_t ft_encode_piece(ft_encode_state_t *es, size_t 
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "text byte %zu (0x%02x): the vocabulary has no token for this "
                                   "byte and no unknown token",
-                                  start + i, p[i]);
+                                  at + i, p[i]);
         ids[i] = id;
     }
     size_t n_out;
-    ft_status_t st = ft_bpe_merge(&tok->bpe, &es->scratch, ids, len, &n_out);
-    if (st) return ft_status_annotate(st, "text bytes %zu..%zu", start, start + len);
+    st = ft_bpe_merge(&tok->bpe, &es->scratch, ids, len, &n_out);
+    if (st) return ft_status_annotate(st, "text bytes %zu..%zu", at, at + len);
     es->n_ids += n_out;
     return FT_OK;
 }
 
-/* Pre-tokenizes and merges text[start, end), which holds no special token. */
+/* Pre-tokenizes and merges text[start, end), which holds no special token:
+ * first in NFC or NFKC when the tokenizer normalizes (as Hugging Face's
+ * tokenizers do, between the added tokens), in which case byte offsets in
+ * messages count in the normalized form. */
 FT_WARN_UNUSED static ft_status_t ft_encode_fragment(ft_encode_state_t *es, size_t start, size_t end)
 {
     if (end <= start) return FT_OK;
+    const char *frag = es->text + start;
+    size_t len = end - start;
+    char *norm = NULL;
+    const int kc = es->tok->norm == 2;
+    if (es->tok->norm && !(kc ? ft_nfkc_quick_check(frag, len) : ft_nfc_quick_check(frag, len))) {
+        ft_status_t st = kc ? ft_nfkc(frag, len, &norm, &len) : ft_nfc(frag, len, &norm, &len);
+        if (st) return ft_status_annotate(st, "encode: text fragment at byte %zu", start);
+        frag = norm;
+    }
     ft_pretok_cursor_t cur;
-    ft_pretok_cursor_init(&cur, es->tok->pretok, es->match, es->text + start, end - start);
+    ft_pretok_cursor_init(&cur, es->tok->pretok, es->match, frag, len);
     size_t piece_start, piece_len;
     ft_status_t st = FT_OK, regex_st = FT_OK;
     while (!st && ft_pretok_cursor_next(&cur, &piece_start, &piece_len, &regex_st))
-        st = ft_encode_piece(es, start + piece_start, piece_len);
+        st = ft_encode_piece(es, frag + piece_start, piece_len, start + piece_start);
+    free(norm);
     if (regex_st) /* its offsets count from the fragment */
         return ft_status_annotate(regex_st, "encode: text fragment at byte %zu", start);
     return st;
@@ -68,6 +102,7 @@ FT_WARN_UNUSED static ft_status_t ft_encode_all(ft_encode_state_t *es, size_t le
             continue;
         }
         ft_status_t st = ft_encode_fragment(es, frag, i);
+        if (!st) st = ft_encode_reserve(es, 1);
         if (st) return st;
         es->ids[es->n_ids++] = id;
         i += sp_len;
@@ -88,12 +123,13 @@ ft_status_t ft_tokenizer_encode(const ft_tokenizer_t *tok, const char *text, siz
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "encode: text is not valid UTF-8 at byte offset %zu (byte 0x%02x)",
                               bad, (unsigned char)text[bad]);
-    /* Every token covers at least one byte, so len + 1 (bos) ids always
-     * suffice, and the count must fit the uint32 result. */
+    /* Every token covers at least one byte, so len + 1 (bos) ids suffice
+     * (ft_encode_reserve grows them where normalizing lengthens a fragment),
+     * and the count must fit the uint32 result. */
     if (len > UINT32_MAX - 2)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE,
                               "encode: %zu bytes of text is more than one call can encode", len);
-    ft_encode_state_t es = {.tok = tok, .text = text};
+    ft_encode_state_t es = {.tok = tok, .text = text, .cap = len + 1};
     es.ids = malloc((len + 1) * sizeof(int32_t));
     if (!es.ids) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "encode: %zu bytes of text", len);
     if ((flags & FT_TOKENIZE_ADD_BOS) && tok->add_bos && tok->bos >= 0)
@@ -107,7 +143,7 @@ ft_status_t ft_tokenizer_encode(const ft_tokenizer_t *tok, const char *text, siz
         return st;
     }
     /* Give back the room that merging saved (about half for English). */
-    if (es.n_ids > 0 && es.n_ids < len + 1) {
+    if (es.n_ids > 0 && es.n_ids < es.cap) {
         int32_t *shrunk = realloc(es.ids, es.n_ids * sizeof(int32_t));
         if (shrunk) es.ids = shrunk;
     }

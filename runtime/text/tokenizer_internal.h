@@ -32,6 +32,7 @@ struct ft_tokenizer {
     ft_vocab_index_t index;
     ft_bpe_t bpe;
     ft_pretok_t *pretok;
+    int norm;             /* normalize each text fragment first: 0 no, 1 NFC, 2 NFKC */
     int32_t byte_id[256]; /* the token of each single byte, -1 when absent */
 
     /* Tokens matched in the text before pre-tokenization (CONTROL with

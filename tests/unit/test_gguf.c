@@ -493,6 +493,7 @@ static void test_import_qwen3moe(void **state)
     const ft_ir_tokenizer_t *tok = &src->tok;
     assert_string_equal(tok->model, "gpt2");
     assert_string_equal(tok->pre, "qwen2");
+    assert_string_equal(tok->normalizer, "NFC"); /* implied by "qwen2" */
     assert_int_equal(tok->n_tokens, FX_N_TOKENS);
     assert_string_equal(tok->tokens[3], "ab");
     assert_int_equal(tok->token_lens[5], 3);

@@ -375,6 +375,33 @@ static void test_tokenizer_variants(void **state)
 
     ok(parse_tok("{}", sample_tokenizer("\\s+"), NULL, &src));
     assert_string_equal(src->tok.pre, "default");
+    assert_null(src->tok.normalizer);
+    ft_src_model_destroy(src);
+
+    /* normalizer: NFC alone or in a Sequence; null is none */
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer", json_pack("{s:s}", "type", "NFC"));
+    ok(parse_tok("{}", t, NULL, &src));
+    assert_string_equal(src->tok.normalizer, "NFC");
+    ft_src_model_destroy(src);
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(
+        t, "normalizer",
+        json_pack("{s:s, s:[{s:s}]}", "type", "Sequence", "normalizers", "type", "NFC"));
+    ok(parse_tok("{}", t, NULL, &src));
+    assert_string_equal(src->tok.normalizer, "NFC");
+    ft_src_model_destroy(src);
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer",
+                        json_pack("{s:s, s:[{s:s}, {s:s}]}", "type", "Sequence", "normalizers",
+                                  "type", "NFKC", "type", "NFC"));
+    ok(parse_tok("{}", t, NULL, &src));
+    assert_string_equal(src->tok.normalizer, "NFKC");
+    ft_src_model_destroy(src);
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer", json_null());
+    ok(parse_tok("{}", t, NULL, &src));
+    assert_null(src->tok.normalizer);
     ft_src_model_destroy(src);
 }
 
@@ -436,6 +463,23 @@ static void test_tokenizer_hostile(void **state)
     t = sample_tokenizer(QWEN2_RE);
     json_object_set_new(json_object_get(t, "model"), "unk_token", json_string("<unk>"));
     expect_tok_err("{}", t, NULL, FT_STATUS_FORMAT, "model.unk_token", "'<unk>'");
+
+    /* normalizers other than NFC are refused, naming the field */
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer", json_pack("{s:s}", "type", "Lowercase"));
+    expect_tok_err("{}", t, NULL, FT_STATUS_UNSUPPORTED, "mem/tokenizer.json: field 'normalizer'",
+                   "'Lowercase'");
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer",
+                        json_pack("{s:s, s:[{s:s}, {s:s}]}", "type", "Sequence", "normalizers",
+                                  "type", "NFC", "type", "NFD"));
+    expect_tok_err("{}", t, NULL, FT_STATUS_UNSUPPORTED, "'normalizer.normalizers[1]'", "'NFD'");
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer", json_string("NFC"));
+    expect_tok_err("{}", t, NULL, FT_STATUS_FORMAT, "'normalizer'", "not an object");
+    t = sample_tokenizer(QWEN2_RE);
+    json_object_set_new(t, "normalizer", json_pack("{s:i}", "type", 3));
+    expect_tok_err("{}", t, NULL, FT_STATUS_FORMAT, "'normalizer.type'", NULL);
 
     ft_src_model_t *src;
     ok(ft_src_model_create(FT_SRC_HF, "mem", &src));

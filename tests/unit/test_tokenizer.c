@@ -474,6 +474,72 @@ static void test_eog_and_ids(void **state)
     assert_non_null(strstr(ft_tokenizer_chat_template(g_fx.tok), "<|im_start|>"));
 }
 
+/* Decodes ids[0..n) and compares with want. */
+static void decodes_to(ft_tokenizer_t *tok, const int32_t *ids, uint32_t n, const char *want)
+{
+    char *out;
+    size_t len;
+    assert_null(ft_tokenizer_decode(tok, ids, n, &out, &len));
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(out, want, len);
+    free(out);
+}
+
+/* A plan tokenizer with normalizer "NFC" normalizes the text between
+ * special tokens (as Hugging Face's tokenizers do), so e + U+0301 is é; a
+ * special token followed by a combining mark that would compose with its
+ * last character (> + U+0338 is U+226F) is still matched; text that NFC
+ * makes longer (U+0958 is 3 bytes, its NFC 6) still encodes. */
+static void test_nfc_normalizer(void **state)
+{
+    (void)state;
+    Ftplan__Tokenizer pt = g_fx.pt;
+    pt.normalizer = "NFC";
+    ft_tokenizer_t *tok;
+    assert_null(ft_tokenizer_create(&pt, "m.ftp", &tok));
+    int32_t *a, *b;
+    uint32_t na, nb;
+    assert_null(ft_tokenizer_encode(tok, "caf\xc3\xa9", 5, 0, &a, &na));
+    assert_null(ft_tokenizer_encode(tok, "cafe\xcc\x81", 6, 0, &b, &nb));
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof(int32_t));
+    free(b);
+    /* without the normalizer the two differ */
+    encode("cafe\xcc\x81", 6, 0, &b, &nb);
+    assert_false(na == nb && memcmp(a, b, na * sizeof(int32_t)) == 0);
+    free(a);
+    free(b);
+    const char *text = "<|im_end|>\xcc\xb8";
+    assert_null(ft_tokenizer_encode(tok, text, strlen(text), FT_TOKENIZE_SPECIAL, &a, &na));
+    assert_true(na >= 2);
+    assert_int_equal(a[0], (int32_t)g_fx.vocab.im_end_id);
+    decodes_to(tok, a + 1, na - 1, "\xcc\xb8");
+    free(a);
+    char in[301], want[601];
+    for (int i = 0; i < 100; i++) {
+        memcpy(in + 3 * i, "\xe0\xa5\x98", 3);
+        memcpy(want + 6 * i, "\xe0\xa4\x95\xe0\xa4\xbc", 6);
+    }
+    in[300] = want[600] = 0;
+    assert_null(ft_tokenizer_encode(tok, in, 300, FT_TOKENIZE_ADD_BOS, &a, &na));
+    decodes_to(tok, a, na, want);
+    free(a);
+    /* invalid UTF-8 is still refused before normalizing */
+    expect_error(ft_tokenizer_encode(tok, "e\xcc", 2, 0, &a, &na), FT_STATUS_INVALID_ARGUMENT,
+                 "byte offset 1");
+    /* NFC keeps the fi ligature (U+FB01); NFKC makes it "fi" */
+    assert_null(ft_tokenizer_encode(tok, "\xef\xac\x81", 3, 0, &a, &na));
+    decodes_to(tok, a, na, "\xef\xac\x81");
+    free(a);
+    ft_tokenizer_destroy(tok);
+    pt.normalizer = "NFKC";
+    assert_null(ft_tokenizer_create(&pt, "m.ftp", &tok));
+    assert_null(ft_tokenizer_encode(tok, "\xef\xac\x81 e\xcc\x81", 7, 0, &a, &na));
+    decodes_to(tok, a, na, "fi \xc3\xa9");
+    free(a);
+    ft_tokenizer_destroy(tok);
+}
+
 static void test_create_refusals(void **state)
 {
     (void)state;
@@ -485,6 +551,9 @@ static void test_create_refusals(void **state)
     pt = g_fx.pt;
     pt.pre = "falcon";
     expect_error(ft_tokenizer_create(&pt, "m.ftp", &tok), FT_STATUS_UNSUPPORTED, "'falcon'");
+    pt = g_fx.pt;
+    pt.normalizer = "NFD";
+    expect_error(ft_tokenizer_create(&pt, "m.ftp", &tok), FT_STATUS_UNSUPPORTED, "'NFD'");
     pt = g_fx.pt;
     pt.token_types.len--;
     expect_error(ft_tokenizer_create(&pt, "m.ftp", &tok), FT_STATUS_FORMAT, "token_types");
@@ -520,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_special_tokens),    cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_empty_and_bos),     cmocka_unit_test(test_token_bytes),
         cmocka_unit_test(test_eog_and_ids),       cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_nfc_normalizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
