@@ -332,12 +332,69 @@ static void test_truncated_and_mismatched_refused(void **state)
     }
 }
 
+/* The idle pass (ft_engine_verify_some): on a clean bundle it checks every
+ * expert blob, a budget at a time (each call reads at least one blob and
+ * leaves fewer unchecked), and ends at 0 with nothing damaged; on a bundle
+ * with one flipped expert byte it finds that blob before any token routes
+ * to it, names it, and ft_engine_stats reports it (verify_damage). */
+static void test_verify_some(void **state)
+{
+    (void)state;
+    ft_bundle_t *b;
+    FT_REF_OK(ft_bundle_open(g_bundle, &b));
+    const Ftplan__ExpertBlock *eb = b->plan->expert_blocks[b->plan->n_expert_blocks - 1];
+    uint64_t n_blobs = 0;
+    for (size_t i = 0; i < b->plan->n_expert_blocks; i++)
+        n_blobs += b->plan->expert_blocks[i]->n_experts;
+    const uint32_t e = eb->n_experts / 2, layer = eb->layer;
+    const uint64_t at = eb->offset + (uint64_t)e * eb->stride + eb->stride / 4;
+    ft_bundle_close(b);
+    for (int flip = 0; flip < 2; flip++) {
+        const char *dir = damaged(g_bundle, flip ? "some-flipped" : "some-clean", flip ? at : UINT64_MAX);
+        ft_engine_options_t eo;
+        engine_opts(&eo, FT_BACKEND_CPU, FT_VERIFY_LAZY);
+        ft_engine_t *en = NULL;
+        FT_REF_OK(ft_engine_open(dir, &eo, &en));
+        uint64_t left = UINT64_MAX, before = n_blobs + 1;
+        uint32_t calls = 0, n_bad = 0;
+        char msg[1024] = "";
+        do {
+            ft_status_t st = ft_engine_verify_some(en, 1, &left); /* one blob a call */
+            if (st) {
+                assert_int_equal(ft_status_code(st), FT_STATUS_MISMATCH);
+                snprintf(msg, sizeof(msg), "%s", ft_status_message(st));
+                n_bad++;
+            }
+            ft_status_free(st);
+            assert_true(left < before);
+            before = left;
+            calls++;
+        } while (left && calls <= n_blobs);
+        assert_int_equal(left, 0);
+        assert_int_equal(calls, n_blobs);
+        ft_engine_stats_t es;
+        ft_engine_stats(en, &es);
+        assert_int_equal(es.blobs_checked + es.blobs_damaged, n_blobs);
+        assert_int_equal(es.blobs_damaged, (uint64_t)flip);
+        assert_int_equal(n_bad, (uint32_t)flip);
+        if (flip) {
+            char want[64];
+            snprintf(want, sizeof(want), "layer %u expert %u ", layer, e);
+            assert_non_null(strstr(msg, want));
+            assert_string_equal(es.verify_damage, msg);
+        } else {
+            assert_string_equal(es.verify_damage, "");
+        }
+        FT_REF_OK(ft_engine_close(en));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_flip_refused_at_open), cmocka_unit_test(test_expert_flips_cpu),
         cmocka_unit_test(test_expert_flips_sim),           cmocka_unit_test(test_expert_flips_cuda),
-        cmocka_unit_test(test_full_catches_at_open),       cmocka_unit_test(test_truncated_and_mismatched_refused),
+        cmocka_unit_test(test_full_catches_at_open),       cmocka_unit_test(test_verify_some),       cmocka_unit_test(test_truncated_and_mismatched_refused),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
