@@ -35,6 +35,10 @@
  *       codebook kvalues_iq4nl (18 bytes); IQ4_XS: 256 elements with eight
  *       6-bit sub-block scales (136 bytes). Fitted as ggml's quantize_iq4_nl
  *       / quantize_iq4_xs without an importance matrix (quant_iq4.c).
+ * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: groups of 8 (4) magnitudes as
+ *       one index into ggml's codebooks (iq_grids.inc), with signs and
+ *       scales per 16 or 32 elements (quant_iq_grid.c); quantized here by a
+ *       simple nearest-grid fit (ggml's needs an importance matrix).
  * 4- and 8-bit floats (quant_fp4.c, quant_fp8.c, layouts in dtype.h):
  * MXFP4: E8M0 exponent e = floor(log2(amax)) - 2 + 127 and the E2M1 level
  *       nearest to each x (quantize_row_mxfp4_ref).
@@ -64,6 +68,8 @@
 #define FT_Q5_0_BLOCK_BYTES 22u
 #define FT_IQ4_NL_BLOCK_BYTES 18u  /* 32 elements */
 #define FT_IQ4_XS_BLOCK_BYTES 136u /* 256 elements */
+#define FT_TQ1_0_BLOCK_BYTES 54u   /* 256 elements */
+#define FT_TQ2_0_BLOCK_BYTES 66u
 #define FT_Q5_1_BLOCK_BYTES 24u
 #define FT_QK_K 256u /* elements of a K-quant super-block */
 #define FT_Q2_K_BLOCK_BYTES 84u
@@ -130,6 +136,29 @@ void ft_dequantize_row_iq4_nl(const void *x, float *y, uint64_t n);
 void ft_quantize_row_iq4_xs(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_iq4_xs(const void *x, float *y, uint64_t n);
 
+/* The IQ grid formats (quant_iq_grid.c; n a multiple of 256): ggml's
+ * layouts and codebooks, our own nearest-grid quantizer. */
+void ft_quantize_row_iq2_xxs(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq2_xxs(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq2_xs(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq2_xs(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq2_s(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq2_s(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq3_xxs(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq3_xxs(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq3_s(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq3_s(const void *x, float *y, uint64_t n);
+
+/* The ternary TQ1_0 and TQ2_0 (quant_tq.c; n a multiple of 256), ports of
+ * ggml's quantize_row_tq{1,2}_0_ref; the unpackers give a block's 256
+ * digits in {-1, 0, 1} (the CPU dot products use them). */
+void ft_quantize_row_tq1_0(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_tq1_0(const void *x, float *y, uint64_t n);
+void ft_quantize_row_tq2_0(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_tq2_0(const void *x, float *y, uint64_t n);
+void ft_tq1_0_unpack(const uint8_t *blk, int8_t t[256]);
+void ft_tq2_0_unpack(const uint8_t *blk, int8_t t[256]);
+
 /* 4- and 8-bit floats: n a multiple of 32 (MXFP4), 64 (NVFP4) or 128
  * (FP8); the plain F8 rows take any n. */
 void ft_quantize_row_mxfp4(const float *x, void *y, uint64_t n);
@@ -148,7 +177,8 @@ void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
 
 /* 1 when ft_quantize_row / ft_dequantize_row handle the format: those
  * whose dtype.h table row has a quantize (dequantize) function (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4,
+ * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS, the IQ
+ * grid formats, TQ1_0, TQ2_0, MXFP4,
  * NVFP4, FP8, F8_E4M3, and for
  * dequantizing also F8_E5M2). */
 int ft_quant_supported(ft_dtype_t t);

@@ -49,35 +49,33 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_Q6_K] = {"q6_k", 256, 210, 14, NULL, FT_Q(q6_k), FT_DTYPE_Q8_K, FT_KERN_GEN},
     [FT_DTYPE_Q8_K] = {"q8_k", 256, 292, 15, NULL, FT_Q(q8_k), FT_DTYPE_INVALID,
                        FT_DTYPE_FLAG_ACT_ONLY},
-    [FT_DTYPE_IQ2_XXS] = {"iq2_xxs", 256, 66, 16, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_IQ2_XS] = {"iq2_xs", 256, 74, 17, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_IQ3_XXS] = {"iq3_xxs", 256, 98, 18, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_IQ2_XXS] = {"iq2_xxs", 256, 66, 16, NULL, FT_Q(iq2_xxs), FT_DTYPE_Q8_K, FT_KERN},
+    [FT_DTYPE_IQ2_XS] = {"iq2_xs", 256, 74, 17, NULL, FT_Q(iq2_xs), FT_DTYPE_Q8_K, FT_KERN},
+    [FT_DTYPE_IQ3_XXS] = {"iq3_xxs", 256, 98, 18, NULL, FT_Q(iq3_xxs), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ1_S] = {"iq1_s", 256, 50, 19, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
     [FT_DTYPE_IQ4_NL] = {"iq4_nl", 32, 18, 20, NULL, FT_Q(iq4_nl), FT_DTYPE_Q8_0, FT_KERN},
-    [FT_DTYPE_IQ3_S] = {"iq3_s", 256, 110, 21, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_IQ2_S] = {"iq2_s", 256, 82, 22, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_IQ3_S] = {"iq3_s", 256, 110, 21, NULL, FT_Q(iq3_s), FT_DTYPE_Q8_K, FT_KERN},
+    [FT_DTYPE_IQ2_S] = {"iq2_s", 256, 82, 22, NULL, FT_Q(iq2_s), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ4_XS] = {"iq4_xs", 256, 136, 23, NULL, FT_Q(iq4_xs), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ1_M] = {"iq1_m", 256, 56, 29, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
-    [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL, FT_Q(tq1_0), FT_DTYPE_Q8_K, FT_KERN},
+    [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL, FT_Q(tq2_0), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_MXFP4] = {"mxfp4", 32, 17, 39, NULL, FT_Q(mxfp4), FT_DTYPE_Q8_0, FT_KERN},
     [FT_DTYPE_NVFP4] = {"nvfp4", 64, 36, 40, NULL, FT_Q(nvfp4), FT_DTYPE_Q8_0, FT_KERN},
     [FT_DTYPE_FP8] = {"fp8", 128, 132, -1, NULL, FT_Q(fp8), FT_DTYPE_F32, FT_KERN},
 };
 
 /* convert.h names the block geometry its code relies on: the same numbers. */
-_Static_assert(FT_Q8_0_BLOCK_ELEMS == 32 && FT_Q8_0_BLOCK_BYTES == 34 &&
-                   FT_Q4_0_BLOCK_ELEMS == 32 && FT_Q4_0_BLOCK_BYTES == 18 && FT_QK_K == 256 &&
-                   FT_Q4_K_BLOCK_BYTES == 144 && FT_Q2_K_BLOCK_BYTES == 84 &&
-                   FT_Q3_K_BLOCK_BYTES == 110 && FT_Q5_K_BLOCK_BYTES == 176 &&
-                   FT_Q4_1_BLOCK_BYTES == 20 && FT_Q5_0_BLOCK_BYTES == 22 &&
-                   FT_Q5_1_BLOCK_BYTES == 24 && FT_IQ4_NL_BLOCK_BYTES == 18 &&
-                   FT_IQ4_XS_BLOCK_BYTES == 136 && FT_Q6_K_BLOCK_BYTES == 210 &&
-                   FT_Q8_K_BLOCK_BYTES == 292 && FT_MXFP4_BLOCK_ELEMS == 32 &&
-                   FT_MXFP4_BLOCK_BYTES == 17 && FT_NVFP4_BLOCK_ELEMS == 64 &&
-                   FT_NVFP4_BLOCK_BYTES == 36 && FT_FP8_BLOCK_ELEMS == 128 &&
-                   FT_FP8_BLOCK_BYTES == 132,
-               "convert.h block sizes must match the dtype table");
+_Static_assert(
+    FT_Q8_0_BLOCK_ELEMS == 32 && FT_Q8_0_BLOCK_BYTES == 34 && FT_Q4_0_BLOCK_ELEMS == 32 &&
+        FT_Q4_0_BLOCK_BYTES == 18 && FT_QK_K == 256 && FT_Q4_K_BLOCK_BYTES == 144 &&
+        FT_Q2_K_BLOCK_BYTES == 84 && FT_Q3_K_BLOCK_BYTES == 110 && FT_Q5_K_BLOCK_BYTES == 176 &&
+        FT_Q4_1_BLOCK_BYTES == 20 && FT_Q5_0_BLOCK_BYTES == 22 && FT_Q5_1_BLOCK_BYTES == 24 &&
+        FT_IQ4_NL_BLOCK_BYTES == 18 && FT_IQ4_XS_BLOCK_BYTES == 136 && FT_TQ1_0_BLOCK_BYTES == 54 &&
+        FT_TQ2_0_BLOCK_BYTES == 66 && FT_Q6_K_BLOCK_BYTES == 210 && FT_Q8_K_BLOCK_BYTES == 292 &&
+        FT_MXFP4_BLOCK_ELEMS == 32 && FT_MXFP4_BLOCK_BYTES == 17 && FT_NVFP4_BLOCK_ELEMS == 64 &&
+        FT_NVFP4_BLOCK_BYTES == 36 && FT_FP8_BLOCK_ELEMS == 128 && FT_FP8_BLOCK_BYTES == 132,
+    "convert.h block sizes must match the dtype table");
 
 /* Every ggml_type id ever assigned. Removed ones are named so that an old
  * file gets "unsupported type q4_2 (removed from ggml)" rather than "unknown". */

@@ -101,7 +101,7 @@ static inline void gk_report(gk_t *g, const char *what, double err, double tol)
  * 128 experts (8 used) with an expert FFN of 768. Every format gets a GEMV,
  * a grouped expert GEMV and a GEMM over 2048 columns; Q4_K and Q6_K also
  * over 768 (the down projection). MXFP4, NVFP4 and FP8 (float formats of
- * gpt-oss and DeepSeek-V3), IQ4_NL and IQ4_XS over 2048. */
+ * gpt-oss and DeepSeek-V3), IQ4_NL, IQ4_XS and the IQ grid formats over 2048. */
 enum {
     GK_D = 2048,
     GK_HEADS = 32,
@@ -115,12 +115,14 @@ static const struct {
     ft_dtype_t wtype;
     uint32_t cols;
 } gk_matmuls[] = {
-    {FT_DTYPE_F32, GK_D},    {FT_DTYPE_F16, GK_D},    {FT_DTYPE_BF16, GK_D},
-    {FT_DTYPE_Q8_0, GK_D},   {FT_DTYPE_Q4_0, GK_D},   {FT_DTYPE_Q4_K, GK_D},
-    {FT_DTYPE_Q6_K, GK_D},   {FT_DTYPE_Q4_K, GK_FFN}, {FT_DTYPE_Q6_K, GK_FFN},
-    {FT_DTYPE_Q8_0, GK_FFN}, {FT_DTYPE_BF16, GK_FFN}, {FT_DTYPE_MXFP4, GK_D},
-    {FT_DTYPE_NVFP4, GK_D},  {FT_DTYPE_FP8, GK_D},    {FT_DTYPE_IQ4_NL, GK_D},
-    {FT_DTYPE_IQ4_XS, GK_D},
+    {FT_DTYPE_F32, GK_D},    {FT_DTYPE_F16, GK_D},     {FT_DTYPE_BF16, GK_D},
+    {FT_DTYPE_Q8_0, GK_D},   {FT_DTYPE_Q4_0, GK_D},    {FT_DTYPE_Q4_K, GK_D},
+    {FT_DTYPE_Q6_K, GK_D},   {FT_DTYPE_Q4_K, GK_FFN},  {FT_DTYPE_Q6_K, GK_FFN},
+    {FT_DTYPE_Q8_0, GK_FFN}, {FT_DTYPE_BF16, GK_FFN},  {FT_DTYPE_MXFP4, GK_D},
+    {FT_DTYPE_NVFP4, GK_D},  {FT_DTYPE_FP8, GK_D},     {FT_DTYPE_IQ4_NL, GK_D},
+    {FT_DTYPE_IQ4_XS, GK_D}, {FT_DTYPE_IQ2_XXS, GK_D}, {FT_DTYPE_IQ2_XS, GK_D},
+    {FT_DTYPE_IQ2_S, GK_D},  {FT_DTYPE_IQ3_XXS, GK_D}, {FT_DTYPE_IQ3_S, GK_D},
+    {FT_DTYPE_TQ1_0, GK_D},  {FT_DTYPE_TQ2_0, GK_D},
 };
 enum { GK_N_MATMULS = sizeof(gk_matmuls) / sizeof(gk_matmuls[0]) };
 

@@ -1,8 +1,9 @@
 /* ftc compile refuses, before writing anything, a matrix whose stored
  * format a selected target cannot compute (compiler/compile_formats.c):
  * the message names the tensor, the format, the target and what the
- * target supports. The IR of a fixture gets one tensor marked IQ2_XXS
- * (as a GGUF copied as it is would carry it; no kernel computes it). */
+ * target supports. The IR of a fixture gets one tensor marked Q8_1
+ * (as a GGUF copied as it is would carry it: ggml type 9, an activation
+ * layout no kernel computes as a weight). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,7 +43,7 @@ static void test_unsupported_format_refused_before_writing(void **state)
     for (uint32_t i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, "blk.1.ffn_down_exps.weight") == 0) t = &m->tensors[i];
     assert_non_null(t);
-    t->dtype = FT_DTYPE_IQ2_XXS;
+    t->dtype = FT_DTYPE_Q8_1;
     ft_compile_options_t co;
     ft_compile_options_init(&co);
     co.cpu_isa = NULL;
@@ -52,7 +53,7 @@ static void test_unsupported_format_refused_before_writing(void **state)
     const char *msg = ft_status_message(st);
     print_message("%s\n", msg);
     assert_non_null(strstr(msg, "tensor 'blk.1.ffn_down_exps.weight'"));
-    assert_non_null(strstr(msg, "weight format iq2_xxs"));
+    assert_non_null(strstr(msg, "weight format q8_1"));
     assert_non_null(strstr(msg, "target cpu"));
     assert_non_null(strstr(msg, "q4_k"));
     ft_status_free(st);

@@ -217,9 +217,9 @@ static void test_spec_errors(void **state)
 {
     ft_cg_cuda_spec_t spec;
     ft_cg_cuda_test_spec(&spec);
-    spec.matmuls[0].wtype = FT_DTYPE_IQ2_XXS;
+    spec.matmuls[0].wtype = FT_DTYPE_Q8_1;
     ft_cg_cuda_source_t src;
-    FT_CG_ASSERT_STATUS(ft_cg_cuda_emit(&spec, &src), FT_STATUS_UNSUPPORTED, "iq2_xxs");
+    FT_CG_ASSERT_STATUS(ft_cg_cuda_emit(&spec, &src), FT_STATUS_UNSUPPORTED, "q8_1");
     ft_cg_cuda_test_spec(&spec);
     spec.matmuls[1].cols = 100;
     FT_CG_ASSERT_STATUS(ft_cg_cuda_emit(&spec, &src), FT_STATUS_INVALID_ARGUMENT, "100 columns");

@@ -9,10 +9,11 @@
  * sums: the float tolerance (1e-4 of the largest logit, the bound the f32
  * bundles meet on the CPU) applies to quantized bundles too, and every
  * position's top-1 token agrees. The CPU kernels instead round activations
- * to 8 bits for Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS/MXFP4/NVFP4 weights (test_forward_formats checks
- * them against a reference that rounds the same way), which is why greedy generations of the two
- * backends may part after a few tokens on quantized bundles while both stay within their format's
- * bound of the reference. Skips where the build has no NVRTC; with NVRTC, a fake driver that does
+ * to 8 bits for every quantized weight format but FP8 (test_forward_formats
+ * checks them against a reference that rounds the same way), which is why
+ * greedy generations of the two backends may part after a few tokens on
+ * quantized bundles while both stay within their format's bound of the
+ * reference. Skips where the build has no NVRTC; with NVRTC, a fake driver that does
  * not load fails (cuda_test_skip.h). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -263,6 +264,50 @@ static void test_iq4_xs(void **state)
     check_format(FT_DTYPE_IQ4_XS, 1);
 }
 
+/* The IQ grid formats (blocks of 256: the wide fixture). */
+static void test_iq2_xxs(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ2_XXS, 1);
+}
+
+static void test_iq2_xs(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ2_XS, 1);
+}
+
+static void test_iq2_s(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ2_S, 1);
+}
+
+static void test_iq3_xxs(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ3_XXS, 1);
+}
+
+static void test_iq3_s(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ3_S, 1);
+}
+
+/* The ternary TQ1_0 and TQ2_0 (blocks of 256). */
+static void test_tq1_0(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_TQ1_0, 1);
+}
+
+static void test_tq2_0(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_TQ2_0, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +319,10 @@ int main(void)
         cmocka_unit_test(test_q4_k_m_mix), cmocka_unit_test(test_q4_1),
         cmocka_unit_test(test_q5_0),       cmocka_unit_test(test_q5_1),
         cmocka_unit_test(test_iq4_nl),     cmocka_unit_test(test_iq4_xs),
+        cmocka_unit_test(test_iq2_xxs),    cmocka_unit_test(test_iq2_xs),
+        cmocka_unit_test(test_iq2_s),      cmocka_unit_test(test_iq3_xxs),
+        cmocka_unit_test(test_iq3_s),      cmocka_unit_test(test_tq1_0),
+        cmocka_unit_test(test_tq2_0),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -389,7 +389,7 @@ static void test_convert_row_block_errors(void **state)
     assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
     ft_status_free(st);
     assert_true(ft_quant_supported(FT_DTYPE_Q8_K));
-    assert_false(ft_quant_supported(FT_DTYPE_IQ2_XXS)); /* a codebook format: not written */
+    assert_false(ft_quant_supported(FT_DTYPE_Q8_1)); /* an activation layout: not written */
 }
 
 int main(void)

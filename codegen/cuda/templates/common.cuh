@@ -411,6 +411,17 @@ struct ft_fmt_fp8 {
     }
 };
 
+/* The IQ codebooks come next: runtime/format/iq_grids.inc, embedded as a
+ * template of its own between this one and iq.cuh, as __device__ arrays
+ * ft_<name> (the CPU code's names). */
+typedef ft_u8 ft_iq_u8;
+typedef ft_u32 ft_iq_u32;
+typedef ft_u64 ft_iq_u64;
+/* clang-format off */
+#define FT_IQ_TABLE(type, name, n) __device__ const ft_iq_##type ft_##name[n] = {
+#define FT_IQ_TABLE_END };
+/* clang-format on */
+
 template <class F, int COLS> struct ft_row {
     static_assert(COLS % 32 == 0 && COLS % F::BLOCK_ELEMS == 0, "cols must fill whole blocks");
     static constexpr size_t BYTES = (size_t)(COLS / F::BLOCK_ELEMS) * F::BLOCK_BYTES;

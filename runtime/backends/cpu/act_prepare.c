@@ -2,7 +2,7 @@
  * in the form the weight format's dot product consumes (ggml's
  * vec_dot_type, the cpu_act column of dtype.h's table): Q8_0 blocks for
  * Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL/MXFP4/NVFP4 weights, Q8_K super-blocks for
- * Q2_K..Q6_K and IQ4_XS, float32
+ * Q2_K..Q6_K, IQ4_XS and the IQ grid formats, float32
  * as they are for F32/F16/BF16/FP8. Quantization uses the reference
  * rounding of runtime/format (bit-identical to ggml's _ref). */
 #include "cpu_dot.h"

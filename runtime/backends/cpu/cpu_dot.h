@@ -1,7 +1,7 @@
 /* Internal to the CPU kernels: the row-by-row dot products that
  * ft_cpu_matmul is built from, in two tiers with one signature:
  *   *_c     portable C (dot_float.c, dot_q8.c, dot_legacy.c, dot_k.c,
- *           dot_k_low.c, dot_iq4.c, dot_fp.c), always
+ *           dot_k_low.c, dot_iq4.c, dot_iq_grid.c, dot_tq.c, dot_fp.c), always
  *           built, the numerical reference of the x86 path;
  *   *_avx2  AVX2 intrinsics (dot_avx2.c, dot_fp_avx2.c), built when the
  *           compiler targets AVX2 (-march=native on such a machine).
@@ -43,6 +43,15 @@ float ft_cpu_dot_q5_1_c(uint32_t cols, const void *w_row, const void *x_row);
 /* dot_iq4.c: IQ4_NL (Q8_0 activations), IQ4_XS (Q8_K). */
 float ft_cpu_dot_iq4_nl_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq4_xs_c(uint32_t cols, const void *w_row, const void *x_row);
+/* dot_iq_grid.c: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (Q8_K). */
+float ft_cpu_dot_iq2_xxs_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq2_xs_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq2_s_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq3_xxs_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq3_s_c(uint32_t cols, const void *w_row, const void *x_row);
+/* dot_tq.c: TQ1_0, TQ2_0 (Q8_K). */
+float ft_cpu_dot_tq1_0_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_tq2_0_c(uint32_t cols, const void *w_row, const void *x_row);
 /* dot_fp.c (and dot_fp_avx2.c): MXFP4, NVFP4 (Q8_0 activations), FP8
  * (float32 activations). */
 float ft_cpu_dot_mxfp4_c(uint32_t cols, const void *w_row, const void *x_row);
@@ -86,7 +95,14 @@ enum {
     FT_CPU_Q8_K_BYTES = 292,   /* float d, int8 qs[256], int16 bsums[16] */
     FT_CPU_IQ4_NL_BYTES = 18,  /* fp16 d, qs[16] (32 elements) */
     FT_CPU_IQ4_XS_BYTES = 136, /* fp16 d, u16 scales_h, scales_l[4], qs[128] */
-    FT_CPU_MXFP4_BYTES = 17,   /* E8M0 e, qs[16] (32 elements) */
+    FT_CPU_IQ2_XXS_BYTES = 66, /* IQ grid formats: quant_iq_grid.c */
+    FT_CPU_IQ2_XS_BYTES = 74,
+    FT_CPU_IQ2_S_BYTES = 82,
+    FT_CPU_IQ3_XXS_BYTES = 98,
+    FT_CPU_IQ3_S_BYTES = 110,
+    FT_CPU_TQ1_0_BYTES = 54, /* qs[48], qh[4], fp16 d */
+    FT_CPU_TQ2_0_BYTES = 66, /* qs[64], fp16 d */
+    FT_CPU_MXFP4_BYTES = 17, /* E8M0 e, qs[16] (32 elements) */
     FT_CPU_NVFP4_ELEMS = 64,
     FT_CPU_NVFP4_BYTES = 36, /* UE4M3 d[4], qs[32] */
     FT_CPU_FP8_ELEMS = 128,

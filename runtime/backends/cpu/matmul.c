@@ -28,15 +28,19 @@ enum {
 static const struct {
     ft_cpu_dot_fn portable, avx2;
 } ft_cpu_dots[FT_DTYPE_COUNT] = {
-    [FT_DTYPE_F32] = FT_DOTS(f32),         [FT_DTYPE_F16] = FT_DOTS(f16),
-    [FT_DTYPE_BF16] = FT_DOTS(bf16),       [FT_DTYPE_Q8_0] = FT_DOTS(q8_0),
-    [FT_DTYPE_Q4_0] = FT_DOTS(q4_0),       [FT_DTYPE_Q4_K] = FT_DOTS(q4_k),
-    [FT_DTYPE_Q6_K] = FT_DOTS(q6_k),       [FT_DTYPE_MXFP4] = FT_DOTS(mxfp4),
-    [FT_DTYPE_NVFP4] = FT_DOTS(nvfp4),     [FT_DTYPE_FP8] = FT_DOTS(fp8),
-    [FT_DTYPE_Q2_K] = FT_DOTS_C(q2_k),     [FT_DTYPE_Q3_K] = FT_DOTS_C(q3_k),
-    [FT_DTYPE_Q5_K] = FT_DOTS_C(q5_k),     [FT_DTYPE_Q4_1] = FT_DOTS_C(q4_1),
-    [FT_DTYPE_Q5_0] = FT_DOTS_C(q5_0),     [FT_DTYPE_Q5_1] = FT_DOTS_C(q5_1),
-    [FT_DTYPE_IQ4_NL] = FT_DOTS_C(iq4_nl), [FT_DTYPE_IQ4_XS] = FT_DOTS_C(iq4_xs),
+    [FT_DTYPE_F32] = FT_DOTS(f32),           [FT_DTYPE_F16] = FT_DOTS(f16),
+    [FT_DTYPE_BF16] = FT_DOTS(bf16),         [FT_DTYPE_Q8_0] = FT_DOTS(q8_0),
+    [FT_DTYPE_Q4_0] = FT_DOTS(q4_0),         [FT_DTYPE_Q4_K] = FT_DOTS(q4_k),
+    [FT_DTYPE_Q6_K] = FT_DOTS(q6_k),         [FT_DTYPE_MXFP4] = FT_DOTS(mxfp4),
+    [FT_DTYPE_NVFP4] = FT_DOTS(nvfp4),       [FT_DTYPE_FP8] = FT_DOTS(fp8),
+    [FT_DTYPE_Q2_K] = FT_DOTS_C(q2_k),       [FT_DTYPE_Q3_K] = FT_DOTS_C(q3_k),
+    [FT_DTYPE_Q5_K] = FT_DOTS_C(q5_k),       [FT_DTYPE_Q4_1] = FT_DOTS_C(q4_1),
+    [FT_DTYPE_Q5_0] = FT_DOTS_C(q5_0),       [FT_DTYPE_Q5_1] = FT_DOTS_C(q5_1),
+    [FT_DTYPE_IQ4_NL] = FT_DOTS_C(iq4_nl),   [FT_DTYPE_IQ4_XS] = FT_DOTS_C(iq4_xs),
+    [FT_DTYPE_IQ2_XXS] = FT_DOTS_C(iq2_xxs), [FT_DTYPE_IQ2_XS] = FT_DOTS_C(iq2_xs),
+    [FT_DTYPE_IQ2_S] = FT_DOTS_C(iq2_s),     [FT_DTYPE_IQ3_XXS] = FT_DOTS_C(iq3_xxs),
+    [FT_DTYPE_IQ3_S] = FT_DOTS_C(iq3_s),     [FT_DTYPE_TQ1_0] = FT_DOTS_C(tq1_0),
+    [FT_DTYPE_TQ2_0] = FT_DOTS_C(tq2_0),
 };
 
 ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
