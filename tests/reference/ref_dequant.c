@@ -133,8 +133,39 @@ static int ref_q3k_scale(const uint8_t *s, int j)
     return (lo | hi << 4) - 32;
 }
 
+/* The IQ grid formats' codebooks: ggml's tables as data (the format's
+ * definition: an index means a grid point), the decoders below ours. */
+#define FT_IQ_TABLE(type, name, count) static const ref_##type ref_##name[count] = {
+#define FT_IQ_TABLE_END                                                                            \
+    }                                                                                              \
+    ;
+typedef uint8_t ref_u8;
+typedef uint32_t ref_u32;
+typedef uint64_t ref_u64;
+#include "format/iq_grids.inc"
+#undef FT_IQ_TABLE
+#undef FT_IQ_TABLE_END
+
+/* Byte j of a grid point (little-endian: element j in byte j). */
+static double ref_grid8(uint64_t g, int j)
+{
+    return (double)((g >> (8 * j)) & 0xff);
+}
+
+static uint32_t ref_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* sign bit j of an 8-bit sign mask: -1 or 1 */
+static double ref_sign(unsigned mask, int j)
+{
+    return mask >> j & 1 ? -1.0 : 1.0;
+}
+
 /* IQ4_NL's and IQ4_XS's 16 levels (ggml-common.h kvalues_iq4nl). */
-static const int k_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int k_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
 
 static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
 {
@@ -239,7 +270,8 @@ static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
             }
         return;
     }
-    case FT_DTYPE_IQ4_NL: { /* fp16 d, qs[16]: element j low nibble, j + 16 high, into the codebook */
+    case FT_DTYPE_IQ4_NL: { /* fp16 d, qs[16]: element j low nibble, j + 16 high, into the codebook
+                             */
         const double d = ref_f16(b);
         for (int j = 0; j < 16; j++) {
             y[j] = d * k_iq4nl[b[2 + j] & 15];
@@ -259,6 +291,107 @@ static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
                 y[32 * ib + j + 16] = dl * k_iq4nl[q[j] >> 4];
             }
         }
+        return;
+    }
+    case FT_DTYPE_IQ2_XXS: /* d:f16 then per 32: 4 grid bytes, a u32 of 4 x 7 sign bits + 4-bit
+                              scale */
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *q = b + 2 + 8 * ib;
+            const uint32_t aux = ref_u32le(q + 4);
+            const double db = ref_f16(b) * (0.5 + (aux >> 28)) * 0.25;
+            for (int l = 0; l < 4; l++) {
+                const uint64_t g = ref_iq2xxs_grid[q[l]];
+                const unsigned sg = ref_ksigns_iq2xs[(aux >> 7 * l) & 127];
+                for (int j = 0; j < 8; j++)
+                    y[32 * ib + 8 * l + j] = db * ref_grid8(g, j) * ref_sign(sg, j);
+            }
+        }
+        return;
+    case FT_DTYPE_IQ2_XS: /* d, qs:u16[32] (9-bit index, 7 sign bits), scales[8] (two 4-bit) */
+        for (int ib = 0; ib < 8; ib++)
+            for (int l = 0; l < 4; l++) {
+                const uint8_t *q = b + 2 + 2 * (4 * ib + l);
+                const unsigned v = (unsigned)q[0] | (unsigned)q[1] << 8;
+                const unsigned sc = b[66 + ib] >> 4 * (l / 2) & 15;
+                const double db = ref_f16(b) * (0.5 + sc) * 0.25;
+                const uint64_t g = ref_iq2xs_grid[v & 511];
+                const unsigned sg = ref_ksigns_iq2xs[v >> 9];
+                for (int j = 0; j < 8; j++)
+                    y[32 * ib + 8 * l + j] = db * ref_grid8(g, j) * ref_sign(sg, j);
+            }
+        return;
+    case FT_DTYPE_IQ2_S: /* d, qs[32] low index bits, signs[32], qh[8] (2 high bits each), scales[8]
+                          */
+        for (int ib = 0; ib < 8; ib++)
+            for (int l = 0; l < 4; l++) {
+                const unsigned idx =
+                    b[2 + 4 * ib + l] | ((unsigned)b[66 + ib] << (8 - 2 * l) & 0x300);
+                const unsigned sc = b[74 + ib] >> 4 * (l / 2) & 15;
+                const double db = ref_f16(b) * (0.5 + sc) * 0.25;
+                const unsigned sg = b[34 + 4 * ib + l];
+                for (int j = 0; j < 8; j++)
+                    y[32 * ib + 8 * l + j] =
+                        db * ref_grid8(ref_iq2s_grid[idx], j) * ref_sign(sg, j);
+            }
+        return;
+    case FT_DTYPE_IQ3_XXS: /* d, qs[64] grid bytes, then per 32 a u32 of 4 x 7 sign bits + 4-bit
+                              scale */
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t aux = ref_u32le(b + 66 + 4 * ib);
+            const double db = ref_f16(b) * (0.5 + (aux >> 28)) * 0.5;
+            for (int l = 0; l < 4; l++) {
+                const unsigned sg = ref_ksigns_iq2xs[(aux >> 7 * l) & 127];
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t g = ref_iq3xxs_grid[b[2 + 8 * ib + 2 * l + h]];
+                    for (int j = 0; j < 4; j++)
+                        y[32 * ib + 8 * l + 4 * h + j] =
+                            db * (double)(g >> 8 * j & 0xff) * ref_sign(sg, 4 * h + j);
+                }
+            }
+        }
+        return;
+    case FT_DTYPE_IQ3_S: /* d, qs[64] low index bits, qh[8] (9th bits), signs[32], scales[4] (two
+                            4-bit) */
+        for (int ib = 0; ib < 8; ib++) {
+            const unsigned sc = b[106 + ib / 2] >> 4 * (ib % 2) & 15;
+            const double db = ref_f16(b) * (1 + 2 * sc);
+            for (int l = 0; l < 4; l++) {
+                const unsigned sg = b[74 + 4 * ib + l];
+                for (int h = 0; h < 2; h++) {
+                    const unsigned idx =
+                        b[2 + 8 * ib + 2 * l + h] | ((unsigned)b[66 + ib] << (8 - 2 * l - h) & 256);
+                    const uint32_t g = ref_iq3s_grid[idx];
+                    for (int j = 0; j < 4; j++)
+                        y[32 * ib + 8 * l + 4 * h + j] =
+                            db * (double)(g >> 8 * j & 0xff) * ref_sign(sg, 4 * h + j);
+                }
+            }
+        }
+        return;
+    case FT_DTYPE_TQ1_0: { /* qs[48] five base-3 digits a byte, qh[4] four, d:f16 last: x = (t - 1)
+                              d */
+        static const unsigned pow3[5] = {1, 3, 9, 27, 81};
+        const double d = ref_f16(b + 52);
+        int k = 0;
+        for (int j0 = 0, len = 32; j0 < 48; j0 += len, len = 16)
+            for (int n = 0; n < 5; n++)
+                for (int m = 0; m < len; m++) {
+                    const uint8_t q = (uint8_t)(b[j0 + m] * pow3[n]);
+                    y[k++] = ((int)(((unsigned)q * 3) >> 8) - 1) * d;
+                }
+        for (int n = 0; n < 4; n++)
+            for (int j = 0; j < 4; j++) {
+                const uint8_t q = (uint8_t)(b[48 + j] * pow3[n]);
+                y[k++] = ((int)(((unsigned)q * 3) >> 8) - 1) * d;
+            }
+        return;
+    }
+    case FT_DTYPE_TQ2_0: { /* qs[64] four 2-bit values a byte, d:f16 last: x = (q - 1) d */
+        const double d = ref_f16(b + 64);
+        for (int j0 = 0; j0 < 64; j0 += 32)
+            for (int l = 0; l < 4; l++)
+                for (int m = 0; m < 32; m++)
+                    y[4 * j0 + 32 * l + m] = ((b[j0 + m] >> 2 * l & 3) - 1) * d;
         return;
     }
     case FT_DTYPE_MXFP4: {
@@ -311,13 +444,16 @@ static void ref_block_size(ft_dtype_t dt, uint32_t *elems, uint32_t *bytes)
         ft_dtype_t dt;
         uint32_t elems, bytes;
     } k_sizes[] = {
-        {FT_DTYPE_F32, 1, 4},      {FT_DTYPE_F16, 1, 2},      {FT_DTYPE_BF16, 1, 2},
-        {FT_DTYPE_F8_E4M3, 1, 1},  {FT_DTYPE_F8_E5M2, 1, 1},  {FT_DTYPE_Q4_0, 32, 18},
-        {FT_DTYPE_Q4_1, 32, 20},   {FT_DTYPE_Q5_0, 32, 22},   {FT_DTYPE_Q5_1, 32, 24},
-        {FT_DTYPE_Q8_0, 32, 34},   {FT_DTYPE_Q8_K, 256, 292}, {FT_DTYPE_Q2_K, 256, 84},
-        {FT_DTYPE_Q3_K, 256, 110}, {FT_DTYPE_Q4_K, 256, 144}, {FT_DTYPE_Q5_K, 256, 176},
-        {FT_DTYPE_Q6_K, 256, 210}, {FT_DTYPE_MXFP4, 32, 17},  {FT_DTYPE_NVFP4, 64, 36},
-        {FT_DTYPE_FP8, 128, 132},  {FT_DTYPE_IQ4_NL, 32, 18}, {FT_DTYPE_IQ4_XS, 256, 136},
+        {FT_DTYPE_F32, 1, 4},        {FT_DTYPE_F16, 1, 2},       {FT_DTYPE_BF16, 1, 2},
+        {FT_DTYPE_F8_E4M3, 1, 1},    {FT_DTYPE_F8_E5M2, 1, 1},   {FT_DTYPE_Q4_0, 32, 18},
+        {FT_DTYPE_Q4_1, 32, 20},     {FT_DTYPE_Q5_0, 32, 22},    {FT_DTYPE_Q5_1, 32, 24},
+        {FT_DTYPE_Q8_0, 32, 34},     {FT_DTYPE_Q8_K, 256, 292},  {FT_DTYPE_Q2_K, 256, 84},
+        {FT_DTYPE_Q3_K, 256, 110},   {FT_DTYPE_Q4_K, 256, 144},  {FT_DTYPE_Q5_K, 256, 176},
+        {FT_DTYPE_Q6_K, 256, 210},   {FT_DTYPE_MXFP4, 32, 17},   {FT_DTYPE_NVFP4, 64, 36},
+        {FT_DTYPE_FP8, 128, 132},    {FT_DTYPE_IQ4_NL, 32, 18},  {FT_DTYPE_IQ4_XS, 256, 136},
+        {FT_DTYPE_IQ2_XXS, 256, 66}, {FT_DTYPE_IQ2_XS, 256, 74}, {FT_DTYPE_IQ2_S, 256, 82},
+        {FT_DTYPE_IQ3_XXS, 256, 98}, {FT_DTYPE_IQ3_S, 256, 110}, {FT_DTYPE_TQ1_0, 256, 54},
+        {FT_DTYPE_TQ2_0, 256, 66},
     };
     *elems = *bytes = 0;
     for (size_t i = 0; i < sizeof(k_sizes) / sizeof(k_sizes[0]); i++)

@@ -85,7 +85,20 @@ static void random_row(ft_dtype_t dt, uint8_t *p, uint64_t n)
         case FT_DTYPE_Q4_0:
         case FT_DTYPE_Q5_0:
         case FT_DTYPE_Q8_0:
+        case FT_DTYPE_IQ4_NL:
+        case FT_DTYPE_IQ4_XS:
+        case FT_DTYPE_IQ2_XXS:
+        case FT_DTYPE_IQ2_XS:
+        case FT_DTYPE_IQ2_S:
+        case FT_DTYPE_IQ3_XXS:
+        case FT_DTYPE_IQ3_S:
             put_f16(b);
+            break;
+        case FT_DTYPE_TQ1_0:
+            put_f16(b + 52);
+            break;
+        case FT_DTYPE_TQ2_0:
+            put_f16(b + 64);
             break;
         case FT_DTYPE_Q4_1:
         case FT_DTYPE_Q5_1:
@@ -127,9 +140,12 @@ static void random_row(ft_dtype_t dt, uint8_t *p, uint64_t n)
 }
 
 static const ft_dtype_t k_formats[] = {
-    FT_DTYPE_F32,  FT_DTYPE_F16,  FT_DTYPE_BF16,  FT_DTYPE_F8_E4M3, FT_DTYPE_Q4_0, FT_DTYPE_Q4_1,
-    FT_DTYPE_Q5_0, FT_DTYPE_Q5_1, FT_DTYPE_Q8_0,  FT_DTYPE_Q2_K,    FT_DTYPE_Q3_K, FT_DTYPE_Q4_K,
-    FT_DTYPE_Q5_K, FT_DTYPE_Q6_K, FT_DTYPE_MXFP4, FT_DTYPE_NVFP4,   FT_DTYPE_FP8,
+    FT_DTYPE_F32,    FT_DTYPE_F16,   FT_DTYPE_BF16,    FT_DTYPE_F8_E4M3, FT_DTYPE_Q4_0,
+    FT_DTYPE_Q4_1,   FT_DTYPE_Q5_0,  FT_DTYPE_Q5_1,    FT_DTYPE_Q8_0,    FT_DTYPE_Q2_K,
+    FT_DTYPE_Q3_K,   FT_DTYPE_Q4_K,  FT_DTYPE_Q5_K,    FT_DTYPE_Q6_K,    FT_DTYPE_MXFP4,
+    FT_DTYPE_NVFP4,  FT_DTYPE_FP8,   FT_DTYPE_IQ4_NL,  FT_DTYPE_IQ4_XS,  FT_DTYPE_IQ2_XXS,
+    FT_DTYPE_IQ2_XS, FT_DTYPE_IQ2_S, FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S,   FT_DTYPE_TQ1_0,
+    FT_DTYPE_TQ2_0,
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 enum { N = 1024 }; /* a multiple of every block */
@@ -149,7 +165,7 @@ static void test_row_bytes(void **state)
     }
     assert_int_equal(ft_ref_row_bytes(FT_DTYPE_Q4_K, 100), 0);
     double y[32];
-    ft_status_t st = ft_ref_dequant_row(FT_DTYPE_IQ2_XXS, (const uint8_t *)"", 256, y);
+    ft_status_t st = ft_ref_dequant_row(FT_DTYPE_IQ1_S, (const uint8_t *)"", 256, y);
     assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
     ft_status_free(st);
 }
