@@ -73,9 +73,10 @@ ft_status_t ft_kv_pool_create(const ft_kv_pool_desc_t *d, const ft_kv_mem_t *mem
     p->free_head = FT_KV_NO_PAGE;
     p->slabs = ft_mem_calloc(a, p->max_slabs, sizeof(ft_kv_slab_t));
     if (!p->slabs) {
+        const uint32_t n_slabs = p->max_slabs;
         ft_mem_free(a, p);
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "kv pool: out of memory for %u slabs",
-                              p->max_slabs);
+                              n_slabs);
     }
     *out = p;
     return FT_OK;
