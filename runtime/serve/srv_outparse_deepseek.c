@@ -28,9 +28,13 @@ void ft_srv_ds_call_feed(ft_srv_outparse_t *p, const char *s, size_t n)
     ft_srv_buf_put(&p->call, s, n);
     if (p->call_phase == 3) return;
     const char *h = p->call.data ? p->call.data : "";
-    const size_t at = ft_srv_op_find(h, p->call.len, ft_srv_ds_sep);
-    if (at == p->call.len) {
-        if (p->call.len > FT_DS_MAX_HEAD) p->call_phase = 3;
+    /* the separator is looked for in the first FT_DS_MAX_HEAD bytes only, so
+     * the decision does not depend on how the text arrives */
+    const size_t lim = FT_DS_MAX_HEAD + sizeof(ft_srv_ds_sep) - 1;
+    const size_t span = p->call.len < lim ? p->call.len : lim;
+    const size_t at = ft_srv_op_find(h, span, ft_srv_ds_sep);
+    if (at == span) {
+        if (p->call.len >= lim) p->call_phase = 3;
         return;
     }
     size_t a = 0, z = at; /* the name, whitespace around it dropped */

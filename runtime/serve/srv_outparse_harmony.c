@@ -71,9 +71,18 @@ size_t ft_srv_harmony_step(ft_srv_outparse_t *p, const char *s, size_t n)
     switch (p->state) {
     case FT_SRV_PS_H_HEADER: {
         if (!n) return 0;
-        const size_t at = ft_srv_op_find(s, n, ft_h_message);
+        if (!ft_h_header_start(s, n)) { /* not a header: text */
+            p->state = FT_SRV_PS_H_TEXT;
+            p->h_kind = FT_SRV_EV_CONTENT;
+            return 0;
+        }
+        /* a header is looked for in the first FT_H_MAX_HEADER bytes only, so
+         * the decision does not depend on how the text arrives */
+        const size_t lim = FT_H_MAX_HEADER + sizeof(ft_h_message) - 1;
+        size_t at = ft_srv_op_find(s, n < lim ? n : lim, ft_h_message);
+        if (at == (n < lim ? n : lim)) at = n;
         if (at == n) {
-            if (!ft_h_header_start(s, n) || n > FT_H_MAX_HEADER) { /* not a header: text */
+            if (n >= lim) { /* too long for a header: text */
                 p->state = FT_SRV_PS_H_TEXT;
                 p->h_kind = FT_SRV_EV_CONTENT;
             }
