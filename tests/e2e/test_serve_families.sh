@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# ft serve on fixtures that carry their family's published chat template
+# (ftgen: qwen35moe -> Qwen3.5's, gpt-oss -> harmony): the family is found
+# from the template, /apply-template renders it, and a scripted reply in
+# the family's own call syntax comes back as OpenAI tool_calls (and as an
+# Anthropic tool_use block, streamed as input_json_delta), reasoning apart.
+set -euo pipefail
+build=${1:?usage: $0 BUILD_DIR}
+ft=$build/runtime/ft
+tmp=${FT_TEST_TMP:-$(mktemp -d)}
+rm -rf "$tmp"; mkdir -p "$tmp"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v curl > /dev/null || fail "curl is needed"
+command -v jq > /dev/null || fail "jq is needed"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; wait 2> /dev/null || true; }
+trap cleanup EXIT
+# serve NAME ARCH SCRIPT: compiles a fixture of ARCH and starts ft serve on
+# it with --script; prints its URL
+serve() {
+  "$build/tests/ftgen" --quiet --arch "$2" --seed 5 --ctx 4096 --gguf "$tmp/$1.gguf"
+  "$build/compiler/ftc" compile --cuda-arch none "$tmp/$1.gguf" -o "$tmp/$1" --quiet
+  "$ft" serve "$tmp/$1" --port 0 --threads 1 --parallel 1 --script "$3" > "$tmp/$1.log" 2>&1 &
+  pids+=($!)
+}
+url_of() {
+  for _ in $(seq 300); do
+    if grep -qs '^listening on http://' "$1"; then sed -n 's/^listening on //p' "$1"; return; fi
+    sleep 0.1
+  done
+  fail "ft serve did not print its address: $(cat "$1")"
+}
+
+tools='[{"type":"function","function":{"name":"get_weather","description":"Weather now",
+ "parameters":{"type":"object","properties":{"city":{"type":"string","description":"City"},
+ "days":{"type":"integer","description":"Days"}},"required":["city"]}}}]'
+body() { jq -nc --argjson tools "$tools" --arg q "$1" \
+  '{messages:[{role:"user",content:$q}],tools:$tools,max_tokens:200}'; }
+
+# Qwen3.5: the reply opens inside <think> (the template's generation prompt)
+cat > "$tmp/q35.txt" <<'SCRIPT'
+I need the weather tool.
+</think>
+
+<tool_call>
+<function=get_weather>
+<parameter=city>
+Oslo
+</parameter>
+<parameter=days>
+2
+</parameter>
+</function>
+</tool_call><|im_end|>
+SCRIPT
+# harmony: analysis, then a call to functions.get_weather (<|call|> is text
+# here: the fixture's vocabulary has no harmony tokens; <|im_end|> ends it)
+cat > "$tmp/oss.txt" <<'SCRIPT'
+<|channel|>analysis<|message|>I need the weather tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo", "days": 2}<|call|><|im_end|>
+SCRIPT
+serve q35 qwen35moe "$tmp/q35.txt"
+serve oss gpt-oss "$tmp/oss.txt"
+q35=$(url_of "$tmp/q35.log")
+oss=$(url_of "$tmp/oss.log")
+
+for fam in q35 oss; do
+  url=${!fam}
+  t=$(curl -s "$url/apply-template" -d "$(body 'Weather in Oslo?')")
+  case $fam in
+    q35) want='<function=example_function_name>' ;;
+    oss) want='type get_weather = (_: {' ;;
+  esac
+  jq -r .prompt <<< "$t" | grep -qF "$want" || fail "$fam: /apply-template lacks '$want': $t"
+  r=$(curl -s "$url/v1/chat/completions" -d "$(body 'Weather in Oslo?')")
+  [ "$(jq -r '.choices[0].finish_reason' <<< "$r")" = tool_calls ] || fail "$fam: no tool call: $r"
+  [ "$(jq -r '.choices[0].message.tool_calls[0].function.name' <<< "$r")" = get_weather ] ||
+    fail "$fam: tool name: $r"
+  args=$(jq -r '.choices[0].message.tool_calls[0].function.arguments' <<< "$r")
+  [ "$(jq -c . <<< "$args")" = '{"city":"Oslo","days":2}' ] || fail "$fam: arguments '$args': $r"
+  [ "$(jq -r '.choices[0].message.reasoning_content' <<< "$r")" = "I need the weather tool." ] ||
+    fail "$fam: reasoning: $r"
+  # Anthropic, streamed: a tool_use block whose input arrives as input_json_delta
+  a=$(curl -sN "$url/v1/messages" -d "$(jq -nc --arg q 'Weather?' '{model:"m",max_tokens:200,stream:true,
+    messages:[{role:"user",content:$q}],tools:[{name:"get_weather",description:"Weather now",
+    input_schema:{type:"object",properties:{city:{type:"string"},days:{type:"integer"}}}}]}')")
+  grep -q '"type":"tool_use"' <<< "$a" || grep -q '"type": *"tool_use"' <<< "$a" || fail "$fam: no tool_use: $a"
+  json=$(sed -n 's/^data: //p' <<< "$a" | jq -r 'select(.delta.type == "input_json_delta") | .delta.partial_json' | tr -d '\n')
+  [ "$(jq -c . <<< "$json")" = '{"city":"Oslo","days":2}' ] || fail "$fam: streamed input '$json'"
+  echo "ok: $fam"
+done
+for i in 0 1; do
+  kill "${pids[$i]}"
+  set +e; wait "${pids[$i]}"; rc=$?; set -e
+  [ $rc -eq 0 ] || fail "server $i exited with $rc"
+done
+pids=()
+trap - EXIT
+echo "ok: ft serve with the Qwen3.5 and harmony templates"
