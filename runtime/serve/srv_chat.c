@@ -47,6 +47,9 @@ static int ft_srv_family_dialect(ft_srv_family_t f, ft_srv_dialect_t *d)
     case FT_SRV_FAMILY_DEEPSEEK:
         *d = FT_SRV_DIALECT_DEEPSEEK;
         return 1;
+    case FT_SRV_FAMILY_GLM:
+        *d = FT_SRV_DIALECT_GLM;
+        return 1;
     default:
         *d = FT_SRV_DIALECT_QWEN3;
         return 0;
@@ -81,6 +84,10 @@ static void ft_srv_forced_call(ft_srv_dialect_t d, const char *name, ft_srv_buf_
         if (name) ft_srv_buf_printf(pre, "%s<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>", name);
         ft_srv_buf_puts(text, "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
                               "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>");
+        break;
+    case FT_SRV_DIALECT_GLM:
+        if (name) ft_srv_buf_printf(pre, "%s\n", name);
+        ft_srv_buf_puts(text, "<tool_call>");
         break;
     case FT_SRV_DIALECT_HARMONY:
         ft_srv_buf_puts(pre, "<|channel|>commentary to=functions.");

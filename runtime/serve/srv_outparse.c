@@ -224,6 +224,10 @@ static void ft_srv_call_feed(ft_srv_outparse_t *p, const char *s, size_t n)
         ft_srv_ds_call_feed(p, s, n);
         return;
     }
+    if (p->dialect == FT_SRV_DIALECT_GLM) {
+        ft_srv_glm_call_feed(p, s, n);
+        return;
+    }
     if (p->call_phase == 1) {
         ft_srv_args_stream(p, s, n);
         return;
@@ -280,9 +284,11 @@ static void ft_srv_call_done(ft_srv_outparse_t *p)
  * ends; one read whole is parsed now. */
 static void ft_srv_call_end(ft_srv_outparse_t *p)
 {
-    if (p->dialect == FT_SRV_DIALECT_XML || p->dialect == FT_SRV_DIALECT_DEEPSEEK) {
+    if (p->dialect != FT_SRV_DIALECT_QWEN3) {
         if (p->dialect == FT_SRV_DIALECT_XML)
             ft_srv_xml_call_end(p, 1);
+        else if (p->dialect == FT_SRV_DIALECT_GLM)
+            ft_srv_glm_call_end(p, 1);
         else
             ft_srv_ds_call_end(p, 1);
         ft_srv_buf_free(&p->call);
@@ -440,10 +446,12 @@ void ft_srv_outparse_finish(ft_srv_outparse_t *p)
         ft_srv_harmony_finish(p, s, p->pending.len);
         break;
     case FT_SRV_PS_TOOL:
-        if (p->dialect == FT_SRV_DIALECT_XML || p->dialect == FT_SRV_DIALECT_DEEPSEEK) {
+        if (p->dialect != FT_SRV_DIALECT_QWEN3) {
             ft_srv_call_feed(p, s, p->pending.len);
             if (p->dialect == FT_SRV_DIALECT_XML)
                 ft_srv_xml_call_end(p, 0);
+            else if (p->dialect == FT_SRV_DIALECT_GLM)
+                ft_srv_glm_call_end(p, 0);
             else
                 ft_srv_ds_call_end(p, 0);
             break;

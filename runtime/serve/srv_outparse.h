@@ -23,6 +23,9 @@
  *   DEEPSEEK (V3.1): <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME
  *     <｜tool▁sep｜>ARGS<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>; the call
  *     starts at the separator, ARGS stream as written;
+ *   GLM (GLM-4.5/4.6, srv_outparse_glm.c): <tool_call>NAME\n<arg_key>K
+ *     </arg_key>\n<arg_value>V</arg_value>...</tool_call>; the call starts
+ *     at the end of its name, values stream as the XML dialect's;
  *   HARMONY (gpt-oss, srv_outparse_harmony.c): messages
  *     [<|start|>assistant]<|channel|>C[ to=functions.NAME][ <|constrain|>json]
  *     <|message|>BODY<|end|> (or <|call|>, <|return|>): channel analysis is
@@ -71,6 +74,7 @@ typedef enum ft_srv_dialect {
     FT_SRV_DIALECT_XML = 1,   /* <function=NAME><parameter=P> in <tool_call> */
     FT_SRV_DIALECT_DEEPSEEK = 2,
     FT_SRV_DIALECT_HARMONY = 3,
+    FT_SRV_DIALECT_GLM = 4, /* <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value> */
 } ft_srv_dialect_t;
 
 typedef struct ft_srv_outparse {
@@ -88,8 +92,10 @@ typedef struct ft_srv_outparse {
     void *user;
     ft_srv_dialect_t dialect;
     const json_t *tool_defs; /* the request's tools (borrowed; NULL: none), for parameter types */
-    int xml_state;           /* XML: 0 between parameters, 2 in a string value, 3 in another
-                                value, 4 after </function> */
+    int xml_state;           /* XML, GLM: 0 between parameters, 1 in a key (GLM), 2 in a
+                                string value, 3 in another value, 4 after </function>, 5
+                                before a value (GLM) */
+    int glm_string;          /* GLM: the value that comes next is a string */
     int xml_lead;            /* XML: the newline after <parameter=P> may still come */
     unsigned xml_n_params;
     const json_t *xml_props; /* the called tool's parameters.properties (borrowed) */

@@ -16,6 +16,20 @@ void ft_srv_op_end(ft_srv_outparse_t *p);
 size_t ft_srv_op_find(const char *s, size_t n, const char *m);
 size_t ft_srv_op_partial(const char *s, size_t n, const char *m);
 
+/* Argument text shared by the XML and GLM dialects (srv_outparse_xml.c):
+ * s JSON-escaped (no quotes); a value held whole, as JSON when it parses
+ * (whitespace around it dropped), else as a JSON string; the called
+ * tool's parameters.properties from p->tool_defs; whether its parameter
+ * `name` is a string (or untyped). */
+void ft_srv_op_args_escaped(ft_srv_outparse_t *p, const char *s, size_t n);
+void ft_srv_op_value_whole(ft_srv_outparse_t *p, const char *s, size_t n);
+const json_t *ft_srv_op_tool_props(const ft_srv_outparse_t *p, const char *name);
+int ft_srv_op_param_is_string(const ft_srv_outparse_t *p, const char *name);
+
+/* GLM calls (srv_outparse_glm.c): the same as XML calls. */
+void ft_srv_glm_call_feed(ft_srv_outparse_t *p, const char *s, size_t n);
+void ft_srv_glm_call_end(ft_srv_outparse_t *p, int closed);
+
 /* XML calls (srv_outparse_xml.c): text inside <tool_call>, as it
  * arrives; the call's end (closed: at </tool_call>; else the end of the
  * output). A call that never started comes out as content text. */

@@ -30,7 +30,7 @@ static int ft_xml_prefix(const char *s, size_t n, const char *m)
 }
 
 /* s[0, n) JSON-escaped (no quotes) as argument text. */
-static void ft_xml_args_escaped(ft_srv_outparse_t *p, const char *s, size_t n)
+void ft_srv_op_args_escaped(ft_srv_outparse_t *p, const char *s, size_t n)
 {
     ft_srv_buf_t b = {0};
     size_t run = 0;
@@ -70,7 +70,7 @@ static void ft_xml_args_escaped(ft_srv_outparse_t *p, const char *s, size_t n)
 
 /* Whether parameter `name` of the called tool is a string (by its schema;
  * a parameter the schema does not type is one too). */
-static int ft_xml_is_string(const ft_srv_outparse_t *p, const char *name)
+int ft_srv_op_param_is_string(const ft_srv_outparse_t *p, const char *name)
 {
     const json_t *type = json_object_get(json_object_get(p->xml_props, name), "type");
     if (!type) return 1;
@@ -83,7 +83,7 @@ static int ft_xml_is_string(const ft_srv_outparse_t *p, const char *name)
 }
 
 /* The called tool's parameters.properties, from the request's tools. */
-static const json_t *ft_xml_props(const ft_srv_outparse_t *p, const char *name)
+const json_t *ft_srv_op_tool_props(const ft_srv_outparse_t *p, const char *name)
 {
     size_t i;
     json_t *t;
@@ -98,7 +98,7 @@ static const json_t *ft_xml_props(const ft_srv_outparse_t *p, const char *name)
 
 /* A value held whole (not a string by the schema): as JSON when it is
  * JSON, else as a string. */
-static void ft_xml_value_whole(ft_srv_outparse_t *p, const char *s, size_t n)
+void ft_srv_op_value_whole(ft_srv_outparse_t *p, const char *s, size_t n)
 {
     size_t a = 0, z = n;
     while (a < z && ft_xml_ws(s[a]))
@@ -112,7 +112,7 @@ static void ft_xml_value_whole(ft_srv_outparse_t *p, const char *s, size_t n)
         return;
     }
     ft_srv_op_args(p, "\"", 1);
-    ft_xml_args_escaped(p, s, n);
+    ft_srv_op_args_escaped(p, s, n);
     ft_srv_op_args(p, "\"", 1);
 }
 
@@ -144,7 +144,7 @@ static size_t ft_xml_step(ft_srv_outparse_t *p, const char *s, size_t n)
             return 0;
         }
         ft_srv_op_start(p, name);
-        p->xml_props = ft_xml_props(p, name);
+        p->xml_props = ft_srv_op_tool_props(p, name);
         free(name);
         p->call_phase = 1;
         p->xml_state = 0;
@@ -178,7 +178,7 @@ static size_t ft_xml_step(ft_srv_outparse_t *p, const char *s, size_t n)
                 ft_srv_op_args(p, quoted, strlen(quoted));
                 ft_srv_op_args(p, ": ", 2);
                 p->xml_n_params++;
-                p->xml_state = ft_xml_is_string(p, key) ? 2 : 3;
+                p->xml_state = ft_srv_op_param_is_string(p, key) ? 2 : 3;
                 if (p->xml_state == 2) ft_srv_op_args(p, "\"", 1);
                 p->xml_lead = 1;
             }
@@ -200,10 +200,10 @@ static size_t ft_xml_step(ft_srv_outparse_t *p, const char *s, size_t n)
         if (at < n) {
             const size_t vn = at && s[at - 1] == '\n' ? at - 1 : at;
             if (p->xml_state == 2) {
-                ft_xml_args_escaped(p, s, vn);
+                ft_srv_op_args_escaped(p, s, vn);
                 ft_srv_op_args(p, "\"", 1);
             } else {
-                ft_xml_value_whole(p, s, vn);
+                ft_srv_op_value_whole(p, s, vn);
             }
             p->xml_state = 0;
             return at + sizeof(ft_xml_param_end) - 1;
@@ -211,7 +211,7 @@ static size_t ft_xml_step(ft_srv_outparse_t *p, const char *s, size_t n)
         if (p->xml_state == 3) return 0; /* held whole */
         size_t keep = n - ft_srv_op_partial(s, n, ft_xml_param_end);
         if (keep && s[keep - 1] == '\n') keep--; /* may be the one before </parameter> */
-        ft_xml_args_escaped(p, s, keep);
+        ft_srv_op_args_escaped(p, s, keep);
         return keep;
     }
     default: /* after </function>: nothing more belongs to the call */
@@ -237,10 +237,10 @@ void ft_srv_xml_call_end(ft_srv_outparse_t *p, int closed)
     const char *s = p->call.data ? p->call.data : "";
     if (p->call_phase == 1) {
         if (p->xml_state == 2) { /* cut off inside a string value: what there is of it */
-            ft_xml_args_escaped(p, s, p->call.len);
+            ft_srv_op_args_escaped(p, s, p->call.len);
             ft_srv_op_args(p, "\"", 1);
         } else if (p->xml_state == 3) {
-            ft_xml_value_whole(p, s, p->call.len);
+            ft_srv_op_value_whole(p, s, p->call.len);
         }
         if (p->xml_state != 4) ft_srv_op_args(p, p->xml_n_params ? "}" : "{}", p->xml_n_params ? 1 : 2);
         ft_srv_op_end(p);

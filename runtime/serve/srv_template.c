@@ -17,6 +17,8 @@ ft_srv_family_t ft_srv_family_detect(const char *tmpl, int has_chatml_tokens)
     if (tmpl && strstr(tmpl, "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>") &&
         strstr(tmpl, "</think>"))
         return FT_SRV_FAMILY_DEEPSEEK; /* V3.1 (V3 has no <think>, V3.2 writes DSML) */
+    if (tmpl && strstr(tmpl, "<arg_key>") && strstr(tmpl, "<|observation|>"))
+        return FT_SRV_FAMILY_GLM;
     if (tmpl && strstr(tmpl, "<|im_start|>")) {
         /* Qwen3-Coder's template also shows <function=example_function_name>, but
          * prints the tools as XML (its render_extra_keys macro): not this renderer */
@@ -42,6 +44,8 @@ const char *ft_srv_family_name(ft_srv_family_t f)
         return "harmony";
     case FT_SRV_FAMILY_DEEPSEEK:
         return "deepseek-v3.1";
+    case FT_SRV_FAMILY_GLM:
+        return "glm-4.5";
     case FT_SRV_FAMILY_NONE:
         break;
     }
@@ -50,7 +54,7 @@ const char *ft_srv_family_name(ft_srv_family_t f)
 
 int ft_srv_family_writes_bos(ft_srv_family_t f)
 {
-    return f == FT_SRV_FAMILY_DEEPSEEK;
+    return f == FT_SRV_FAMILY_DEEPSEEK || f == FT_SRV_FAMILY_GLM; /* GLM: [gMASK]<sop> */
 }
 
 static const char *const ft_srv_role_names[] = {"system", "user", "assistant", "tool"};
@@ -178,7 +182,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
     if (f == FT_SRV_FAMILY_NONE) {
         ft_srv_error_set(err, 400, "invalid_request_error", "messages",
                          "the model has no chat template this server knows (ChatML, Qwen3, Qwen3.5, "
-                         "gpt-oss harmony, DeepSeek V3.1)");
+                         "gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
         return 0;
     }
     if (f == FT_SRV_FAMILY_CHATML && c->tools) {
@@ -197,6 +201,9 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
         break;
     case FT_SRV_FAMILY_DEEPSEEK:
         ok = ft_srv_render_deepseek(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_GLM:
+        ok = ft_srv_render_glm(c, add_generation_prompt, b, NULL, err);
         break;
     default:
         ft_srv_render_qwen3(f, c, add_generation_prompt, b);

@@ -47,6 +47,8 @@ int ft_srv_render_qwen35(const ft_srv_conv_t *c, int add_generation_prompt, ft_s
                          size_t *ends, ft_srv_error_t *err);
 int ft_srv_render_harmony(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
                           size_t *ends, ft_srv_error_t *err);
+int ft_srv_render_glm(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
+                      size_t *ends, ft_srv_error_t *err);
 int ft_srv_render_deepseek(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
                            size_t *ends, ft_srv_error_t *err);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ft serve on fixtures that carry their family's published chat template
-# (ftgen: qwen35moe -> Qwen3.5's, gpt-oss -> harmony): the family is found
+# (ftgen: qwen35moe -> Qwen3.5's, gpt-oss -> harmony, glm4moe -> GLM-4.6's):
+# the family is found
 # from the template, /apply-template renders it, and a scripted reply in
 # the family's own call syntax comes back as OpenAI tool_calls (and as an
 # Anthropic tool_use block, streamed as input_json_delta), reasoning apart.
@@ -59,17 +60,30 @@ SCRIPT
 cat > "$tmp/oss.txt" <<'SCRIPT'
 <|channel|>analysis<|message|>I need the weather tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo", "days": 2}<|call|><|im_end|>
 SCRIPT
+# GLM: the generation prompt ends at <|assistant|>; the model opens <think>
+cat > "$tmp/glm.txt" <<'SCRIPT'
+<think>I need the weather tool.</think>
+<tool_call>get_weather
+<arg_key>city</arg_key>
+<arg_value>Oslo</arg_value>
+<arg_key>days</arg_key>
+<arg_value>2</arg_value>
+</tool_call><|im_end|>
+SCRIPT
 serve q35 qwen35moe "$tmp/q35.txt"
 serve oss gpt-oss "$tmp/oss.txt"
+serve glm glm4moe "$tmp/glm.txt"
 q35=$(url_of "$tmp/q35.log")
 oss=$(url_of "$tmp/oss.log")
+glm=$(url_of "$tmp/glm.log")
 
-for fam in q35 oss; do
+for fam in q35 oss glm; do
   url=${!fam}
   t=$(curl -s "$url/apply-template" -d "$(body 'Weather in Oslo?')")
   case $fam in
     q35) want='<function=example_function_name>' ;;
     oss) want='type get_weather = (_: {' ;;
+    glm) want='<arg_key>{arg-key-1}</arg_key>' ;;
   esac
   jq -r .prompt <<< "$t" | grep -qF "$want" || fail "$fam: /apply-template lacks '$want': $t"
   r=$(curl -s "$url/v1/chat/completions" -d "$(body 'Weather in Oslo?')")
@@ -89,11 +103,11 @@ for fam in q35 oss; do
   [ "$(jq -c . <<< "$json")" = '{"city":"Oslo","days":2}' ] || fail "$fam: streamed input '$json'"
   echo "ok: $fam"
 done
-for i in 0 1; do
+for i in 0 1 2; do
   kill "${pids[$i]}"
   set +e; wait "${pids[$i]}"; rc=$?; set -e
   [ $rc -eq 0 ] || fail "server $i exited with $rc"
 done
 pids=()
 trap - EXIT
-echo "ok: ft serve with the Qwen3.5 and harmony templates"
+echo "ok: ft serve with the Qwen3.5, harmony and GLM templates"

@@ -3,10 +3,10 @@
  * count_tokens; bit 0 clear: bit 2 picks the Responses API, else bit 1
  * OpenAI completions over chat completions), the rest is the request body. A body that parses is
  * rendered with every family's renderer (ChatML, Qwen3, Qwen3.5, harmony,
- * DeepSeek); whatever the input, its bytes are also fed to the output
- * parser as model text in the dialect bits 3-4 pick (Qwen3 JSON calls, XML
- * calls, DeepSeek, harmony), whole and byte by byte, which must give the
- * same events. Errors must carry an
+ * DeepSeek, GLM); whatever the input, its bytes are also fed to the output
+ * parser as model text in the dialect (first byte >> 3) % 5 picks (Qwen3
+ * JSON calls, XML calls, DeepSeek, harmony, GLM), whole and byte by byte,
+ * which must give the same events. Errors must carry an
  * HTTP status and a message; nothing may crash or leak. */
 #include "srv_format.h"
 #include "srv_outparse.h"
@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        : data[0] & 2 ? ft_srv_completions_parse(root, 1000, &c, &err)
                                      : ft_srv_openai_parse(root, 1000, &c, &err);
         if (ok) {
-            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_DEEPSEEK; f++) {
+            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_GLM; f++) {
                 ft_srv_buf_t out = {0};
                 if (!ft_srv_render((ft_srv_family_t)f, &c, 1, &out, &err) &&
                     (err.http < 400 || !err.message[0]))
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* the same bytes as model output (text, not necessarily UTF-8) */
     json_t *defs = json_loads(ft_fuzz_tools, 0, NULL);
-    const ft_srv_dialect_t d = (ft_srv_dialect_t)((data[0] >> 3) & 3);
+    const ft_srv_dialect_t d = (ft_srv_dialect_t)(((unsigned)data[0] >> 3) % 5);
     char *whole = ft_fuzz_parse(body, n, n ? n : 1, 1, d, defs);
     char *bytes = ft_fuzz_parse(body, n, 1, 1, d, defs);
     if (!whole || !bytes || strcmp(whole, bytes) != 0) __builtin_trap();

@@ -1,4 +1,4 @@
-/* ft serve's chat template renderers for Qwen3.5, gpt-oss harmony and
+/* ft serve's chat template renderers for Qwen3.5, gpt-oss harmony, GLM-4.5 and
  * DeepSeek V3.1 (runtime/serve/srv_template_*.c) against Python Jinja2
  * rendering each model's own template (tests/data/serve/templates/):
  * tests/data/serve/<family>_render.json holds OpenAI request bodies and
@@ -84,10 +84,10 @@ static void check_family(const char *file, ft_srv_family_t fam)
              * before the generation prompt */
             size_t *ends = calloc(conv.n_msgs + 1, sizeof(*ends));
             ft_srv_buf_t again = {0};
-            int ok2 = fam == FT_SRV_FAMILY_QWEN35 ? ft_srv_render_qwen35(&conv, 1, &again, ends, &err)
-                      : fam == FT_SRV_FAMILY_HARMONY
-                          ? ft_srv_render_harmony(&conv, 1, &again, ends, &err)
-                          : ft_srv_render_deepseek(&conv, 1, &again, ends, &err);
+            int ok2 = fam == FT_SRV_FAMILY_QWEN35  ? ft_srv_render_qwen35(&conv, 1, &again, ends, &err)
+                      : fam == FT_SRV_FAMILY_HARMONY ? ft_srv_render_harmony(&conv, 1, &again, ends, &err)
+                      : fam == FT_SRV_FAMILY_GLM     ? ft_srv_render_glm(&conv, 1, &again, ends, &err)
+                                                     : ft_srv_render_deepseek(&conv, 1, &again, ends, &err);
             assert_true(ok2);
             assert_int_equal(again.len, out.len);
             for (size_t k = 0; k < conv.n_msgs; k++) {
@@ -127,6 +127,12 @@ static void test_deepseek(void **state)
     check_family("deepseek_v3_1_render.json", FT_SRV_FAMILY_DEEPSEEK);
 }
 
+static void test_glm(void **state)
+{
+    (void)state;
+    check_family("glm4_6_render.json", FT_SRV_FAMILY_GLM);
+}
+
 static void test_detect(void **state)
 {
     (void)state;
@@ -135,7 +141,8 @@ static void test_detect(void **state)
         ft_srv_family_t fam;
     } t[] = {{"qwen3_5.jinja", FT_SRV_FAMILY_QWEN35},
              {"gpt_oss.jinja", FT_SRV_FAMILY_HARMONY},
-             {"deepseek_v3_1.jinja", FT_SRV_FAMILY_DEEPSEEK}};
+             {"deepseek_v3_1.jinja", FT_SRV_FAMILY_DEEPSEEK},
+             {"glm4_6.jinja", FT_SRV_FAMILY_GLM}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         char *s = load_text(t[i].file);
         assert_int_equal(ft_srv_family_detect(s, 0), t[i].fam);
@@ -181,7 +188,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen35),   cmocka_unit_test(test_harmony),
-        cmocka_unit_test(test_deepseek), cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_deepseek), cmocka_unit_test(test_glm), cmocka_unit_test(test_detect),
         cmocka_unit_test(test_text_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -305,6 +305,40 @@ static void test_harmony(void **state)
     g_dialect = FT_SRV_DIALECT_QWEN3;
 }
 
+/* GLM-4.5/4.6: <tool_call>NAME, then <arg_key>/<arg_value> pairs. */
+static void test_glm_calls(void **state)
+{
+    (void)state;
+    g_dialect = FT_SRV_DIALECT_GLM;
+    g_tool_defs = json_loads("[{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+                             "\"parameters\": {\"type\": \"object\", \"properties\": {\"n\": "
+                             "{\"type\": \"integer\"}, \"s\": {\"type\": \"string\"}}}}}]",
+                             0, NULL);
+    assert_non_null(g_tool_defs);
+    check("<think>Need f.</think>\nCalling.\n<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>a \"b\"\n"
+          "c</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+          0, 1, "R[Need f.]C[Calling.]T0:f({\"s\": \"a \\\"b\\\"\\nc\", \"n\": 3})");
+    /* no arguments; a second call; an untyped argument is a string */
+    check("<tool_call>now</tool_call>\n<tool_call>g\n<arg_key>x</arg_key>\n<arg_value>[1]"
+          "</arg_value>\n</tool_call>",
+          0, 1, "T0:now({})T1:g({\"x\": \"[1]\"})");
+    /* a typed value that is not JSON; a key with no value; cut off in a value */
+    check("<tool_call>f\n<arg_key>n</arg_key>\n<arg_value>lots</arg_value>\n<arg_key>s</arg_key>"
+          "\n</tool_call>",
+          0, 1, "T0:f({\"n\": \"lots\", \"s\": null})");
+    check("<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>par", 0, 1, "T0:f({\"s\": \"par\"})");
+    /* no name: the text */
+    check("<tool_call><arg_key>s</arg_key></tool_call>", 0, 1,
+          "C[<tool_call><arg_key>s</arg_key></tool_call>]");
+    check("<tool_call>f(x)</tool_call>", 0, 0, "C[<tool_call>f(x)</tool_call>]");
+    char *s = run_forced("f\n", "<arg_key>n</arg_key>\n<arg_value>5</arg_value>\n</tool_call>");
+    assert_string_equal(s, "T0:f({\"n\": 5})");
+    free(s);
+    json_decref(g_tool_defs);
+    g_tool_defs = NULL;
+    g_dialect = FT_SRV_DIALECT_QWEN3;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_malformed_calls),
         cmocka_unit_test(test_forced_calls), cmocka_unit_test(test_xml_calls),
         cmocka_unit_test(test_deepseek_calls), cmocka_unit_test(test_harmony),
+        cmocka_unit_test(test_glm_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@ with trim_blocks, lstrip_blocks and loopcontrols, tojson = json.dumps
 Each case's request goes through the same reading the server applies
 before its C renderer runs (runtime/serve/srv_openai_req.c and the
 family's renderer): null content is "", and the template gets
-  - qwen3_5, gpt_oss: tool-call arguments as objects (the JSON text
+  - qwen3_5, gpt_oss, glm4_6: tool-call arguments as objects (the JSON text
     parsed, as transformers' chat-template docs ask), gpt_oss: the
     reasoning as the message's "thinking";
   - deepseek_v3_1: arguments as JSON text, bos_token "<｜begin▁of▁sentence｜>".
@@ -65,6 +65,7 @@ FAMILIES = {
     "gpt_oss": {"template": "gpt_oss.jinja", "args": "object", "thinking": True},
     "deepseek_v3_1": {"template": "deepseek_v3_1.jinja", "args": "text",
                       "bos_token": "<｜begin▁of▁sentence｜>"},
+    "glm4_6": {"template": "glm4_6.jinja", "args": "object"},
 }
 
 
