@@ -39,6 +39,7 @@ static int ft_srv_family_dialect(ft_srv_family_t f, ft_srv_dialect_t *d)
         *d = FT_SRV_DIALECT_QWEN3;
         return 1;
     case FT_SRV_FAMILY_QWEN35:
+    case FT_SRV_FAMILY_QWEN3_CODER:
         *d = FT_SRV_DIALECT_XML;
         return 1;
     case FT_SRV_FAMILY_HARMONY:

@@ -21,7 +21,11 @@ ft_srv_family_t ft_srv_family_detect(const char *tmpl, int has_chatml_tokens)
         return FT_SRV_FAMILY_GLM;
     if (tmpl && strstr(tmpl, "<|im_start|>")) {
         /* Qwen3-Coder's template also shows <function=example_function_name>, but
-         * prints the tools as XML (its render_extra_keys macro): not this renderer */
+         * prints the tools as XML (its render_extra_keys macro) after its
+         * default system text */
+        if (strstr(tmpl, "<function=example_function_name>") && strstr(tmpl, "render_extra_keys") &&
+            strstr(tmpl, "You are Qwen, a helpful AI assistant that can interact with a computer"))
+            return FT_SRV_FAMILY_QWEN3_CODER;
         if (strstr(tmpl, "<function=example_function_name>") && !strstr(tmpl, "render_extra_keys"))
             return FT_SRV_FAMILY_QWEN35;
         if (strstr(tmpl, "<tool_call>") && strstr(tmpl, "<args-json-object>"))
@@ -46,6 +50,8 @@ const char *ft_srv_family_name(ft_srv_family_t f)
         return "deepseek-v3.1";
     case FT_SRV_FAMILY_GLM:
         return "glm-4.5";
+    case FT_SRV_FAMILY_QWEN3_CODER:
+        return "qwen3-coder";
     case FT_SRV_FAMILY_NONE:
         break;
     }
@@ -182,7 +188,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
     if (f == FT_SRV_FAMILY_NONE) {
         ft_srv_error_set(err, 400, "invalid_request_error", "messages",
                          "the model has no chat template this server knows (ChatML, Qwen3, Qwen3.5, "
-                         "gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
+                         "Qwen3-Coder, gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
         return 0;
     }
     if (f == FT_SRV_FAMILY_CHATML && c->tools) {
@@ -204,6 +210,9 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
         break;
     case FT_SRV_FAMILY_GLM:
         ok = ft_srv_render_glm(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_QWEN3_CODER:
+        ok = ft_srv_render_qwen3_coder(c, add_generation_prompt, b, NULL, err);
         break;
     default:
         ft_srv_render_qwen3(f, c, add_generation_prompt, b);

@@ -18,6 +18,7 @@ typedef enum ft_srv_family {
     FT_SRV_FAMILY_HARMONY = 4,  /* gpt-oss: <|start|>ROLE<|channel|>C<|message|>...<|end|> */
     FT_SRV_FAMILY_DEEPSEEK = 5, /* DeepSeek V3.1: <｜User｜>, <｜Assistant｜>, <｜tool▁call▁begin｜> */
     FT_SRV_FAMILY_GLM = 6,      /* GLM-4.5/4.6: [gMASK]<sop>, <|user|>, <tool_call>NAME<arg_key> */
+    FT_SRV_FAMILY_QWEN3_CODER = 7, /* Qwen3-Coder: ChatML, tools as XML, Qwen3.5's XML calls */
 } ft_srv_family_t;
 
 /* From the template source (NULL: none); has_chatml_tokens: the

@@ -32,6 +32,9 @@ int ft_srv_split_think_text(const char *s, size_t n, const char **r, size_t *rn,
  * itself); arrays and objects as tojson. Appended to b. */
 void ft_srv_py_str(ft_srv_buf_t *b, const json_t *v);
 
+/* Python's repr(v) (and so str() of a list or dict): strings quoted. */
+void ft_srv_py_repr(ft_srv_buf_t *b, const json_t *v);
+
 /* Appends tojson(v) (ft_srv_tojson) to b. */
 void ft_srv_buf_tojson(ft_srv_buf_t *b, const json_t *v);
 
@@ -47,6 +50,8 @@ int ft_srv_render_qwen35(const ft_srv_conv_t *c, int add_generation_prompt, ft_s
                          size_t *ends, ft_srv_error_t *err);
 int ft_srv_render_harmony(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
                           size_t *ends, ft_srv_error_t *err);
+int ft_srv_render_qwen3_coder(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
+                              size_t *ends, ft_srv_error_t *err);
 int ft_srv_render_glm(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
                       size_t *ends, ft_srv_error_t *err);
 int ft_srv_render_deepseek(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,

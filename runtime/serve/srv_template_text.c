@@ -135,3 +135,70 @@ int ft_srv_template_refuse(ft_srv_error_t *err, const char *message)
                      "the model's chat template refuses this conversation: %s", message);
     return 0;
 }
+
+/* A string as Python's repr writes it: single quotes unless the text has
+ * a single quote and no double one; backslash, the quote, \n \r \t and
+ * other controls escaped; other characters as they are. */
+static void ft_srv_py_repr_str(ft_srv_buf_t *b, const char *s, size_t n)
+{
+    const char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+    ft_srv_buf_put(b, &q, 1);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        if (c == '\\' || c == (unsigned char)q) {
+            ft_srv_buf_put(b, "\\", 1);
+            ft_srv_buf_put(b, s + i, 1);
+        } else if (c == '\n') {
+            ft_srv_buf_puts(b, "\\n");
+        } else if (c == '\r') {
+            ft_srv_buf_puts(b, "\\r");
+        } else if (c == '\t') {
+            ft_srv_buf_puts(b, "\\t");
+        } else if (c < 0x20 || c == 0x7f) {
+            ft_srv_buf_printf(b, "\\x%02x", c);
+        } else {
+            ft_srv_buf_put(b, s + i, 1);
+        }
+    }
+    ft_srv_buf_put(b, &q, 1);
+}
+
+void ft_srv_py_repr(ft_srv_buf_t *b, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        ft_srv_py_repr_str(b, json_string_value(v), json_string_length(v));
+        return;
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        ft_srv_buf_puts(b, "[");
+        json_array_foreach(v, i, x)
+        {
+            if (i) ft_srv_buf_puts(b, ", ");
+            ft_srv_py_repr(b, x);
+        }
+        ft_srv_buf_puts(b, "]");
+        return;
+    }
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        int first = 1;
+        ft_srv_buf_puts(b, "{");
+        json_object_foreach((json_t *)v, k, x)
+        {
+            if (!first) ft_srv_buf_puts(b, ", ");
+            first = 0;
+            ft_srv_py_repr_str(b, k, strlen(k));
+            ft_srv_buf_puts(b, ": ");
+            ft_srv_py_repr(b, x);
+        }
+        ft_srv_buf_puts(b, "}");
+        return;
+    }
+    default:
+        ft_srv_py_str(b, v);
+        return;
+    }
+}

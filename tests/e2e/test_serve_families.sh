@@ -17,14 +17,21 @@ command -v jq > /dev/null || fail "jq is needed"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; wait 2> /dev/null || true; }
 trap cleanup EXIT
-# serve NAME ARCH SCRIPT: compiles a fixture of ARCH and starts ft serve on
-# it with --script; prints its URL
-serve() {
+# bundle NAME ARCH: a compiled fixture of ARCH
+bundle() {
   "$build/tests/ftgen" --quiet --arch "$2" --seed 5 --ctx 4096 --gguf "$tmp/$1.gguf"
   "$build/compiler/ftc" compile --cuda-arch none "$tmp/$1.gguf" -o "$tmp/$1" --quiet
-  "$ft" serve "$tmp/$1" --port 0 --threads 1 --parallel 1 --script "$3" > "$tmp/$1.log" 2>&1 &
+}
+# serve NAME SCRIPT: starts ft serve on bundle NAME with --script
+serve() {
+  "$ft" serve "$tmp/$1" --port 0 --threads 1 --parallel 1 --script "$2" > "$tmp/$1.log" 2>&1 &
   pids+=($!)
 }
+# the three bundles compile side by side
+bundle q35 qwen35moe & b1=$!
+bundle oss gpt-oss & b2=$!
+bundle glm glm4moe & b3=$!
+wait $b1 && wait $b2 && wait $b3 || fail "a fixture did not compile"
 url_of() {
   for _ in $(seq 300); do
     if grep -qs '^listening on http://' "$1"; then sed -n 's/^listening on //p' "$1"; return; fi
@@ -70,9 +77,9 @@ cat > "$tmp/glm.txt" <<'SCRIPT'
 <arg_value>2</arg_value>
 </tool_call><|im_end|>
 SCRIPT
-serve q35 qwen35moe "$tmp/q35.txt"
-serve oss gpt-oss "$tmp/oss.txt"
-serve glm glm4moe "$tmp/glm.txt"
+serve q35 "$tmp/q35.txt"
+serve oss "$tmp/oss.txt"
+serve glm "$tmp/glm.txt"
 q35=$(url_of "$tmp/q35.log")
 oss=$(url_of "$tmp/oss.log")
 glm=$(url_of "$tmp/glm.log")

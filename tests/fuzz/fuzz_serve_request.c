@@ -3,7 +3,7 @@
  * count_tokens; bit 0 clear: bit 2 picks the Responses API, else bit 1
  * OpenAI completions over chat completions), the rest is the request body. A body that parses is
  * rendered with every family's renderer (ChatML, Qwen3, Qwen3.5, harmony,
- * DeepSeek, GLM); whatever the input, its bytes are also fed to the output
+ * DeepSeek, GLM, Qwen3-Coder); whatever the input, its bytes are also fed to the output
  * parser as model text in the dialect (first byte >> 3) % 5 picks (Qwen3
  * JSON calls, XML calls, DeepSeek, harmony, GLM), whole and byte by byte,
  * which must give the same events. Errors must carry an
@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        : data[0] & 2 ? ft_srv_completions_parse(root, 1000, &c, &err)
                                      : ft_srv_openai_parse(root, 1000, &c, &err);
         if (ok) {
-            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_GLM; f++) {
+            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_QWEN3_CODER; f++) {
                 ft_srv_buf_t out = {0};
                 if (!ft_srv_render((ft_srv_family_t)f, &c, 1, &out, &err) &&
                     (err.http < 400 || !err.message[0]))

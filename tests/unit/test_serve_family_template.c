@@ -1,4 +1,4 @@
-/* ft serve's chat template renderers for Qwen3.5, gpt-oss harmony, GLM-4.5 and
+/* ft serve's chat template renderers for Qwen3.5, Qwen3-Coder, gpt-oss harmony, GLM-4.5 and
  * DeepSeek V3.1 (runtime/serve/srv_template_*.c) against Python Jinja2
  * rendering each model's own template (tests/data/serve/templates/):
  * tests/data/serve/<family>_render.json holds OpenAI request bodies and
@@ -87,6 +87,8 @@ static void check_family(const char *file, ft_srv_family_t fam)
             int ok2 = fam == FT_SRV_FAMILY_QWEN35  ? ft_srv_render_qwen35(&conv, 1, &again, ends, &err)
                       : fam == FT_SRV_FAMILY_HARMONY ? ft_srv_render_harmony(&conv, 1, &again, ends, &err)
                       : fam == FT_SRV_FAMILY_GLM     ? ft_srv_render_glm(&conv, 1, &again, ends, &err)
+                      : fam == FT_SRV_FAMILY_QWEN3_CODER
+                          ? ft_srv_render_qwen3_coder(&conv, 1, &again, ends, &err)
                                                      : ft_srv_render_deepseek(&conv, 1, &again, ends, &err);
             assert_true(ok2);
             assert_int_equal(again.len, out.len);
@@ -133,6 +135,12 @@ static void test_glm(void **state)
     check_family("glm4_6_render.json", FT_SRV_FAMILY_GLM);
 }
 
+static void test_qwen3_coder(void **state)
+{
+    (void)state;
+    check_family("qwen3_coder_render.json", FT_SRV_FAMILY_QWEN3_CODER);
+}
+
 static void test_detect(void **state)
 {
     (void)state;
@@ -142,14 +150,15 @@ static void test_detect(void **state)
     } t[] = {{"qwen3_5.jinja", FT_SRV_FAMILY_QWEN35},
              {"gpt_oss.jinja", FT_SRV_FAMILY_HARMONY},
              {"deepseek_v3_1.jinja", FT_SRV_FAMILY_DEEPSEEK},
-             {"glm4_6.jinja", FT_SRV_FAMILY_GLM}};
+             {"glm4_6.jinja", FT_SRV_FAMILY_GLM},
+             {"qwen3_coder.jinja", FT_SRV_FAMILY_QWEN3_CODER}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         char *s = load_text(t[i].file);
         assert_int_equal(ft_srv_family_detect(s, 0), t[i].fam);
         free(s);
     }
-    /* Qwen3-Coder's template (tools printed as XML by render_extra_keys):
-     * not Qwen3.5's renderer; plain ChatML */
+    /* another template with render_extra_keys (not Qwen3-Coder's): not
+     * Qwen3.5's renderer either; plain ChatML */
     assert_int_equal(ft_srv_family_detect("{% macro render_extra_keys(a, b) %}{% endmacro %}"
                                           "<|im_start|><function=example_function_name>",
                                           1),
@@ -188,7 +197,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen35),   cmocka_unit_test(test_harmony),
-        cmocka_unit_test(test_deepseek), cmocka_unit_test(test_glm), cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_deepseek), cmocka_unit_test(test_glm),
+        cmocka_unit_test(test_qwen3_coder), cmocka_unit_test(test_detect),
         cmocka_unit_test(test_text_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,7 @@ out="${FT_TEST_TMP:-$(mktemp -d)}"
 rm -rf "$out" && mkdir -p "$out"
 python3 "$here/make_family_goldens.py" --out "$out"
 status=0
-for f in qwen3_5 gpt_oss deepseek_v3_1 glm4_6; do
+for f in qwen3_5 qwen3_coder gpt_oss deepseek_v3_1 glm4_6; do
   # the banner names the Jinja2 version; the cases must be the same
   if ! cmp -s <(jq -S .cases "$here/${f}_render.json") <(jq -S .cases "$out/${f}_render.json"); then
     echo "FAIL: tests/data/serve/${f}_render.json differs from what Jinja2 renders now" \
