@@ -82,9 +82,14 @@ static void ft_srv_forced_call(ft_srv_dialect_t d, const char *name, ft_srv_buf_
         ft_srv_buf_puts(text, "<tool_call>");
         break;
     case FT_SRV_DIALECT_DEEPSEEK:
-        if (name) ft_srv_buf_printf(pre, "%s<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>", name);
-        ft_srv_buf_puts(text, "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
-                              "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>");
+/* <｜tool▁...｜>: fullwidth bars, ▁ for spaces */
+#define FT_DS_SP "\xe2\x96\x81"
+#define FT_DS_TOOL(what) "<\xef\xbd\x9ctool" FT_DS_SP what "\xef\xbd\x9c>"
+        if (name) ft_srv_buf_printf(pre, "%s" FT_DS_TOOL("sep"), name);
+        ft_srv_buf_puts(text,
+                        FT_DS_TOOL("calls" FT_DS_SP "begin") FT_DS_TOOL("call" FT_DS_SP "begin"));
+#undef FT_DS_TOOL
+#undef FT_DS_SP
         break;
     case FT_SRV_DIALECT_GLM:
         if (name) ft_srv_buf_printf(pre, "%s\n", name);
@@ -149,8 +154,8 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
         /* Qwen templates open replies with "<think>\n", DeepSeek's with "<think>" */
         out->reasoning_open =
             ft_srv_ends_with(&text, "<think>\n") || ft_srv_ends_with(&text, "<think>");
-        out->tools = ft_srv_family_dialect(m->family, &out->dialect) && c->tools &&
-                     !c->tool_choice_none;
+        out->tools =
+            ft_srv_family_dialect(m->family, &out->dialect) && c->tools && !c->tool_choice_none;
         if (out->tools && c->tool_choice_required && !count_only) {
             /* a forced call: the reply starts inside the call (and, for a named
              * tool, after its name), where the output parser starts too */
@@ -162,13 +167,14 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
         }
     }
     ft_status_t st = FT_OK;
+    /* a template that writes the BOS token itself (DeepSeek, GLM) gets no second one */
+    const unsigned flags =
+        FT_TOKENIZE_SPECIAL |
+        (proto != FT_SRV_COMPLETIONS && ft_srv_family_writes_bos(m->family) ? 0
+                                                                            : FT_TOKENIZE_ADD_BOS);
     if (!out->ids)
-        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
-                                FT_TOKENIZE_SPECIAL |
-                                    (proto != FT_SRV_COMPLETIONS && ft_srv_family_writes_bos(m->family)
-                                         ? 0
-                                         : FT_TOKENIZE_ADD_BOS),
-                                &out->ids, &out->n_ids);
+        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len, flags, &out->ids,
+                                &out->n_ids);
     ft_srv_buf_free(&text);
     if (st) {
         ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));

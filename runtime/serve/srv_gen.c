@@ -77,8 +77,8 @@ static void ft_srv_gen_on_event(void *user, const ft_srv_ev_t *ev)
 
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     ft_srv_dialect_t dialect, const char *call_prefix, const char *script, ft_srv_ev_fn fn, void *user,
-                     ft_srv_error_t *err)
+                     ft_srv_dialect_t dialect, const char *call_prefix, const char *script,
+                     ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
 {
     ft_engine_t *engine = pool->engine;
     const uint32_t n_ctx = pool->n_ctx;

@@ -9,11 +9,14 @@
 
 #define FT_DS_BAR "\xef\xbd\x9c"
 #define FT_DS_SP "\xe2\x96\x81"
-const char ft_srv_ds_call_open[] = "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "begin" FT_DS_BAR ">";
-const char ft_srv_ds_call_close[] = "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "end" FT_DS_BAR ">";
+const char ft_srv_ds_call_open[] =
+    "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "begin" FT_DS_BAR ">";
+const char ft_srv_ds_call_close[] =
+    "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "end" FT_DS_BAR ">";
 const char ft_srv_ds_calls_open[] =
     "<" FT_DS_BAR "tool" FT_DS_SP "calls" FT_DS_SP "begin" FT_DS_BAR ">";
-const char ft_srv_ds_calls_close[] = "<" FT_DS_BAR "tool" FT_DS_SP "calls" FT_DS_SP "end" FT_DS_BAR ">";
+const char ft_srv_ds_calls_close[] =
+    "<" FT_DS_BAR "tool" FT_DS_SP "calls" FT_DS_SP "end" FT_DS_BAR ">";
 static const char ft_srv_ds_sep[] = "<" FT_DS_BAR "tool" FT_DS_SP "sep" FT_DS_BAR ">";
 
 /* The longest head (name) read before giving up on the call. */

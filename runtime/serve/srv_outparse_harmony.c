@@ -102,8 +102,8 @@ size_t ft_srv_harmony_step(ft_srv_outparse_t *p, const char *s, size_t n)
             }
         }
         p->state = FT_SRV_PS_H_TEXT;
-        p->h_kind = chn == 8 && !memcmp(ch, "analysis", 8) ? FT_SRV_EV_REASONING
-                                                           : FT_SRV_EV_CONTENT;
+        p->h_kind =
+            chn == 8 && !memcmp(ch, "analysis", 8) ? FT_SRV_EV_REASONING : FT_SRV_EV_CONTENT;
         return at + sizeof(ft_h_message) - 1;
     }
     case FT_SRV_PS_H_TEXT:

@@ -77,8 +77,8 @@ int ft_srv_op_param_is_string(const ft_srv_outparse_t *p, const char *name)
     if (json_is_string(type)) return !strcmp(json_string_value(type), "string");
     size_t i;
     json_t *t;
-    json_array_foreach(type, i, t) if (json_is_string(t) && !strcmp(json_string_value(t), "string"))
-        return 1;
+    json_array_foreach(type, i, t) if (json_is_string(t) &&
+                                       !strcmp(json_string_value(t), "string")) return 1;
     return 0;
 }
 
@@ -91,7 +91,8 @@ const json_t *ft_srv_op_tool_props(const ft_srv_outparse_t *p, const char *name)
     {
         const json_t *fn = json_object_get(t, "function");
         const char *n = json_string_value(json_object_get(fn, "name"));
-        if (n && !strcmp(n, name)) return json_object_get(json_object_get(fn, "parameters"), "properties");
+        if (n && !strcmp(n, name))
+            return json_object_get(json_object_get(fn, "parameters"), "properties");
     }
     return NULL;
 }
@@ -242,7 +243,8 @@ void ft_srv_xml_call_end(ft_srv_outparse_t *p, int closed)
         } else if (p->xml_state == 3) {
             ft_srv_op_value_whole(p, s, p->call.len);
         }
-        if (p->xml_state != 4) ft_srv_op_args(p, p->xml_n_params ? "}" : "{}", p->xml_n_params ? 1 : 2);
+        if (p->xml_state != 4)
+            ft_srv_op_args(p, p->xml_n_params ? "}" : "{}", p->xml_n_params ? 1 : 2);
         ft_srv_op_end(p);
     } else { /* never named: the text as the model wrote it */
         ft_srv_op_emit(p, FT_SRV_EV_CONTENT, "<tool_call>", 11);

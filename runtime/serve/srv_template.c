@@ -13,7 +13,8 @@
 ft_srv_family_t ft_srv_family_detect(const char *tmpl, int has_chatml_tokens)
 {
     /* each family by the markup only its template writes */
-    if (tmpl && strstr(tmpl, "<|channel|>") && strstr(tmpl, "<|start|>")) return FT_SRV_FAMILY_HARMONY;
+    if (tmpl && strstr(tmpl, "<|channel|>") && strstr(tmpl, "<|start|>"))
+        return FT_SRV_FAMILY_HARMONY;
     if (tmpl && strstr(tmpl, "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>") &&
         strstr(tmpl, "</think>"))
         return FT_SRV_FAMILY_DEEPSEEK; /* V3.1 (V3 has no <think>, V3.2 writes DSML) */
@@ -179,16 +180,17 @@ static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t las
     ft_srv_buf_puts(b, "<|im_end|>\n");
 }
 
-static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
-                                ft_srv_buf_t *b);
+static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
+                                int add_generation_prompt, ft_srv_buf_t *b);
 
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *b, ft_srv_error_t *err)
 {
     if (f == FT_SRV_FAMILY_NONE) {
-        ft_srv_error_set(err, 400, "invalid_request_error", "messages",
-                         "the model has no chat template this server knows (ChatML, Qwen3, Qwen3.5, "
-                         "Qwen3-Coder, gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
+        ft_srv_error_set(
+            err, 400, "invalid_request_error", "messages",
+            "the model has no chat template this server knows (ChatML, Qwen3, Qwen3.5, "
+            "Qwen3-Coder, gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
         return 0;
     }
     if (f == FT_SRV_FAMILY_CHATML && c->tools) {
@@ -227,8 +229,8 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
 }
 
 /* Qwen3 and plain ChatML. */
-static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
-                                ft_srv_buf_t *b)
+static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
+                                int add_generation_prompt, ft_srv_buf_t *b)
 {
     if (c->tools) {
         ft_srv_render_tools(c, b);

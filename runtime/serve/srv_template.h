@@ -10,14 +10,15 @@
 #include "srv_conv.h"
 
 typedef enum ft_srv_family {
-    FT_SRV_FAMILY_NONE = 0,   /* no chat format we know: chat endpoints refuse */
-    FT_SRV_FAMILY_CHATML = 1, /* <|im_start|> turns, no tool or reasoning syntax */
-    FT_SRV_FAMILY_QWEN3 = 2,  /* Qwen3: ChatML with <tools>, JSON in <tool_call>, <think> */
-    FT_SRV_FAMILY_QWEN35 = 3, /* Qwen3.5/3.6: tools before the system text, XML calls
-                                 (<function=NAME><parameter=P>), "<think>\n" opens replies */
-    FT_SRV_FAMILY_HARMONY = 4,  /* gpt-oss: <|start|>ROLE<|channel|>C<|message|>...<|end|> */
-    FT_SRV_FAMILY_DEEPSEEK = 5, /* DeepSeek V3.1: <｜User｜>, <｜Assistant｜>, <｜tool▁call▁begin｜> */
-    FT_SRV_FAMILY_GLM = 6,      /* GLM-4.5/4.6: [gMASK]<sop>, <|user|>, <tool_call>NAME<arg_key> */
+    FT_SRV_FAMILY_NONE = 0,    /* no chat format we know: chat endpoints refuse */
+    FT_SRV_FAMILY_CHATML = 1,  /* <|im_start|> turns, no tool or reasoning syntax */
+    FT_SRV_FAMILY_QWEN3 = 2,   /* Qwen3: ChatML with <tools>, JSON in <tool_call>, <think> */
+    FT_SRV_FAMILY_QWEN35 = 3,  /* Qwen3.5/3.6: tools before the system text, XML calls
+                                  (<function=NAME><parameter=P>), "<think>\n" opens replies */
+    FT_SRV_FAMILY_HARMONY = 4, /* gpt-oss: <|start|>ROLE<|channel|>C<|message|>...<|end|> */
+    FT_SRV_FAMILY_DEEPSEEK =
+        5, /* DeepSeek V3.1: <｜User｜>, <｜Assistant｜>, <｜tool▁call▁begin｜> */
+    FT_SRV_FAMILY_GLM = 6, /* GLM-4.5/4.6: [gMASK]<sop>, <|user|>, <tool_call>NAME<arg_key> */
     FT_SRV_FAMILY_QWEN3_CODER = 7, /* Qwen3-Coder: ChatML, tools as XML, Qwen3.5's XML calls */
 } ft_srv_family_t;
 

@@ -10,17 +10,20 @@
 
 #include <string.h>
 
-#define FT_DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
-#define FT_DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
-#define FT_DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
-#define FT_DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
-#define FT_DS_CALLS_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define FT_DS_CALLS_END "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
-#define FT_DS_CALL_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define FT_DS_CALL_END "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>"
-#define FT_DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
-#define FT_DS_OUT_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81output\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define FT_DS_OUT_END "<\xef\xbd\x9ctool\xe2\x96\x81output\xe2\x96\x81" "end\xef\xbd\x9c>"
+/* DeepSeek's markers: <｜...｜> with fullwidth bars, ▁ for spaces */
+#define FT_DS_BAR "\xef\xbd\x9c"
+#define FT_DS_SP "\xe2\x96\x81"
+#define FT_DS_BOS "<" FT_DS_BAR "begin" FT_DS_SP "of" FT_DS_SP "sentence" FT_DS_BAR ">"
+#define FT_DS_EOS "<" FT_DS_BAR "end" FT_DS_SP "of" FT_DS_SP "sentence" FT_DS_BAR ">"
+#define FT_DS_USER "<" FT_DS_BAR "User" FT_DS_BAR ">"
+#define FT_DS_ASSISTANT "<" FT_DS_BAR "Assistant" FT_DS_BAR ">"
+#define FT_DS_CALLS_BEGIN "<" FT_DS_BAR "tool" FT_DS_SP "calls" FT_DS_SP "begin" FT_DS_BAR ">"
+#define FT_DS_CALLS_END "<" FT_DS_BAR "tool" FT_DS_SP "calls" FT_DS_SP "end" FT_DS_BAR ">"
+#define FT_DS_CALL_BEGIN "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "begin" FT_DS_BAR ">"
+#define FT_DS_CALL_END "<" FT_DS_BAR "tool" FT_DS_SP "call" FT_DS_SP "end" FT_DS_BAR ">"
+#define FT_DS_SEP "<" FT_DS_BAR "tool" FT_DS_SP "sep" FT_DS_BAR ">"
+#define FT_DS_OUT_BEGIN "<" FT_DS_BAR "tool" FT_DS_SP "output" FT_DS_SP "begin" FT_DS_BAR ">"
+#define FT_DS_OUT_END "<" FT_DS_BAR "tool" FT_DS_SP "output" FT_DS_SP "end" FT_DS_BAR ">"
 
 int ft_srv_render_deepseek(const ft_srv_conv_t *c, int add_generation_prompt, ft_srv_buf_t *b,
                            size_t *ends, ft_srv_error_t *err)

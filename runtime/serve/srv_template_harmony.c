@@ -230,8 +230,7 @@ static int ft_srv_has_channel_tags(const char *s)
                  strstr(s, "<|channel|>final<|message|>"));
 }
 
-static void ft_srv_harmony_msg(ft_srv_buf_t *b, const char *head, const char *text,
-                               const char *end)
+static void ft_srv_harmony_msg(ft_srv_buf_t *b, const char *head, const char *text, const char *end)
 {
     ft_srv_buf_puts(b, head);
     ft_srv_buf_puts(b, text);

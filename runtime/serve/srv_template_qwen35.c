@@ -29,8 +29,8 @@ static void ft_srv_trimmed(const ft_srv_msg_t *m, const char **s, size_t *n)
 static int ft_srv_is_tool_response_text(const char *s, size_t n)
 {
     static const char open[] = "<tool_response>", close[] = "</tool_response>";
-    return n >= sizeof(open) - 1 && !memcmp(s, open, sizeof(open) - 1) &&
-           n >= sizeof(close) - 1 && !memcmp(s + n - (sizeof(close) - 1), close, sizeof(close) - 1);
+    return n >= sizeof(open) - 1 && !memcmp(s, open, sizeof(open) - 1) && n >= sizeof(close) - 1 &&
+           !memcmp(s + n - (sizeof(close) - 1), close, sizeof(close) - 1);
 }
 
 /* One call: <tool_call>\n<function=NAME>\n, a <parameter=K>\nV\n</parameter>\n

@@ -8,9 +8,9 @@
 /* Python's str.isspace for one code point. */
 static int ft_srv_py_isspace(unsigned cp)
 {
-    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 ||
-           cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
-           cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 /* The code point starting at s[0, n) and its length; length 1 and an

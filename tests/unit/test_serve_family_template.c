@@ -84,12 +84,13 @@ static void check_family(const char *file, ft_srv_family_t fam)
              * before the generation prompt */
             size_t *ends = calloc(conv.n_msgs + 1, sizeof(*ends));
             ft_srv_buf_t again = {0};
-            int ok2 = fam == FT_SRV_FAMILY_QWEN35  ? ft_srv_render_qwen35(&conv, 1, &again, ends, &err)
-                      : fam == FT_SRV_FAMILY_HARMONY ? ft_srv_render_harmony(&conv, 1, &again, ends, &err)
-                      : fam == FT_SRV_FAMILY_GLM     ? ft_srv_render_glm(&conv, 1, &again, ends, &err)
-                      : fam == FT_SRV_FAMILY_QWEN3_CODER
-                          ? ft_srv_render_qwen3_coder(&conv, 1, &again, ends, &err)
-                                                     : ft_srv_render_deepseek(&conv, 1, &again, ends, &err);
+            int ok2 =
+                fam == FT_SRV_FAMILY_QWEN35    ? ft_srv_render_qwen35(&conv, 1, &again, ends, &err)
+                : fam == FT_SRV_FAMILY_HARMONY ? ft_srv_render_harmony(&conv, 1, &again, ends, &err)
+                : fam == FT_SRV_FAMILY_GLM     ? ft_srv_render_glm(&conv, 1, &again, ends, &err)
+                : fam == FT_SRV_FAMILY_QWEN3_CODER
+                    ? ft_srv_render_qwen3_coder(&conv, 1, &again, ends, &err)
+                    : ft_srv_render_deepseek(&conv, 1, &again, ends, &err);
             assert_true(ok2);
             assert_int_equal(again.len, out.len);
             for (size_t k = 0; k < conv.n_msgs; k++) {
@@ -196,9 +197,9 @@ static void test_text_helpers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen35),   cmocka_unit_test(test_harmony),
-        cmocka_unit_test(test_deepseek), cmocka_unit_test(test_glm),
-        cmocka_unit_test(test_qwen3_coder), cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_qwen35),       cmocka_unit_test(test_harmony),
+        cmocka_unit_test(test_deepseek),     cmocka_unit_test(test_glm),
+        cmocka_unit_test(test_qwen3_coder),  cmocka_unit_test(test_detect),
         cmocka_unit_test(test_text_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,12 +200,12 @@ static void test_xml_calls(void **state)
 {
     (void)state;
     g_dialect = FT_SRV_DIALECT_XML;
-    g_tool_defs = json_loads(
-        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
-        "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}, \"o\": "
-        "{\"type\": \"object\"}, \"s\": {\"type\": \"string\"}, \"u\": {\"type\": "
-        "[\"string\", \"null\"]}}}}}]",
-        0, NULL);
+    g_tool_defs =
+        json_loads("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                   "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}, \"o\": "
+                   "{\"type\": \"object\"}, \"s\": {\"type\": \"string\"}, \"u\": {\"type\": "
+                   "[\"string\", \"null\"]}}}}}]",
+                   0, NULL);
     assert_non_null(g_tool_defs);
     /* the reply opens inside <think> (Qwen3.5's generation prompt) */
     check("I should list.\n</think>\n\nLet me look.\n\n<tool_call>\n<function=ls>\n"
@@ -231,7 +231,8 @@ static void test_xml_calls(void **state)
     /* malformed: no <function=...>: the text */
     check("<tool_call>\n{\"name\": \"f\"}\n</tool_call>", 0, 1,
           "C[<tool_call>\n{\"name\": \"f\"}\n</tool_call>]");
-    check("<tool_call>\n<function=>\n</tool_call>", 0, 1, "C[<tool_call>\n<function=>\n</tool_call>]");
+    check("<tool_call>\n<function=>\n</tool_call>", 0, 1,
+          "C[<tool_call>\n<function=>\n</tool_call>]");
     check("x <tool_call>\n<funct", 0, 1, "C[x <tool_call>\n<funct]");
     /* junk between parameters is dropped, the call survives */
     check("<tool_call>\n<function=f>\noops\n<parameter=s>\nv\n</parameter>\n</function>\n"
@@ -242,7 +243,7 @@ static void test_xml_calls(void **state)
           "C[<tool_call>\n<function=f>\n</function>\n</tool_call>]");
     /* a forced call, named by the prompt */
     char *s = run_forced("\n<function=f>\n", "<parameter=s>\nx\n</parameter>\n</function>\n"
-                                              "</tool_call>");
+                                             "</tool_call>");
     assert_string_equal(s, "T0:f({\"s\": \"x\"})");
     free(s);
     json_decref(g_tool_defs);
@@ -250,18 +251,30 @@ static void test_xml_calls(void **state)
     g_dialect = FT_SRV_DIALECT_QWEN3;
 }
 
-#define DS_CALLS "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_CALLS_END "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
-#define DS_CALL "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_CALL_END "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DS_CALLS                                                                                   \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                \
+    "calls\xe2\x96\x81"                                                                            \
+    "begin\xef\xbd\x9c>"
+#define DS_CALLS_END                                                                               \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                \
+    "calls\xe2\x96\x81"                                                                            \
+    "end\xef\xbd\x9c>"
+#define DS_CALL                                                                                    \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                \
+    "call\xe2\x96\x81"                                                                             \
+    "begin\xef\xbd\x9c>"
+#define DS_CALL_END                                                                                \
+    "<\xef\xbd\x9ctool\xe2\x96\x81"                                                                \
+    "call\xe2\x96\x81"                                                                             \
+    "end\xef\xbd\x9c>"
 #define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
 
 static void test_deepseek_calls(void **state)
 {
     (void)state;
     g_dialect = FT_SRV_DIALECT_DEEPSEEK;
-    check("Checking." DS_CALLS DS_CALL "get_weather" DS_SEP "{\"city\": \"Oslo\"}" DS_CALL_END
-              DS_CALL "ls" DS_SEP "{}" DS_CALL_END DS_CALLS_END,
+    check("Checking." DS_CALLS DS_CALL "get_weather" DS_SEP
+          "{\"city\": \"Oslo\"}" DS_CALL_END DS_CALL "ls" DS_SEP "{}" DS_CALL_END DS_CALLS_END,
           0, 1, "C[Checking.]T0:get_weather({\"city\": \"Oslo\"})T1:ls({})");
     /* thinking on: the prompt opened <think> */
     check("hmm</think>Answer", 1, 1, "R[hmm]C[Answer]");
@@ -315,9 +328,10 @@ static void test_glm_calls(void **state)
                              "{\"type\": \"integer\"}, \"s\": {\"type\": \"string\"}}}}}]",
                              0, NULL);
     assert_non_null(g_tool_defs);
-    check("<think>Need f.</think>\nCalling.\n<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>a \"b\"\n"
-          "c</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
-          0, 1, "R[Need f.]C[Calling.]T0:f({\"s\": \"a \\\"b\\\"\\nc\", \"n\": 3})");
+    check(
+        "<think>Need f.</think>\nCalling.\n<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>a \"b\"\n"
+        "c</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+        0, 1, "R[Need f.]C[Calling.]T0:f({\"s\": \"a \\\"b\\\"\\nc\", \"n\": 3})");
     /* no arguments; a second call; an untyped argument is a string */
     check("<tool_call>now</tool_call>\n<tool_call>g\n<arg_key>x</arg_key>\n<arg_value>[1]"
           "</arg_value>\n</tool_call>",
@@ -342,9 +356,9 @@ static void test_glm_calls(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_content_only), cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_malformed_calls),
-        cmocka_unit_test(test_forced_calls), cmocka_unit_test(test_xml_calls),
+        cmocka_unit_test(test_content_only),   cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_tool_calls),     cmocka_unit_test(test_malformed_calls),
+        cmocka_unit_test(test_forced_calls),   cmocka_unit_test(test_xml_calls),
         cmocka_unit_test(test_deepseek_calls), cmocka_unit_test(test_harmony),
         cmocka_unit_test(test_glm_calls),
     };
