@@ -4,7 +4,8 @@
 # the family is found
 # from the template, /apply-template renders it, and a scripted reply in
 # the family's own call syntax comes back as OpenAI tool_calls (and as an
-# Anthropic tool_use block, streamed as input_json_delta), reasoning apart.
+# Anthropic tool_use block, streamed as input_json_delta, and a Responses
+# function_call item), reasoning apart.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 ft=$build/runtime/ft
@@ -108,6 +109,13 @@ for fam in q35 oss glm; do
   grep -q '"type":"tool_use"' <<< "$a" || grep -q '"type": *"tool_use"' <<< "$a" || fail "$fam: no tool_use: $a"
   json=$(sed -n 's/^data: //p' <<< "$a" | jq -r 'select(.delta.type == "input_json_delta") | .delta.partial_json' | tr -d '\n')
   [ "$(jq -c . <<< "$json")" = '{"city":"Oslo","days":2}' ] || fail "$fam: streamed input '$json'"
+  # Responses: a function_call output item
+  o=$(curl -s "$url/v1/responses" -d '{"model":"m","input":"Weather?","tools":[{"type":"function",
+    "name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},
+    "days":{"type":"integer"}}}}]}')
+  call=$(jq -c '[.output[] | select(.type == "function_call")][0]' <<< "$o")
+  [ "$(jq -r .name <<< "$call")" = get_weather ] || fail "$fam: responses: $o"
+  [ "$(jq -r .arguments <<< "$call" | jq -c .)" = '{"city":"Oslo","days":2}' ] || fail "$fam: responses arguments: $o"
   echo "ok: $fam"
 done
 for i in 0 1 2; do
