@@ -31,6 +31,78 @@ static int ft_srv_ends_with(const ft_srv_buf_t *b, const char *s)
     return b->len >= n && !memcmp(b->data + b->len - n, s, n);
 }
 
+/* How the family's models write tool calls; 0 when it has no syntax. */
+static int ft_srv_family_dialect(ft_srv_family_t f, ft_srv_dialect_t *d)
+{
+    switch (f) {
+    case FT_SRV_FAMILY_QWEN3:
+        *d = FT_SRV_DIALECT_QWEN3;
+        return 1;
+    case FT_SRV_FAMILY_QWEN35:
+    case FT_SRV_FAMILY_QWEN3_CODER:
+        *d = FT_SRV_DIALECT_XML;
+        return 1;
+    case FT_SRV_FAMILY_HARMONY:
+        *d = FT_SRV_DIALECT_HARMONY;
+        return 1;
+    case FT_SRV_FAMILY_DEEPSEEK:
+        *d = FT_SRV_DIALECT_DEEPSEEK;
+        return 1;
+    case FT_SRV_FAMILY_GLM:
+        *d = FT_SRV_DIALECT_GLM;
+        return 1;
+    default:
+        *d = FT_SRV_DIALECT_QWEN3;
+        return 0;
+    }
+}
+
+/* A forced call (tool_choice required): what the prompt writes to open it
+ * (appended to text) and, for the output parser, what it wrote after the
+ * call's opening marker (harmony: the header so far). name: the tool, or
+ * NULL for any. */
+static void ft_srv_forced_call(ft_srv_dialect_t d, const char *name, ft_srv_buf_t *text,
+                               ft_srv_buf_t *pre)
+{
+    switch (d) {
+    case FT_SRV_DIALECT_QWEN3:
+        ft_srv_buf_puts(pre, "\n");
+        if (name) {
+            json_t *js = json_string(name);
+            char *quoted = js ? ft_srv_tojson(js) : NULL;
+            json_decref(js);
+            ft_srv_buf_printf(pre, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
+            free(quoted);
+        }
+        ft_srv_buf_puts(text, "<tool_call>");
+        break;
+    case FT_SRV_DIALECT_XML:
+        ft_srv_buf_puts(pre, "\n");
+        if (name) ft_srv_buf_printf(pre, "<function=%s>\n", name);
+        ft_srv_buf_puts(text, "<tool_call>");
+        break;
+    case FT_SRV_DIALECT_DEEPSEEK:
+/* <｜tool▁...｜>: fullwidth bars, ▁ for spaces */
+#define FT_DS_SP "\xe2\x96\x81"
+#define FT_DS_TOOL(what) "<\xef\xbd\x9ctool" FT_DS_SP what "\xef\xbd\x9c>"
+        if (name) ft_srv_buf_printf(pre, "%s" FT_DS_TOOL("sep"), name);
+        ft_srv_buf_puts(text,
+                        FT_DS_TOOL("calls" FT_DS_SP "begin") FT_DS_TOOL("call" FT_DS_SP "begin"));
+#undef FT_DS_TOOL
+#undef FT_DS_SP
+        break;
+    case FT_SRV_DIALECT_GLM:
+        if (name) ft_srv_buf_printf(pre, "%s\n", name);
+        ft_srv_buf_puts(text, "<tool_call>");
+        break;
+    case FT_SRV_DIALECT_HARMONY:
+        ft_srv_buf_puts(pre, "<|channel|>commentary to=functions.");
+        if (name) ft_srv_buf_printf(pre, "%s <|constrain|>json<|message|>", name);
+        break;
+    }
+    ft_srv_buf_put(text, pre->data ? pre->data : "", pre->len);
+}
+
 int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
                    size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err)
 {
@@ -79,30 +151,30 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
             ft_srv_buf_free(&text);
             return 0;
         }
-        out->reasoning_open = ft_srv_ends_with(&text, "<think>\n");
-        out->tools = m->family == FT_SRV_FAMILY_QWEN3 && c->tools && !c->tool_choice_none;
+        /* Qwen templates open replies with "<think>\n", DeepSeek's with "<think>" */
+        out->reasoning_open =
+            ft_srv_ends_with(&text, "<think>\n") || ft_srv_ends_with(&text, "<think>");
+        out->tools =
+            ft_srv_family_dialect(m->family, &out->dialect) && c->tools && !c->tool_choice_none;
         if (out->tools && c->tool_choice_required && !count_only) {
-            /* a forced call: the reply starts inside <tool_call> (and, for a named
+            /* a forced call: the reply starts inside the call (and, for a named
              * tool, after its name), where the output parser starts too */
             ft_srv_buf_t pre = {0};
-            ft_srv_buf_puts(&pre, "\n");
-            if (c->tool_choice_name) {
-                json_t *name = json_string(c->tool_choice_name);
-                char *quoted = name ? ft_srv_tojson(name) : NULL;
-                json_decref(name);
-                ft_srv_buf_printf(&pre, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
-                free(quoted);
-            }
-            ft_srv_buf_puts(&text, "<tool_call>");
-            ft_srv_buf_put(&text, pre.data, pre.len);
+            ft_srv_forced_call(out->dialect, c->tool_choice_name, &text, &pre);
             out->call_prefix = ft_srv_buf_take(&pre);
+            if (!out->call_prefix) out->call_prefix = strdup("");
             out->reasoning_open = 0;
         }
     }
     ft_status_t st = FT_OK;
+    /* a template that writes the BOS token itself (DeepSeek, GLM) gets no second one */
+    const unsigned flags =
+        FT_TOKENIZE_SPECIAL |
+        (proto != FT_SRV_COMPLETIONS && ft_srv_family_writes_bos(m->family) ? 0
+                                                                            : FT_TOKENIZE_ADD_BOS);
     if (!out->ids)
-        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len,
-                                FT_TOKENIZE_SPECIAL | FT_TOKENIZE_ADD_BOS, &out->ids, &out->n_ids);
+        st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len, flags, &out->ids,
+                                &out->n_ids);
     ft_srv_buf_free(&text);
     if (st) {
         ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));

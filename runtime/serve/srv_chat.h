@@ -7,6 +7,7 @@
 
 #include "srv_conv.h"
 #include "srv_format.h"
+#include "srv_outparse.h"
 #include "srv_template.h"
 
 typedef struct ft_srv_model {
@@ -21,10 +22,12 @@ void ft_srv_model_init(ft_srv_model_t *m, ft_engine_t *engine, uint32_t n_ctx);
 typedef struct ft_srv_prompt {
     int32_t *ids; /* released with ft_engine_free */
     uint32_t n_ids;
-    int reasoning_open; /* the rendered prompt ends inside <think> */
-    int tools;          /* tool calls are parsed from the output */
-    char *call_prefix;  /* a forced tool call: what the prompt already wrote after <tool_call>
-                           (malloc'ed; NULL: none) */
+    int reasoning_open;       /* the rendered prompt ends inside <think> */
+    int tools;                /* tool calls are parsed from the output */
+    ft_srv_dialect_t dialect; /* how the model writes them (its family's) */
+    char *call_prefix;        /* a forced tool call: what the prompt already wrote after the call's
+                                 opening marker (harmony: of the message header)
+                                 (malloc'ed; NULL: none) */
 } ft_srv_prompt_t;
 
 /* count_only: count_tokens (no context check, max_tokens optional).

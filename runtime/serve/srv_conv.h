@@ -78,6 +78,11 @@ typedef struct ft_srv_conv {
     size_t prompt_len;
     json_t *prompt_ids;
     int echo; /* the reply starts with the prompt's text */
+    /* template inputs some families print: the reasoning effort ("low",
+     * "medium", "high"; NULL: the template's default) and today's date
+     * ("YYYY-MM-DD"; NULL: the UTC date now) */
+    const char *reasoning_effort;
+    const char *today;
     /* owned strings and arrays, freed with the conversation */
     void **owned;
     size_t n_owned, cap_owned;

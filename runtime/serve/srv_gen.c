@@ -77,8 +77,8 @@ static void ft_srv_gen_on_event(void *user, const ft_srv_ev_t *ev)
 
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     const char *call_prefix, const char *script, ft_srv_ev_fn fn, void *user,
-                     ft_srv_error_t *err)
+                     ft_srv_dialect_t dialect, const char *call_prefix, const char *script,
+                     ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
 {
     ft_engine_t *engine = pool->engine;
     const uint32_t n_ctx = pool->n_ctx;
@@ -94,6 +94,7 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
     g->n_prompt = n_prompt;
     g->t_start = ft_srv_now();
     ft_srv_outparse_init(&g->parser, reasoning_open, tools, ft_srv_gen_on_event, g);
+    ft_srv_outparse_set_dialect(&g->parser, dialect, c->tools);
     if (c->raw) g->parser.state = FT_SRV_PS_CONTENT; /* completions: the text as it comes */
     if (call_prefix) ft_srv_outparse_open_call(&g->parser, call_prefix, strlen(call_prefix));
 

@@ -69,14 +69,13 @@ typedef struct ft_srv_gen {
 /* Starts generating from prompt (n_prompt tokens) on a session from the
  * pool (the one sharing the longest prefix with it; n_cached says how
  * many tokens that saved). reasoning_open: the prompt ends inside a <think> block.
- * tools: parse tool calls. call_prefix: NULL, or the prompt
- * ends inside a forced <tool_call> after this text. script: NULL, or the text the model is made
- * to "generate" (tokenized with special tokens). On error returns 0 with
- * *err. */
+ * tools: parse tool calls, written in dialect (the model family's). call_prefix: NULL, or the
+ * prompt ends inside a forced <tool_call> after this text. script: NULL, or the text the model is
+ * made to "generate" (tokenized with special tokens). On error returns 0 with *err. */
 int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
-                     const char *call_prefix, const char *script, ft_srv_ev_fn fn, void *user,
-                     ft_srv_error_t *err);
+                     ft_srv_dialect_t dialect, const char *call_prefix, const char *script,
+                     ft_srv_ev_fn fn, void *user, ft_srv_error_t *err);
 
 /* Waits up to max_wait_s for tokens and turns them into events. Returns
  * 1 when something happened, 0 when the time passed with nothing (send a

@@ -328,7 +328,7 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     s->fd = ft_srv_conn_fd(conn);
     const int started =
         ft_srv_gen_start(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.reasoning_open, p.tools,
-                         p.call_prefix, ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
+                         p.dialect, p.call_prefix, ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
     ft_srv_prompt_free(&srv->model, &p);
     if (!started) {
         ft_srv_stream_free(s);

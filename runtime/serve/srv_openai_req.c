@@ -333,6 +333,10 @@ static int ft_srv_openai_options(ft_srv_conv_t *c, json_t *root, uint32_t n_voca
     json_t *effort = json_object_get(root, "reasoning_effort");
     if (json_is_string(effort) && !strcmp(json_string_value(effort), "none"))
         c->enable_thinking = 0;
+    static const char *const efforts[] = {"low", "medium", "high"};
+    for (int i = 0; i < 3; i++)
+        if (json_is_string(effort) && !strcmp(json_string_value(effort), efforts[i]))
+            c->reasoning_effort = efforts[i];
     return 1;
 }
 

@@ -3,6 +3,8 @@
  * what the markers seen so far decide. */
 #include "srv_outparse.h"
 
+#include "srv_outparse_internal.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +25,23 @@ void ft_srv_outparse_init(ft_srv_outparse_t *p, int reasoning_open, int tools, f
     p->user = user;
 }
 
+void ft_srv_outparse_set_dialect(ft_srv_outparse_t *p, ft_srv_dialect_t d, const json_t *tool_defs)
+{
+    p->dialect = d;
+    p->tool_defs = tool_defs;
+    if (d == FT_SRV_DIALECT_HARMONY) { /* the reply starts with a message header */
+        p->state = FT_SRV_PS_H_HEADER;
+        p->think_lstrip = 0;
+    }
+}
+
 void ft_srv_outparse_free(ft_srv_outparse_t *p)
 {
     ft_srv_buf_free(&p->pending);
     ft_srv_buf_free(&p->call);
 }
 
-static void ft_srv_emit(ft_srv_outparse_t *p, ft_srv_ev_kind_t kind, const char *s, size_t n)
+void ft_srv_op_emit(ft_srv_outparse_t *p, ft_srv_ev_kind_t kind, const char *s, size_t n)
 {
     if (p->think_lstrip) {
         while (n && (*s == '\n' || (kind == FT_SRV_EV_CONTENT && (*s == ' ' || *s == '\r'))))
@@ -39,6 +51,28 @@ static void ft_srv_emit(ft_srv_outparse_t *p, ft_srv_ev_kind_t kind, const char 
     }
     if (!n) return;
     const ft_srv_ev_t ev = {.kind = kind, .text = s, .len = n};
+    p->fn(p->user, &ev);
+}
+
+#define ft_srv_emit ft_srv_op_emit
+
+void ft_srv_op_start(ft_srv_outparse_t *p, const char *name)
+{
+    const ft_srv_ev_t ev = {.kind = FT_SRV_EV_TOOL_START, .name = name, .tool_index = p->n_calls++};
+    p->fn(p->user, &ev);
+}
+
+void ft_srv_op_args(ft_srv_outparse_t *p, const char *s, size_t n)
+{
+    if (!n) return;
+    const ft_srv_ev_t ev = {
+        .kind = FT_SRV_EV_TOOL_ARGS, .text = s, .len = n, .tool_index = p->n_calls - 1};
+    p->fn(p->user, &ev);
+}
+
+void ft_srv_op_end(ft_srv_outparse_t *p)
+{
+    const ft_srv_ev_t ev = {.kind = FT_SRV_EV_TOOL_END, .tool_index = p->n_calls - 1};
     p->fn(p->user, &ev);
 }
 
@@ -56,6 +90,27 @@ static size_t ft_srv_partial(const char *s, size_t n, const char *m, size_t mn)
     for (size_t k = mn - 1 < n ? mn - 1 : n; k > 0; k--)
         if (!memcmp(s + n - k, m, k)) return k;
     return 0;
+}
+
+size_t ft_srv_op_find(const char *s, size_t n, const char *m)
+{
+    return ft_srv_find(s, n, m, strlen(m));
+}
+
+size_t ft_srv_op_partial(const char *s, size_t n, const char *m)
+{
+    return ft_srv_partial(s, n, m, strlen(m));
+}
+
+/* The markers that open and close a call in p's dialect. */
+static const char *ft_srv_call_open_m(const ft_srv_outparse_t *p)
+{
+    return p->dialect == FT_SRV_DIALECT_DEEPSEEK ? ft_srv_ds_call_open : ft_srv_call_open;
+}
+
+static const char *ft_srv_call_close_m(const ft_srv_outparse_t *p)
+{
+    return p->dialect == FT_SRV_DIALECT_DEEPSEEK ? ft_srv_ds_call_close : ft_srv_call_close;
 }
 
 /* Emits s[0, n) minus a tail that may start marker m and trailing
@@ -161,6 +216,18 @@ static size_t ft_srv_args_stream(ft_srv_outparse_t *p, const char *s, size_t n)
 /* Text inside <tool_call>, as it arrives. */
 static void ft_srv_call_feed(ft_srv_outparse_t *p, const char *s, size_t n)
 {
+    if (p->dialect == FT_SRV_DIALECT_XML) {
+        ft_srv_xml_call_feed(p, s, n);
+        return;
+    }
+    if (p->dialect == FT_SRV_DIALECT_DEEPSEEK) {
+        ft_srv_ds_call_feed(p, s, n);
+        return;
+    }
+    if (p->dialect == FT_SRV_DIALECT_GLM) {
+        ft_srv_glm_call_feed(p, s, n);
+        return;
+    }
     if (p->call_phase == 1) {
         ft_srv_args_stream(p, s, n);
         return;
@@ -217,6 +284,17 @@ static void ft_srv_call_done(ft_srv_outparse_t *p)
  * ends; one read whole is parsed now. */
 static void ft_srv_call_end(ft_srv_outparse_t *p)
 {
+    if (p->dialect != FT_SRV_DIALECT_QWEN3) {
+        if (p->dialect == FT_SRV_DIALECT_XML)
+            ft_srv_xml_call_end(p, 1);
+        else if (p->dialect == FT_SRV_DIALECT_GLM)
+            ft_srv_glm_call_end(p, 1);
+        else
+            ft_srv_ds_call_end(p, 1);
+        ft_srv_buf_free(&p->call);
+        p->call_phase = 0;
+        return;
+    }
     if (p->call_phase == 1 || p->call_phase == 2) {
         const ft_srv_ev_t ev = {.kind = FT_SRV_EV_TOOL_END, .tool_index = p->n_calls - 1};
         p->fn(p->user, &ev);
@@ -261,9 +339,37 @@ static size_t ft_srv_step(ft_srv_outparse_t *p, const char *s, size_t n)
         return ft_srv_emit_safe(p, FT_SRV_EV_REASONING, s, n, ft_srv_think_close, mn);
     }
     case FT_SRV_PS_CONTENT: {
-        if (!p->tools) return ft_srv_emit_safe(p, FT_SRV_EV_CONTENT, s, n, NULL, 0);
-        const size_t mn = sizeof(ft_srv_call_open) - 1;
-        const size_t at = ft_srv_find(s, n, ft_srv_call_open, mn);
+        if (!p->tools || p->dialect == FT_SRV_DIALECT_HARMONY)
+            return ft_srv_emit_safe(p, FT_SRV_EV_CONTENT, s, n, NULL, 0);
+        if (p->dialect == FT_SRV_DIALECT_DEEPSEEK) { /* the calls' bracket: markup, dropped */
+            const size_t a = ft_srv_op_find(s, n, ft_srv_ds_calls_open);
+            const size_t z = ft_srv_op_find(s, n, ft_srv_ds_calls_close);
+            const size_t c = ft_srv_op_find(s, n, ft_srv_ds_call_open);
+            const size_t at = a < z ? a : z;
+            if (at < n && at < c) {
+                size_t keep = at;
+                while (keep && s[keep - 1] == '\n')
+                    keep--;
+                ft_srv_emit(p, FT_SRV_EV_CONTENT, s, keep);
+                p->think_lstrip = 1;
+                return at + strlen(at == a ? ft_srv_ds_calls_open : ft_srv_ds_calls_close);
+            }
+            if (c == n) {
+                size_t hold = ft_srv_op_partial(s, n, ft_srv_ds_calls_open);
+                const size_t h2 = ft_srv_op_partial(s, n, ft_srv_ds_calls_close),
+                             h3 = ft_srv_op_partial(s, n, ft_srv_ds_call_open);
+                if (h2 > hold) hold = h2;
+                if (h3 > hold) hold = h3;
+                size_t keep = n - hold;
+                while (keep && s[keep - 1] == '\n')
+                    keep--;
+                ft_srv_emit(p, FT_SRV_EV_CONTENT, s, keep);
+                return keep;
+            }
+        }
+        const char *om = ft_srv_call_open_m(p);
+        const size_t mn = strlen(om);
+        const size_t at = ft_srv_find(s, n, om, mn);
         if (at < n) {
             size_t keep = at;
             while (keep && s[keep - 1] == '\n')
@@ -272,11 +378,12 @@ static size_t ft_srv_step(ft_srv_outparse_t *p, const char *s, size_t n)
             p->state = FT_SRV_PS_TOOL;
             return at + mn;
         }
-        return ft_srv_emit_safe(p, FT_SRV_EV_CONTENT, s, n, ft_srv_call_open, mn);
+        return ft_srv_emit_safe(p, FT_SRV_EV_CONTENT, s, n, om, mn);
     }
     case FT_SRV_PS_TOOL: {
-        const size_t mn = sizeof(ft_srv_call_close) - 1;
-        const size_t at = ft_srv_find(s, n, ft_srv_call_close, mn);
+        const char *cm = ft_srv_call_close_m(p);
+        const size_t mn = strlen(cm);
+        const size_t at = ft_srv_find(s, n, cm, mn);
         if (at < n) {
             ft_srv_call_feed(p, s, at);
             ft_srv_call_end(p);
@@ -284,10 +391,14 @@ static size_t ft_srv_step(ft_srv_outparse_t *p, const char *s, size_t n)
             p->think_lstrip = 1; /* the newline between calls */
             return at + mn;
         }
-        const size_t take = n - ft_srv_partial(s, n, ft_srv_call_close, mn);
+        const size_t take = n - ft_srv_partial(s, n, cm, mn);
         ft_srv_call_feed(p, s, take);
         return take;
     }
+    case FT_SRV_PS_H_HEADER:
+    case FT_SRV_PS_H_TEXT:
+    case FT_SRV_PS_H_ARGS:
+        return ft_srv_harmony_step(p, s, n);
     }
     return 0;
 }
@@ -304,6 +415,12 @@ static void ft_srv_drain(ft_srv_outparse_t *p)
 
 void ft_srv_outparse_open_call(ft_srv_outparse_t *p, const char *prefix, size_t n)
 {
+    if (p->dialect == FT_SRV_DIALECT_HARMONY) { /* a header the prompt began */
+        p->state = FT_SRV_PS_H_HEADER;
+        p->think_lstrip = 0;
+        ft_srv_outparse_feed(p, prefix, n);
+        return;
+    }
     p->state = FT_SRV_PS_TOOL;
     p->think_lstrip = 0;
     p->call_phase = 0;
@@ -323,7 +440,22 @@ void ft_srv_outparse_finish(ft_srv_outparse_t *p)
     case FT_SRV_PS_REASONING:
         ft_srv_emit(p, FT_SRV_EV_REASONING, s, p->pending.len);
         break;
+    case FT_SRV_PS_H_HEADER:
+    case FT_SRV_PS_H_TEXT:
+    case FT_SRV_PS_H_ARGS:
+        ft_srv_harmony_finish(p, s, p->pending.len);
+        break;
     case FT_SRV_PS_TOOL:
+        if (p->dialect != FT_SRV_DIALECT_QWEN3) {
+            ft_srv_call_feed(p, s, p->pending.len);
+            if (p->dialect == FT_SRV_DIALECT_XML)
+                ft_srv_xml_call_end(p, 0);
+            else if (p->dialect == FT_SRV_DIALECT_GLM)
+                ft_srv_glm_call_end(p, 0);
+            else
+                ft_srv_ds_call_end(p, 0);
+            break;
+        }
         if (p->call_phase == 1 || p->call_phase == 2) { /* a streamed call cut off: it ends */
             ft_srv_call_feed(p, s, p->pending.len);
             ft_srv_call_end(p);

@@ -209,6 +209,9 @@ int ft_srv_responses_parse(json_t *root, ft_srv_conv_t *c, ft_srv_error_t *err)
     const char *effort =
         json_string_value(json_object_get(json_object_get(root, "reasoning"), "effort"));
     if (effort && !strcmp(effort, "none")) c->enable_thinking = 0;
+    static const char *const efforts[] = {"low", "medium", "high"}; /* harmony's Reasoning: */
+    for (int i = 0; i < 3; i++)
+        if (effort && !strcmp(effort, efforts[i])) c->reasoning_effort = efforts[i];
     json_t *input = json_object_get(root, "input");
     const char *instructions = NULL;
     if (!ft_srv_get_string(root, "instructions", &instructions, err)) return 0;

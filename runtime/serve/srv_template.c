@@ -1,14 +1,34 @@
-/* Qwen3's chat template in C (srv_template.h). The Jinja source this
- * mirrors is tests/fixtures/model_gen_template.c (as Qwen3 checkpoints
- * ship it); each branch below names the template lines it follows. */
+/* Qwen3's chat template in C (srv_template.h), the family detection and
+ * the dispatch to the other families' renderers (srv_template_*.c). The
+ * Jinja source this mirrors is tests/fixtures/model_gen_template.c (as
+ * Qwen3 checkpoints ship it); each branch below names the template lines
+ * it follows. */
 #include "srv_template.h"
+
+#include "srv_template_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 ft_srv_family_t ft_srv_family_detect(const char *tmpl, int has_chatml_tokens)
 {
+    /* each family by the markup only its template writes */
+    if (tmpl && strstr(tmpl, "<|channel|>") && strstr(tmpl, "<|start|>"))
+        return FT_SRV_FAMILY_HARMONY;
+    if (tmpl && strstr(tmpl, "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>") &&
+        strstr(tmpl, "</think>"))
+        return FT_SRV_FAMILY_DEEPSEEK; /* V3.1 (V3 has no <think>, V3.2 writes DSML) */
+    if (tmpl && strstr(tmpl, "<arg_key>") && strstr(tmpl, "<|observation|>"))
+        return FT_SRV_FAMILY_GLM;
     if (tmpl && strstr(tmpl, "<|im_start|>")) {
+        /* Qwen3-Coder's template also shows <function=example_function_name>, but
+         * prints the tools as XML (its render_extra_keys macro) after its
+         * default system text */
+        if (strstr(tmpl, "<function=example_function_name>") && strstr(tmpl, "render_extra_keys") &&
+            strstr(tmpl, "You are Qwen, a helpful AI assistant that can interact with a computer"))
+            return FT_SRV_FAMILY_QWEN3_CODER;
+        if (strstr(tmpl, "<function=example_function_name>") && !strstr(tmpl, "render_extra_keys"))
+            return FT_SRV_FAMILY_QWEN35;
         if (strstr(tmpl, "<tool_call>") && strstr(tmpl, "<args-json-object>"))
             return FT_SRV_FAMILY_QWEN3;
         return FT_SRV_FAMILY_CHATML;
@@ -23,10 +43,25 @@ const char *ft_srv_family_name(ft_srv_family_t f)
         return "chatml";
     case FT_SRV_FAMILY_QWEN3:
         return "qwen3";
+    case FT_SRV_FAMILY_QWEN35:
+        return "qwen3.5";
+    case FT_SRV_FAMILY_HARMONY:
+        return "harmony";
+    case FT_SRV_FAMILY_DEEPSEEK:
+        return "deepseek-v3.1";
+    case FT_SRV_FAMILY_GLM:
+        return "glm-4.5";
+    case FT_SRV_FAMILY_QWEN3_CODER:
+        return "qwen3-coder";
     case FT_SRV_FAMILY_NONE:
         break;
     }
     return "none";
+}
+
+int ft_srv_family_writes_bos(ft_srv_family_t f)
+{
+    return f == FT_SRV_FAMILY_DEEPSEEK || f == FT_SRV_FAMILY_GLM; /* GLM: [gMASK]<sop> */
 }
 
 static const char *const ft_srv_role_names[] = {"system", "user", "assistant", "tool"};
@@ -145,12 +180,17 @@ static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t las
     ft_srv_buf_puts(b, "<|im_end|>\n");
 }
 
+static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
+                                int add_generation_prompt, ft_srv_buf_t *b);
+
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *b, ft_srv_error_t *err)
 {
     if (f == FT_SRV_FAMILY_NONE) {
-        ft_srv_error_set(err, 400, "invalid_request_error", "messages",
-                         "the model has no chat template this server knows (ChatML, Qwen3)");
+        ft_srv_error_set(
+            err, 400, "invalid_request_error", "messages",
+            "the model has no chat template this server knows (ChatML, Qwen3, Qwen3.5, "
+            "Qwen3-Coder, gpt-oss harmony, DeepSeek V3.1, GLM-4.5)");
         return 0;
     }
     if (f == FT_SRV_FAMILY_CHATML && c->tools) {
@@ -159,6 +199,39 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
                          "send the request without 'tools'");
         return 0;
     }
+    int ok = 1;
+    switch (f) {
+    case FT_SRV_FAMILY_QWEN35:
+        ok = ft_srv_render_qwen35(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_HARMONY:
+        ok = ft_srv_render_harmony(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_DEEPSEEK:
+        ok = ft_srv_render_deepseek(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_GLM:
+        ok = ft_srv_render_glm(c, add_generation_prompt, b, NULL, err);
+        break;
+    case FT_SRV_FAMILY_QWEN3_CODER:
+        ok = ft_srv_render_qwen3_coder(c, add_generation_prompt, b, NULL, err);
+        break;
+    default:
+        ft_srv_render_qwen3(f, c, add_generation_prompt, b);
+        break;
+    }
+    if (!ok) return 0;
+    if (b->oom) {
+        ft_srv_error_set(err, 500, "server_error", "", "out of memory rendering the prompt");
+        return 0;
+    }
+    return 1;
+}
+
+/* Qwen3 and plain ChatML. */
+static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
+                                int add_generation_prompt, ft_srv_buf_t *b)
+{
     if (c->tools) {
         ft_srv_render_tools(c, b);
     } else if (c->n_msgs && c->msgs[0].role == FT_SRV_SYSTEM) {
@@ -205,9 +278,4 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
         if (c->enable_thinking == 0 && f == FT_SRV_FAMILY_QWEN3)
             ft_srv_buf_puts(b, "<think>\n\n</think>\n\n");
     }
-    if (b->oom) {
-        ft_srv_error_set(err, 500, "server_error", "", "out of memory rendering the prompt");
-        return 0;
-    }
-    return 1;
 }

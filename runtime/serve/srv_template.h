@@ -10,9 +10,16 @@
 #include "srv_conv.h"
 
 typedef enum ft_srv_family {
-    FT_SRV_FAMILY_NONE = 0,   /* no chat format we know: chat endpoints refuse */
-    FT_SRV_FAMILY_CHATML = 1, /* <|im_start|> turns, no tool or reasoning syntax */
-    FT_SRV_FAMILY_QWEN3 = 2,  /* Qwen3: ChatML with <tools>, JSON in <tool_call>, <think> */
+    FT_SRV_FAMILY_NONE = 0,    /* no chat format we know: chat endpoints refuse */
+    FT_SRV_FAMILY_CHATML = 1,  /* <|im_start|> turns, no tool or reasoning syntax */
+    FT_SRV_FAMILY_QWEN3 = 2,   /* Qwen3: ChatML with <tools>, JSON in <tool_call>, <think> */
+    FT_SRV_FAMILY_QWEN35 = 3,  /* Qwen3.5/3.6: tools before the system text, XML calls
+                                  (<function=NAME><parameter=P>), "<think>\n" opens replies */
+    FT_SRV_FAMILY_HARMONY = 4, /* gpt-oss: <|start|>ROLE<|channel|>C<|message|>...<|end|> */
+    FT_SRV_FAMILY_DEEPSEEK =
+        5, /* DeepSeek V3.1: <｜User｜>, <｜Assistant｜>, <｜tool▁call▁begin｜> */
+    FT_SRV_FAMILY_GLM = 6, /* GLM-4.5/4.6: [gMASK]<sop>, <|user|>, <tool_call>NAME<arg_key> */
+    FT_SRV_FAMILY_QWEN3_CODER = 7, /* Qwen3-Coder: ChatML, tools as XML, Qwen3.5's XML calls */
 } ft_srv_family_t;
 
 /* From the template source (NULL: none); has_chatml_tokens: the
@@ -21,10 +28,15 @@ typedef enum ft_srv_family {
 ft_srv_family_t ft_srv_family_detect(const char *chat_template, int has_chatml_tokens);
 const char *ft_srv_family_name(ft_srv_family_t f);
 
+/* The family's template writes the BOS token itself (the prompt is
+ * tokenized without adding one). */
+int ft_srv_family_writes_bos(ft_srv_family_t f);
+
 /* Renders c's messages and tools and, when add_generation_prompt, the
  * opening of the assistant turn (c->enable_thinking 0 adds the empty
  * think block, as Qwen3's template does) into out. 0 and *err (400) when
- * the family cannot express the conversation (tools on plain ChatML). */
+ * the family cannot express the conversation (tools on plain ChatML) or
+ * its template refuses it (Qwen3.5: a system message after the first). */
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *out, ft_srv_error_t *err);
 

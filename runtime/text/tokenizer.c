@@ -12,7 +12,7 @@
 
 /* Tokens that end generation besides eos, when the vocabulary has them. */
 static const char *const ft_tokenizer_eog_names[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>",
-                                                     "<|end|>"};
+                                                     "<|end|>", "<|return|>", "<|call|>"};
 
 static int ft_tokenizer_hex(unsigned char c)
 {
@@ -164,6 +164,10 @@ static void ft_tokenizer_find_eog(ft_tokenizer_t *tok)
     for (size_t i = 0; i < sizeof(ft_tokenizer_eog_names) / sizeof(ft_tokenizer_eog_names[0]);
          i++) {
         const char *name = ft_tokenizer_eog_names[i];
+        /* harmony (gpt-oss): <|end|> ends a message and the reply goes on (a
+         * final answer after the analysis); <|return|> and <|call|> end it */
+        if (!strcmp(name, "<|end|>") && ft_vocab_index_find(&tok->index, "<|return|>", 10) >= 0)
+            continue;
         const int32_t id = ft_vocab_index_find(&tok->index, name, strlen(name));
         if (id >= 0 && !ft_tokenizer_is_eog(tok, id) && tok->n_eog < FT_TOKENIZER_MAX_EOG)
             tok->eog[tok->n_eog++] = id;

@@ -2,9 +2,11 @@
  * picks the protocol (bit 0 set: Anthropic messages, bit 1 then says
  * count_tokens; bit 0 clear: bit 2 picks the Responses API, else bit 1
  * OpenAI completions over chat completions), the rest is the request body. A body that parses is
- * rendered with the Qwen3 and plain ChatML renderers; whatever the input,
- * its bytes are also fed to the output parser as model text, whole and
- * byte by byte, which must give the same events. Errors must carry an
+ * rendered with every family's renderer (ChatML, Qwen3, Qwen3.5, harmony,
+ * DeepSeek, GLM, Qwen3-Coder); whatever the input, its bytes are also fed to the output
+ * parser as model text in the dialect (first byte >> 3) % 5 picks (Qwen3
+ * JSON calls, XML calls, DeepSeek, harmony, GLM), whole and byte by byte,
+ * which must give the same events. Errors must carry an
  * HTTP status and a message; nothing may crash or leak. */
 #include "srv_format.h"
 #include "srv_outparse.h"
@@ -38,11 +40,19 @@ static void ft_fuzz_record(void *user, const ft_srv_ev_t *ev)
     r->last = text ? (int)ev->kind : -1;
 }
 
-static char *ft_fuzz_parse(const char *text, size_t n, size_t step, int tools)
+/* Tools for the XML dialect's typed parameters. */
+static const char ft_fuzz_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+    "\"object\", \"properties\": {\"n\": {\"type\": \"integer\"}, \"s\": {\"type\": "
+    "\"string\"}}}}}]";
+
+static char *ft_fuzz_parse(const char *text, size_t n, size_t step, int tools, ft_srv_dialect_t d,
+                           const json_t *defs)
 {
     ft_fuzz_rec_t r = {.last = -1};
     ft_srv_outparse_t p;
-    ft_srv_outparse_init(&p, 0, tools, ft_fuzz_record, &r);
+    ft_srv_outparse_init(&p, d == FT_SRV_DIALECT_XML, tools, ft_fuzz_record, &r);
+    ft_srv_outparse_set_dialect(&p, d, defs);
     for (size_t at = 0; at < n; at += step)
         ft_srv_outparse_feed(&p, text + at, n - at < step ? n - at : step);
     ft_srv_outparse_finish(&p);
@@ -77,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        : data[0] & 2 ? ft_srv_completions_parse(root, 1000, &c, &err)
                                      : ft_srv_openai_parse(root, 1000, &c, &err);
         if (ok) {
-            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_QWEN3; f++) {
+            for (int f = FT_SRV_FAMILY_CHATML; f <= FT_SRV_FAMILY_QWEN3_CODER; f++) {
                 ft_srv_buf_t out = {0};
                 if (!ft_srv_render((ft_srv_family_t)f, &c, 1, &out, &err) &&
                     (err.http < 400 || !err.message[0]))
@@ -97,10 +107,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ft_fuzz_error_bodies(&err);
     }
     /* the same bytes as model output (text, not necessarily UTF-8) */
-    char *whole = ft_fuzz_parse(body, n, n ? n : 1, 1);
-    char *bytes = ft_fuzz_parse(body, n, 1, 1);
+    json_t *defs = json_loads(ft_fuzz_tools, 0, NULL);
+    const ft_srv_dialect_t d = (ft_srv_dialect_t)(((unsigned)data[0] >> 3) % 5);
+    char *whole = ft_fuzz_parse(body, n, n ? n : 1, 1, d, defs);
+    char *bytes = ft_fuzz_parse(body, n, 1, 1, d, defs);
     if (!whole || !bytes || strcmp(whole, bytes) != 0) __builtin_trap();
     free(whole);
     free(bytes);
+    json_decref(defs);
     return 0;
 }

@@ -277,6 +277,16 @@ static void test_responses(void **state)
     assert_string_equal(c.msgs[2].calls[1].arguments, "{\"a\":1}");
     assert_string_equal(c.msgs[4].tool_call_id, "c2");
     assert_int_equal(json_array_size(c.tools), 1); /* web_search is not ours to run */
+    assert_null(c.reasoning_effort);
+    json_decref(root);
+    ft_srv_conv_free(&c);
+    /* an effort gpt-oss's template prints */
+    ft_srv_conv_init(&c);
+    const char *high = "{\"input\":\"x\",\"reasoning\":{\"effort\":\"high\"}}";
+    assert_true(ft_srv_json_parse(high, strlen(high), &root, &err));
+    assert_true(ft_srv_responses_parse(root, &c, &err));
+    assert_string_equal(c.reasoning_effort, "high");
+    assert_int_equal(c.enable_thinking, -1);
     json_decref(root);
     ft_srv_conv_free(&c);
     const char *bad[][2] = {

@@ -474,6 +474,36 @@ static void test_eog_and_ids(void **state)
     assert_non_null(strstr(ft_tokenizer_chat_template(g_fx.tok), "<|im_start|>"));
 }
 
+/* A harmony vocabulary (gpt-oss): <|return|> and <|call|> end generation,
+ * <|end|> (which ends a message, the reply going on) does not; without
+ * <|return|>, <|end|> ends generation as before (Phi-3). */
+static void test_eog_harmony(void **state)
+{
+    (void)state;
+    const ft_bpe_vocab_t *v = &g_fx.vocab;
+    Ftplan__Tokenizer pt = g_fx.pt;
+    ProtobufCBinaryData *toks = malloc(pt.n_tokens * sizeof(*toks));
+    assert_non_null(toks);
+    memcpy(toks, pt.tokens, pt.n_tokens * sizeof(*toks));
+    pt.tokens = toks;
+    static const char *const names[] = {"<|end|>", "<|return|>", "<|call|>"};
+    const uint32_t ids[] = {v->think_id, v->think_end_id, v->tool_call_id};
+    for (int i = 0; i < 3; i++)
+        toks[ids[i]] = (ProtobufCBinaryData){strlen(names[i]), (uint8_t *)names[i]};
+    ft_tokenizer_t *tok;
+    assert_null(ft_tokenizer_create(&pt, "m.ftp", &tok));
+    assert_false(ft_tokenizer_is_eog(tok, (int32_t)v->think_id));
+    assert_true(ft_tokenizer_is_eog(tok, (int32_t)v->think_end_id));
+    assert_true(ft_tokenizer_is_eog(tok, (int32_t)v->tool_call_id));
+    assert_true(ft_tokenizer_is_eog(tok, (int32_t)v->im_end_id));
+    ft_tokenizer_destroy(tok);
+    toks[v->think_end_id] = (ProtobufCBinaryData){8, (uint8_t *)"</think>"};
+    assert_null(ft_tokenizer_create(&pt, "m.ftp", &tok));
+    assert_true(ft_tokenizer_is_eog(tok, (int32_t)v->think_id));
+    ft_tokenizer_destroy(tok);
+    free(toks);
+}
+
 /* Decodes ids[0..n) and compares with want. */
 static void decodes_to(ft_tokenizer_t *tok, const int32_t *ids, uint32_t n, const char *want)
 {
@@ -588,8 +618,8 @@ int main(void)
         cmocka_unit_test(test_round_trip_random), cmocka_unit_test(test_long_runs),
         cmocka_unit_test(test_special_tokens),    cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_empty_and_bos),     cmocka_unit_test(test_token_bytes),
-        cmocka_unit_test(test_eog_and_ids),       cmocka_unit_test(test_create_refusals),
-        cmocka_unit_test(test_nfc_normalizer),
+        cmocka_unit_test(test_eog_and_ids),       cmocka_unit_test(test_eog_harmony),
+        cmocka_unit_test(test_create_refusals),   cmocka_unit_test(test_nfc_normalizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
