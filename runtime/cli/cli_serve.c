@@ -22,6 +22,7 @@ int ft_cli_serve(int argc, char **argv)
                                              {"max-body", required_argument, 0, 'B'},
                                              {"model-id", required_argument, 0, 'M'},
                                              {"script", required_argument, 0, 'S'},
+                                             {"no-prefix-cache", no_argument, 0, 'N'},
                                              FT_CLI_ENGINE_LONGOPTS,
                                              {0, 0, 0, 0}};
     ft_engine_options_t eo;
@@ -56,6 +57,9 @@ int ft_cli_serve(int argc, char **argv)
             break;
         case 'S':
             so.script_path = optarg;
+            break;
+        case 'N':
+            so.prefix_cache = 0;
             break;
         case 'h':
             return ft_cli_print_help("serve");

@@ -25,6 +25,9 @@ typedef struct ft_serve_options {
      * tool-call round trips are deterministic on random-weight fixtures */
     uint32_t n_slots; /* sessions kept between requests for prefix reuse (each holds its KV
                          cache of n_ctx tokens); 0: none */
+    int prefix_cache; /* 1 (default): the prefix cache and anchors where the engine has a KV
+                         page pool (cpu, sim), pooled sessions rewound to a shared prefix
+                         otherwise; 0: no reuse at all, every request computed cold */
     const char *script_path;
 } ft_serve_options_t;
 

@@ -113,8 +113,32 @@ static void ft_srv_render_tools(const ft_srv_conv_t *c, ft_srv_buf_t *b)
                        "<args-json-object>}\n</tool_call><|im_end|>\n");
 }
 
+void ft_srv_bounds_mark(ft_srv_bounds_t *bd, size_t off)
+{
+    if (!bd || off == 0 || (bd->n && off <= bd->off[bd->n - 1])) return;
+    if (bd->n == bd->cap) {
+        const size_t cap = bd->cap ? 2 * bd->cap : 16;
+        size_t *o = realloc(bd->off, cap * sizeof(*o));
+        if (!o) {
+            bd->oom = 1;
+            return;
+        }
+        bd->off = o;
+        bd->cap = cap;
+    }
+    bd->off[bd->n++] = off;
+}
+
+void ft_srv_bounds_free(ft_srv_bounds_t *bd)
+{
+    free(bd->off);
+    bd->off = NULL;
+    bd->n = bd->cap = 0;
+    bd->oom = 0;
+}
+
 static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t last_query,
-                                    ft_srv_buf_t *b)
+                                    ft_srv_buf_t *b, ft_srv_bounds_t *bd)
 {
     const ft_srv_msg_t *m = &c->msgs[i];
     const char *r, *ct;
@@ -141,12 +165,19 @@ static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t las
         ft_srv_buf_puts(b, "\", \"arguments\": ");
         ft_srv_buf_puts(b, m->calls[k].arguments);
         ft_srv_buf_puts(b, "}\n</tool_call>");
+        ft_srv_bounds_mark(bd, b->len); /* after each tool call */
     }
     ft_srv_buf_puts(b, "<|im_end|>\n");
 }
 
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *b, ft_srv_error_t *err)
+{
+    return ft_srv_render_bounds(f, c, add_generation_prompt, b, NULL, err);
+}
+
+int ft_srv_render_bounds(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
+                         ft_srv_buf_t *b, ft_srv_bounds_t *bd, ft_srv_error_t *err)
 {
     if (f == FT_SRV_FAMILY_NONE) {
         ft_srv_error_set(err, 400, "invalid_request_error", "messages",
@@ -166,6 +197,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
         ft_srv_buf_puts(b, c->msgs[0].content);
         ft_srv_buf_puts(b, "<|im_end|>\n");
     }
+    ft_srv_bounds_mark(bd, b->len); /* the system turn: system text and tools */
     /* ns.last_query_index: the last user message that is not only a
      * tool response (Qwen3 renders <think> only for turns after it). */
     size_t last_query = c->n_msgs ? c->n_msgs - 1 : 0;
@@ -176,6 +208,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
         }
     for (size_t i = 0; i < c->n_msgs; i++) {
         const ft_srv_msg_t *m = &c->msgs[i];
+        ft_srv_bounds_mark(bd, b->len); /* each message's start: before a tool result */
         if (m->role == FT_SRV_USER || (m->role == FT_SRV_SYSTEM && i > 0)) {
             ft_srv_buf_puts(b, "<|im_start|>");
             ft_srv_buf_puts(b, ft_srv_role_names[m->role]);
@@ -184,7 +217,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
             ft_srv_buf_puts(b, "<|im_end|>\n");
         } else if (m->role == FT_SRV_ASSISTANT) {
             if (f == FT_SRV_FAMILY_QWEN3) {
-                ft_srv_render_assistant(c, i, last_query, b);
+                ft_srv_render_assistant(c, i, last_query, b, bd);
             } else {
                 ft_srv_buf_puts(b, "<|im_start|>assistant\n");
                 ft_srv_buf_puts(b, m->content);
@@ -199,13 +232,14 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
             if (i + 1 == c->n_msgs || c->msgs[i + 1].role != FT_SRV_TOOL)
                 ft_srv_buf_puts(b, "<|im_end|>\n");
         }
+        ft_srv_bounds_mark(bd, b->len); /* each message's end */
     }
     if (add_generation_prompt) {
         ft_srv_buf_puts(b, "<|im_start|>assistant\n");
         if (c->enable_thinking == 0 && f == FT_SRV_FAMILY_QWEN3)
             ft_srv_buf_puts(b, "<think>\n\n</think>\n\n");
     }
-    if (b->oom) {
+    if (b->oom || (bd && bd->oom)) {
         ft_srv_error_set(err, 500, "server_error", "", "out of memory rendering the prompt");
         return 0;
     }
