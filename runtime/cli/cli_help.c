@@ -230,6 +230,44 @@ static const char ft_help_serve[] =
     "    ft serve qwen3-bundle --ctx 32768 --parallel 2 &\n"
     "    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_AUTH_TOKEN=dummy claude\n";
 
+static const char ft_help_launch[] =
+    "usage: ft launch claude|codex|opencode [BUNDLE] [options] [-- AGENT ARGS]\n"
+    "\n"
+    "Runs a coding agent on freetoken. When an ft serve answers GET /health on\n"
+    "127.0.0.1:PORT it is used (and keeps running; the agent replaces ft);\n"
+    "otherwise ft serve BUNDLE is started there (its output in\n"
+    "$TMPDIR/ft-launch-PORT.log), and stopped when the agent exits. The agent gets\n"
+    "what points it at the server (docs/agents.md shows the same by hand):\n"
+    "  claude    ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, the model in\n"
+    "            ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_OPUS/SONNET/HAIKU_MODEL,\n"
+    "            ANTHROPIC_SMALL_FAST_MODEL and CLAUDE_CODE_SUBAGENT_MODEL,\n"
+    "            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, API_TIMEOUT_MS (both\n"
+    "            unless set); ANTHROPIC_API_KEY is unset\n"
+    "  codex     -c overrides: model, model_provider \"freetoken\" with base_url\n"
+    "            http://127.0.0.1:PORT/v1, wire_api \"responses\", no websockets,\n"
+    "            env_key FREETOKEN_API_KEY\n"
+    "  opencode  OPENCODE_CONFIG_CONTENT: a provider \"freetoken\" on\n"
+    "            @ai-sdk/openai-compatible with baseURL http://127.0.0.1:PORT/v1, the\n"
+    "            model as model and small_model, its context from /v1/models\n"
+    "The key is FT_API_KEY when set (the server started then requires it), else\n"
+    "\"freetoken\" (a server without a key takes any). Exits with the agent's\n"
+    "status; 127 when the agent is not on PATH.\n"
+    "\n"
+    "options:\n"
+    "  --port N\n"
+    "      the server's port on 127.0.0.1 (default 8080)\n"
+    "  --model NAME\n"
+    "      the model name the agent asks for (default freetoken; the server answers\n"
+    "      to any)\n"
+    "  --ctx N, --parallel N\n"
+    "      passed to the ft serve it starts\n"
+    "\n"
+    "examples:\n"
+    "  Claude Code on a bundle:\n"
+    "    ft launch claude qwen3-bundle --ctx 32768\n"
+    "  Codex, one task, on a server already running:\n"
+    "    ft launch codex --port 8080 -- exec \"list the files\"\n";
+
 static const char ft_help_logits[] =
     "usage: ft logits BUNDLE --tokens IDS -o FILE [options]\n"
     "\n"
@@ -371,6 +409,7 @@ const ft_cli_command_t ft_cli_commands[] = {
     {"run", "generate text from a prompt, streamed to stdout", ft_help_run, ft_cli_run},
     {"chat", "a multi-turn conversation on stdin", ft_help_chat, ft_cli_chat},
     {"serve", "an OpenAI- and Anthropic-compatible HTTP server", ft_help_serve, ft_cli_serve},
+    {"launch", "run Claude Code, Codex or OpenCode on ft serve", ft_help_launch, ft_cli_launch},
     {"logits", "write the logits of every position of a token sequence", ft_help_logits,
      ft_cli_logits},
     {"perplexity", "perplexity over a text, and KL divergence from a base", ft_help_perplexity,
