@@ -170,7 +170,15 @@ int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv
                   atomic_fetch_add(&ft_srv_seed_counter, 1);
     g->keep_samples = c->logprobs;
     g->pool = pool;
-    ft_status_t st = ft_sampler_create(&so, ft_engine_info(engine)->vocab_size, &g->sampler);
+    ft_status_t st = FT_OK;
+    if (c->json_object && !script) { /* the reply constrained to one JSON object */
+        if (!ft_srv_json_filter_init(&g->json_filter, engine, n_prompt))
+            st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "the JSON filter");
+        g->json = 1;
+        so.filter = ft_srv_json_filter_fn;
+        so.filter_user = &g->json_filter;
+    }
+    if (!st) st = ft_sampler_create(&so, ft_engine_info(engine)->vocab_size, &g->sampler);
     if (!st) st = ft_detokenizer_create(engine, &g->detok);
     if (!st && c->n_stops) st = ft_stop_matcher_create(c->stops, c->n_stops, &g->stop);
     /* what the session evaluates: the prompt, and a script's reply */
@@ -415,6 +423,7 @@ void ft_srv_gen_free(ft_srv_gen_t *g)
     ft_detokenizer_destroy(g->detok);
     ft_stop_matcher_destroy(g->stop);
     ft_sampler_destroy(g->sampler);
+    if (g->json) ft_srv_json_filter_free(&g->json_filter);
     ft_srv_outparse_free(&g->parser);
     ft_srv_buf_free(&g->content);
     free(g->samples);

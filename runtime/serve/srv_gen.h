@@ -10,6 +10,7 @@
 #define FT_SERVE_SRV_GEN_H
 
 #include "srv_conv.h"
+#include "srv_json_filter.h"
 #include "srv_outparse.h"
 #include "srv_pool.h"
 
@@ -45,6 +46,8 @@ typedef struct ft_srv_gen {
     int final_sub; /* the request running is the last one (generation or script) */
     uint32_t last_anchor;
     ft_sampler_t *sampler;
+    int json;                  /* response_format json_object: the sampler's filter */
+    ft_srv_json_filter_t json_filter;
     ft_request_t *request;
     ft_detokenizer_t *detok;
     ft_stop_matcher_t *stop;

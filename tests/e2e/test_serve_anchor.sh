@@ -87,6 +87,7 @@ for bundle in attn hybrid; do
   fi
   [ "$(metric "$url" ft_prefix_cache_hits_total)" -ge 2 ] || fail "$bundle: ft_prefix_cache_hits_total"
   [ "$(metric "$url" ft_kv_anchors)" -gt 0 ] || fail "$bundle: ft_kv_anchors"
+  [ "$bundle" = attn ] && page=$(metric "$url" ft_kv_page_bytes)
 
   # Responses API: the same count as input_tokens_details.cached_tokens.
   jq -n --argjson t "$tools" '{instructions: "You are a coding agent working in a C repository. Use the tools to look around before answering. Keep replies short.", input: "Which files are in this directory?", tools: [$t[0].function | {type: "function", name, description, parameters}], max_output_tokens: 4, temperature: 0}' > "$tmp/resp.json"
@@ -117,9 +118,6 @@ done
 # requests without tools (titles) that each need new pages; they take the
 # low cache priority, evict each other first, and the conversation's next
 # request still restores its anchors.
-start page "$tmp/attn"
-page=$(metric "$url" ft_kv_page_bytes)
-stop
 [ "$page" -gt 0 ] || fail "ft_kv_page_bytes: $page"
 start budget "$tmp/attn" --parallel 1 --kv-budget $((page * 96))
 post "$url" /v1/chat/completions "$tmp/r2.json" > /dev/null
