@@ -94,9 +94,10 @@ FT_WARN_UNUSED static ft_status_t ft_srv_gen_submit(ft_srv_gen_t *g, uint32_t fr
  * the generation (from the logits the prompt left). */
 FT_WARN_UNUSED static ft_status_t ft_srv_gen_submit_final(ft_srv_gen_t *g)
 {
-    g->final_sub = 1;
-    return g->script ? ft_srv_gen_submit(g, g->n_prompt, g->n_all, 0)
-                     : ft_srv_gen_submit(g, g->n_all, g->n_all, g->max_new);
+    ft_status_t st = g->script ? ft_srv_gen_submit(g, g->n_prompt, g->n_all, 0)
+                               : ft_srv_gen_submit(g, g->n_all, g->n_all, g->max_new);
+    if (!st) g->final_sub = 1;
+    return st;
 }
 
 /* Anchors the session at pos (its n_past): tokens g->all[0, pos) then
@@ -236,10 +237,32 @@ int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv
     return 1;
 }
 
+/* Submits the request after segment at_end - 1: the next segment, or the
+ * final request. 1: it runs; 0: the scheduler's queue is full (g->resubmit:
+ * try again shortly); -1: refused (g->finish set). */
+static int ft_srv_gen_submit_next(ft_srv_gen_t *g)
+{
+    const uint32_t from = g->ends[g->at_end - 1];
+    ft_status_t st = g->at_end < g->n_ends ? ft_srv_gen_submit(g, from, g->ends[g->at_end], 0)
+                                           : ft_srv_gen_submit_final(g);
+    g->resubmit = 0;
+    if (!st) return 1;
+    if (ft_status_code(st) == FT_STATUS_BUSY) {
+        ft_status_free(st);
+        g->resubmit = 1;
+        return 0;
+    }
+    snprintf(g->error, sizeof(g->error), "%s", ft_status_message(st));
+    ft_status_free(st);
+    g->finish = FT_SRV_FINISH_ERROR;
+    g->final_sub = 1;
+    return -1;
+}
+
 /* A prompt segment finished: anchor its end, go on with the next one (or
- * the final request). 1: the next request runs; 0: this one did not end
- * well (g->request stays, for the caller's finish), or the next could not
- * be submitted (g->finish set). */
+ * the final request). 1: the next request runs or waits for room in the
+ * queue; 0: this one did not end well (g->request stays, for the caller's
+ * finish), or the next was refused (g->finish set, g->request NULL). */
 static int ft_srv_gen_next_segment(ft_srv_gen_t *g)
 {
     if (ft_request_finish_reason(g->request) != FT_FINISH_EVALUATED) {
@@ -252,14 +275,7 @@ static int ft_srv_gen_next_segment(ft_srv_gen_t *g)
     g->request = NULL;
     ft_srv_gen_anchor(g, end, g->keys[g->at_end]);
     g->at_end++;
-    ft_status_t st = g->at_end < g->n_ends ? ft_srv_gen_submit(g, end, g->ends[g->at_end], 0)
-                                           : ft_srv_gen_submit_final(g);
-    if (!st) return 1;
-    snprintf(g->error, sizeof(g->error), "%s", ft_status_message(st));
-    ft_status_free(st);
-    g->finish = FT_SRV_FINISH_ERROR;
-    g->final_sub = 1;
-    return 0;
+    return ft_srv_gen_submit_next(g) >= 0;
 }
 
 static void ft_srv_gen_feed_token(ft_srv_gen_t *g, const ft_sample_t *s)
@@ -327,9 +343,17 @@ int ft_srv_gen_step(ft_srv_gen_t *g, int fd, double max_wait_s)
     const double deadline = ft_srv_now() + max_wait_s;
     for (;;) {
         int any = 0;
+        if (g->resubmit && ft_srv_gen_submit_next(g) < 0) return -1;
+        if (!g->request) { /* waiting for room in the scheduler's queue */
+            if (ft_srv_fd_closed(fd)) return -2;
+            if (ft_srv_now() >= deadline) return 0;
+            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+            continue;
+        }
         if (!g->final_sub && ft_request_finish_reason(g->request) != FT_FINISH_NONE &&
             !ft_srv_gen_next_segment(g) && !g->request)
             return -1; /* the next request could not start: g->finish says why */
+        if (!g->request) continue;
         for (;;) {
             ft_sample_t s;
             int got = 0;

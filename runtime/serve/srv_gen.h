@@ -44,6 +44,7 @@ typedef struct ft_srv_gen {
     uint32_t n_bounds;
     uint32_t max_new;
     int final_sub; /* the request running is the last one (generation or script) */
+    int resubmit;  /* the next request met a full queue: submitted again shortly */
     uint32_t last_anchor;
     ft_sampler_t *sampler;
     int json;                  /* response_format json_object: the sampler's filter */
