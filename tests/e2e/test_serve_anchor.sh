@@ -121,7 +121,7 @@ done
 [ "$page" -gt 0 ] || fail "ft_kv_page_bytes: $page"
 start budget "$tmp/attn" --parallel 1 --kv-budget $((page * 96))
 post "$url" /v1/chat/completions "$tmp/r2.json" > /dev/null
-for i in $(seq 24); do
+for i in $(seq 16); do
   printf '{"messages":[{"role":"user","content":"Write a five word title for note %s about %s and %s, then a subtitle for %s."}],"max_tokens":2,"temperature":0}' \
     "$i" "$((i * 7919))" "$((i * 104729))" "$((i * 31))" > "$tmp/side.json"
   s=$(post "$url" /v1/chat/completions "$tmp/side.json")
