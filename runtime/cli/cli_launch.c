@@ -197,7 +197,7 @@ static char **ft_launch_agent_argv(ft_agent_t agent, uint16_t port, const char *
     static char json[4096];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)port);
     snprintf(url_v1, sizeof(url_v1), "%s/v1", url);
-    char **argv = calloc((size_t)n_user + 16, sizeof(*argv));
+    char **argv = calloc((size_t)n_user + 24, sizeof(*argv)); /* ours: at most 17 */
     if (!argv) return NULL;
     int k = 0, ok = 1;
     switch (agent) {
