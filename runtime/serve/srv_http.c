@@ -129,7 +129,7 @@ void ft_serve_options_init(ft_serve_options_t *o)
     o->max_connections = 64;
     o->conn_timeout_s = 120;
     o->n_slots = 4;
-    o->prefix_cache = 1;
+    o->prefix_cache = FT_SERVE_CACHE_ANCHORS;
 }
 
 static int ft_srv_addr_is_loopback(const struct sockaddr *sa)
@@ -768,7 +768,8 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     ft_srv_model_init(&srv->model, engine, o->n_ctx);
     pthread_mutex_init(&srv->metrics_mu, NULL);
     ft_status_t pst = ft_srv_pool_init(&srv->pool, engine, o->n_ctx,
-                                       o->prefix_cache ? o->n_slots : 0, o->prefix_cache);
+                                       o->prefix_cache != FT_SERVE_CACHE_OFF ? o->n_slots : 0,
+                                       o->prefix_cache == FT_SERVE_CACHE_ANCHORS);
     if (!pst && o->script_path) pst = ft_srv_load_script(srv, o->script_path);
     if (pst) {
         ft_srv_pool_free(&srv->pool);

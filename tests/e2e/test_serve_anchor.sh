@@ -5,7 +5,7 @@
 # bring back):
 #   - a multi-turn tool conversation: the second request reports
 #     cached_tokens > 0 and its greedy reply is the one a cold server
-#     (--no-prefix-cache) gives;
+#     (--prefix-cache off) gives;
 #   - the last tool result edited: the request restores at least up to the
 #     anchor before that tool result, and /metrics counts an anchor hit;
 #   - Anthropic: Claude Code's per-request billing header in the first
@@ -51,7 +51,7 @@ body "$sys,$user,$call,$(result 'main.c\\nutil.c\\nMakefile')" > "$tmp/r2.json"
 body "$sys,$user,$call,$(result 'main.c\\nutil.c\\nutil.h\\nREADME.md\\nMakefile')" > "$tmp/r3.json"
 
 for bundle in attn hybrid; do
-  start "$bundle-cold" "$tmp/$bundle" --no-prefix-cache
+  start "$bundle-cold" "$tmp/$bundle" --prefix-cache off
   cold2=$(post "$url" /v1/chat/completions "$tmp/r2.json")
   cold3=$(post "$url" /v1/chat/completions "$tmp/r3.json")
   [ "$(jq -r '.usage.prompt_tokens_details.cached_tokens' <<< "$cold2")" = 0 ] || fail "$bundle: a cold server reused tokens: $cold2"

@@ -3,7 +3,7 @@
 # DeltaNet keeps per-session state, which a rewind cannot truncate): a
 # request that shares a prefix with an earlier one restores an anchor
 # (state included) instead of failing, and the reply is the one a fresh
-# session gives; with --no-prefix-cache each request starts over.
+# session gives; with --prefix-cache off each request starts over.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 ft=$build/runtime/ft
@@ -38,18 +38,24 @@ c=$(chat "Hello there, friend")
 kill "$pid"; wait "$pid" || fail "the server exited with $?"
 trap - EXIT
 
-# Without the prefix cache: every request from the start, the same reply.
-"$ft" serve "$tmp/b" --port 0 --threads 1 --parallel 1 --no-prefix-cache > "$tmp/log" 2>&1 &
-pid=$!
-trap 'kill $pid 2> /dev/null || true; wait $pid 2> /dev/null || true' EXIT
-for _ in $(seq 300); do grep -qs '^listening on' "$tmp/log" && break; sleep 0.1; done
-url=$(sed -n 's/^listening on //p' "$tmp/log")
-[ -n "$url" ] || fail "no address: $(cat "$tmp/log")"
-d=$(chat "Hello there")
-d=$(chat "Hello there")
-[ "$(jq -r '.usage.prompt_tokens_details.cached_tokens' <<< "$d")" = 0 ] || fail "--no-prefix-cache reused tokens: $d"
-[ "$(jq -c '.choices[0].message.content' <<< "$a")" = "$(jq -c '.choices[0].message.content' <<< "$d")" ] ||
-  fail "the cold reply differs: $a / $d"
-kill "$pid"; wait "$pid" || fail "the server exited with $?"
-trap - EXIT
+# Without the prefix cache (off), and with kept sessions rewound (rewind,
+# what cuda does: a recurrent session cannot be truncated, so it starts
+# over instead of failing): every request from the start, the same reply.
+for mode in off rewind; do
+  "$ft" serve "$tmp/b" --port 0 --threads 1 --parallel 1 --prefix-cache $mode > "$tmp/log" 2>&1 &
+  pid=$!
+  trap 'kill $pid 2> /dev/null || true; wait $pid 2> /dev/null || true' EXIT
+  for _ in $(seq 300); do grep -qs '^listening on' "$tmp/log" && break; sleep 0.1; done
+  url=$(sed -n 's/^listening on //p' "$tmp/log")
+  [ -n "$url" ] || fail "$mode: no address: $(cat "$tmp/log")"
+  d=$(chat "Hello there")
+  d=$(chat "Hello there")
+  [ "$(jq -r '.usage.prompt_tokens_details.cached_tokens' <<< "$d")" = 0 ] || fail "$mode: a recurrent session claims reuse: $d"
+  [ "$(jq -c '.choices[0].message.content' <<< "$a")" = "$(jq -c '.choices[0].message.content' <<< "$d")" ] ||
+    fail "$mode: the reply differs: $a / $d"
+  e=$(chat "Hello there, friend")
+  [ "$(jq -r '.object' <<< "$e")" = chat.completion ] || fail "$mode: a shared prefix: $e"
+  kill "$pid"; wait "$pid" || fail "$mode: the server exited with $?"
+  trap - EXIT
+done
 echo "ok: ft serve on a recurrent model"
