@@ -284,6 +284,9 @@ typedef struct ft_model_info {
                             "reference" */
     int batched_steps;   /* 1: a scheduler step is one forward pass over its
                             sessions' tokens (cpu, sim); 0: one after another (cuda) */
+    uint64_t recurrent_state_bytes; /* a session's recurrent state (linear-attention layers:
+                                       Gated DeltaNet), which a rewind cannot truncate and an
+                                       anchor copies; 0: attention only */
 } ft_model_info_t;
 
 /* Valid while the engine is open. */

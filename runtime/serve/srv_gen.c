@@ -215,6 +215,14 @@ int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv
         /* the prompt's first segment: it restores what the cache holds */
         g->n_ends = ft_srv_anchor_plan(&pool->anchors, g->all, n_prompt, g->bounds, g->n_bounds,
                                        g->ends, g->keys, &g->hint);
+        if (!pool->recurrent) { /* one prompt request; its boundaries anchored after it */
+            g->n_late = g->n_ends - 1;
+            memcpy(g->late, g->ends, g->n_late * sizeof(*g->late));
+            memcpy(g->late_keys, g->keys, g->n_late * sizeof(*g->late_keys));
+            g->ends[0] = g->ends[g->n_ends - 1];
+            g->keys[0] = g->keys[g->n_ends - 1];
+            g->n_ends = 1;
+        }
         st = ft_srv_gen_submit(g, 0, g->ends[0], 0);
     } else if (!st) {
         g->final_sub = 1;
@@ -273,6 +281,8 @@ static int ft_srv_gen_next_segment(ft_srv_gen_t *g)
     const uint32_t end = g->ends[g->at_end];
     ft_request_release(g->request);
     g->request = NULL;
+    for (uint32_t i = 0; g->at_end == 0 && i < g->n_late; i++)
+        if (g->late[i] > g->n_cached) ft_srv_gen_anchor(g, g->late[i], g->late_keys[i]);
     ft_srv_gen_anchor(g, end, g->keys[g->at_end]);
     g->at_end++;
     return ft_srv_gen_submit_next(g) >= 0;

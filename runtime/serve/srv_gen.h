@@ -39,6 +39,12 @@ typedef struct ft_srv_gen {
     uint32_t ends[FT_SRV_MAX_ANCHORS + 2]; /* segment ends, the last n_prompt */
     uint64_t keys[FT_SRV_MAX_ANCHORS + 2];
     uint32_t n_ends, at_end; /* the segment running: ends[at_end] */
+    /* An attention-only model needs no state at its anchors: the prompt
+     * goes in one request (one forward pass less per boundary), and these
+     * boundaries are anchored after it, where it did not restore them. */
+    uint32_t late[FT_SRV_MAX_ANCHORS + 2];
+    uint64_t late_keys[FT_SRV_MAX_ANCHORS + 2];
+    uint32_t n_late;
     uint32_t hint;           /* the deepest boundary anchored before (0: none) */
     uint32_t *bounds;        /* the prompt's boundaries (an anchor hit restores to one) */
     uint32_t n_bounds;

@@ -15,6 +15,7 @@ ft_status_t ft_srv_pool_init(ft_srv_pool_t *p, ft_engine_t *engine, uint32_t n_c
     ft_engine_stats(engine, &es);
     p->tree = prefix_cache && es.kv_page_tokens > 0;
     p->page_tokens = es.kv_page_tokens;
+    p->recurrent = ft_engine_info(engine)->recurrent_state_bytes > 0;
     if (p->tree && !ft_srv_anchors_init(&p->anchors, 16))
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: the anchor table");
     if (!n_slots) return FT_OK;

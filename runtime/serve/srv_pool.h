@@ -43,6 +43,7 @@ typedef struct ft_srv_pool {
     uint64_t clock;
     int tree;                  /* prefix_cache sessions and anchors (an engine with a KV pool) */
     uint32_t page_tokens;      /* positions per KV page (tree) */
+    int recurrent;             /* the model has recurrent state (anchors only at n_past) */
     ft_srv_anchors_t anchors; /* when tree */
 } ft_srv_pool_t;
 
