@@ -2,13 +2,16 @@
  *
  * The renderer marks message boundaries (srv_template.h), srv_chat.c
  * turns them into token positions. A request on a prefix_cache session
- * (engines with a KV page pool: cpu and sim) is evaluated in segments
- * that end at boundaries, and the session marks an anchor at the end of
- * each (ft_session_anchor: the KV before it and, for recurrent layers,
- * the state at exactly that position), then one at the prompt's end
+ * (engines with a KV page pool: cpu and sim) marks an anchor at its
+ * boundaries (ft_session_anchor: the KV before it and, for recurrent
+ * layers, the state at exactly that position), one at the prompt's end
  * (after the generation prompt), and one where the reply ended (after a
- * generated tool call). The library restores the deepest anchor (or the
- * longest cached page prefix) a new request's first segment matches.
+ * generated tool call). A model with recurrent state is evaluated in
+ * segments that end at the boundaries, each anchored when it is done; an
+ * attention-only model in one request, anchored at its boundaries after
+ * it (ft_model_info_t.recurrent_state_bytes tells them apart). The
+ * library restores the deepest anchor (or the longest cached page prefix)
+ * a new request's first segment matches.
  *
  * The first segment must reach past the anchor it should restore (the
  * library restores only what leaves at least the last tokens of the
