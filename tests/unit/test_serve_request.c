@@ -200,6 +200,22 @@ static void test_anthropic(void **state)
                                "\"description\": \"d\", \"parameters\": {\"type\": \"object\"}}}]");
     free(tools);
     ft_srv_conv_free(&c);
+    /* the billing header as the first line of a block with more text, or of
+     * a string system: that line goes, the rest stays */
+    if (!parse(1,
+               "{\"max_tokens\":5,\"system\":[{\"type\":\"text\",\"text\":"
+               "\"x-anthropic-billing-header: cch=9;\\nYou are X.\"}]," MSGS "}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "You are X.");
+    ft_srv_conv_free(&c);
+    if (!parse(1,
+               "{\"max_tokens\":5,\"system\":\"x-anthropic-billing-header: cch=1;\\nBe brief.\","
+               MSGS "}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "Be brief.");
+    ft_srv_conv_free(&c);
 
     expect_error(1, "{" MSGS "}", "max_tokens");
     expect_error(1, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
