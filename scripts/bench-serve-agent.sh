@@ -24,12 +24,16 @@ reps=${3:-3}
 threads=${4:-2}
 ft=${FT:-$(dirname "$0")/../build/runtime/ft}
 tmp=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pid=
+# the server running, if any, goes with the script (an interrupted run
+# included); the scratch folder too unless KEEP is set
+trap '[ -z "$pid" ] || { kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; }; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 
 # Tokens per word of the bundle's vocabulary, measured on a first server.
 calibrate() {
   "$ft" serve "$bundle" --port 0 --threads "$threads" > "$tmp/log" 2>&1 &
-  local pid=$! url
+  pid=$!
+  local url
   for _ in $(seq 600); do grep -qs '^listening on' "$tmp/log" && break; sleep 0.1; done
   url=$(sed -n 's/^listening on //p' "$tmp/log")
   local text="the file returns value struct index buffer tokens error static const page session if while return size count layer tool path result cache anchor prefix engine step"
