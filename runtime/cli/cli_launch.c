@@ -44,10 +44,10 @@ static int ft_launch_get(uint16_t port, const char *path, const char *key, char 
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int code = 0;
     char req[512], buf[16384];
-    const int n = snprintf(req, sizeof(req),
-                           "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n%s%s%sConnection: close\r\n\r\n",
-                           path, (unsigned)port, key ? "Authorization: Bearer " : "",
-                           key ? key : "", key ? "\r\n" : "");
+    const int n = snprintf(
+        req, sizeof(req),
+        "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n%s%s%sConnection: close\r\n\r\n", path,
+        (unsigned)port, key ? "Authorization: Bearer " : "", key ? key : "", key ? "\r\n" : "");
     if (n > 0 && (size_t)n < sizeof(req) && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
         write(fd, req, (size_t)n) == n) {
         size_t got = 0;
@@ -203,10 +203,12 @@ static char **ft_launch_agent_argv(ft_agent_t agent, uint16_t port, const char *
     switch (agent) {
     case FT_AGENT_CLAUDE: {
         argv[k++] = "claude";
-        static const char *const slots[] = {
-            "ANTHROPIC_MODEL",          "ANTHROPIC_DEFAULT_OPUS_MODEL",
-            "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-            "ANTHROPIC_SMALL_FAST_MODEL",     "CLAUDE_CODE_SUBAGENT_MODEL"};
+        static const char *const slots[] = {"ANTHROPIC_MODEL",
+                                            "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                                            "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                                            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+                                            "ANTHROPIC_SMALL_FAST_MODEL",
+                                            "CLAUDE_CODE_SUBAGENT_MODEL"};
         ok = ft_launch_setenv("ANTHROPIC_BASE_URL", url, 1) &&
              ft_launch_setenv("ANTHROPIC_AUTH_TOKEN", key, 1);
         for (size_t i = 0; ok && i < sizeof(slots) / sizeof(slots[0]); i++)
@@ -228,7 +230,8 @@ static char **ft_launch_agent_argv(ft_agent_t agent, uint16_t port, const char *
         snprintf(cfg[4], sizeof(cfg[4]), "model_providers.freetoken.env_key=\"FREETOKEN_API_KEY\"");
         snprintf(cfg[5], sizeof(cfg[5]), "model_providers.freetoken.wire_api=\"responses\"");
         snprintf(cfg[6], sizeof(cfg[6]), "model_providers.freetoken.supports_websockets=false");
-        snprintf(cfg[7], sizeof(cfg[7]), "model_providers.freetoken.stream_idle_timeout_ms=3600000");
+        snprintf(cfg[7], sizeof(cfg[7]),
+                 "model_providers.freetoken.stream_idle_timeout_ms=3600000");
         for (int i = 0; i < 8; i++) {
             argv[k++] = "-c";
             argv[k++] = cfg[i];
@@ -271,12 +274,10 @@ static char **ft_launch_agent_argv(ft_agent_t agent, uint16_t port, const char *
 
 int ft_cli_launch(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"port", required_argument, 0, 'p'},
-                                             {"model", required_argument, 0, 'm'},
-                                             {"ctx", required_argument, 0, 'C'},
-                                             {"parallel", required_argument, 0, 'P'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"port", required_argument, 0, 'p'}, {"model", required_argument, 0, 'm'},
+        {"ctx", required_argument, 0, 'C'},  {"parallel", required_argument, 0, 'P'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
     uint32_t port = 8080;
     const char *model = "freetoken", *ctx_arg = NULL, *par_arg = NULL;
     ft_status_t st = FT_OK;

@@ -5,25 +5,25 @@
 #include <string.h>
 
 enum ft_srv_json_mode {
-    J_VALUE = 0,   /* a value (the top level: an object) */
-    J_ARR_FIRST,   /* after '[': a value or ']' */
-    J_OBJ_FIRST,   /* after '{': a key or '}' */
-    J_OBJ_KEY,     /* after ',' in an object: a key */
-    J_COLON,       /* after a key */
-    J_AFTER,       /* after a value in a container: ',' or its close */
-    J_STRING,      /* inside a string */
-    J_ESC,         /* after '\' */
-    J_HEX,         /* after "\u": count hex digits read */
-    J_LIT,         /* inside true / false / null */
-    J_N_MINUS,     /* "-": a digit */
-    J_N_ZERO,      /* "0": '.', 'e' or the end */
-    J_N_INT,       /* digits */
-    J_N_DOT,       /* ".": a digit */
-    J_N_FRAC,      /* fraction digits */
-    J_N_E,         /* "e": a sign or a digit */
-    J_N_ESIGN,     /* "e-": a digit */
-    J_N_EXP,       /* exponent digits */
-    J_DONE,        /* the object closed: nothing more */
+    J_VALUE = 0, /* a value (the top level: an object) */
+    J_ARR_FIRST, /* after '[': a value or ']' */
+    J_OBJ_FIRST, /* after '{': a key or '}' */
+    J_OBJ_KEY,   /* after ',' in an object: a key */
+    J_COLON,     /* after a key */
+    J_AFTER,     /* after a value in a container: ',' or its close */
+    J_STRING,    /* inside a string */
+    J_ESC,       /* after '\' */
+    J_HEX,       /* after "\u": count hex digits read */
+    J_LIT,       /* inside true / false / null */
+    J_N_MINUS,   /* "-": a digit */
+    J_N_ZERO,    /* "0": '.', 'e' or the end */
+    J_N_INT,     /* digits */
+    J_N_DOT,     /* ".": a digit */
+    J_N_FRAC,    /* fraction digits */
+    J_N_E,       /* "e": a sign or a digit */
+    J_N_ESIGN,   /* "e-": a digit */
+    J_N_EXP,     /* exponent digits */
+    J_DONE,      /* the object closed: nothing more */
 };
 
 void ft_srv_json_init(ft_srv_json_t *j)
@@ -184,10 +184,14 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
          * surrogates, nothing past U+10FFFF */
         j->utf8_lo = 0x80;
         j->utf8_hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) j->utf8_left = 1;
-        else if (c >= 0xE0 && c <= 0xEF) j->utf8_left = 2;
-        else if (c >= 0xF0 && c <= 0xF4) j->utf8_left = 3;
-        else return 0; /* a stray continuation byte, or not UTF-8 */
+        if (c >= 0xC2 && c <= 0xDF)
+            j->utf8_left = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            j->utf8_left = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            j->utf8_left = 3;
+        else
+            return 0; /* a stray continuation byte, or not UTF-8 */
         if (c == 0xE0) j->utf8_lo = 0xA0;
         if (c == 0xED) j->utf8_hi = 0x9F;
         if (c == 0xF0) j->utf8_lo = 0x90;
@@ -211,16 +215,22 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
         if (!j->lit[++j->count]) ft_srv_json_value_done(j);
         return 1;
     case J_N_MINUS:
-        if (c == '0') j->mode = J_N_ZERO;
-        else if (ft_srv_json_is_digit(c)) j->mode = J_N_INT;
-        else return 0;
+        if (c == '0')
+            j->mode = J_N_ZERO;
+        else if (ft_srv_json_is_digit(c))
+            j->mode = J_N_INT;
+        else
+            return 0;
         return 1;
     case J_N_ZERO:
     case J_N_INT:
         if (j->mode == J_N_INT && ft_srv_json_is_digit(c)) return 1;
-        if (c == '.') j->mode = J_N_DOT;
-        else if (c == 'e' || c == 'E') j->mode = J_N_E;
-        else return ft_srv_json_number_end(j, c);
+        if (c == '.')
+            j->mode = J_N_DOT;
+        else if (c == 'e' || c == 'E')
+            j->mode = J_N_E;
+        else
+            return ft_srv_json_number_end(j, c);
         return 1;
     case J_N_DOT:
         if (!ft_srv_json_is_digit(c)) return 0;
@@ -234,9 +244,12 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
         }
         return ft_srv_json_number_end(j, c);
     case J_N_E:
-        if (c == '+' || c == '-') j->mode = J_N_ESIGN;
-        else if (ft_srv_json_is_digit(c)) j->mode = J_N_EXP;
-        else return 0;
+        if (c == '+' || c == '-')
+            j->mode = J_N_ESIGN;
+        else if (ft_srv_json_is_digit(c))
+            j->mode = J_N_EXP;
+        else
+            return 0;
         return 1;
     case J_N_ESIGN:
         if (!ft_srv_json_is_digit(c)) return 0;
@@ -267,7 +280,8 @@ static int ft_srv_json_is_special(const ft_engine_t *e, int32_t id, const char *
     uint32_t n_with = 0, n_without = 0;
     ft_status_t st = ft_engine_tokenize(e, b, n, FT_TOKENIZE_SPECIAL, &with, &n_with);
     if (!st) st = ft_engine_tokenize(e, b, n, 0, &without, &n_without);
-    const int special = !st && n_with == 1 && with[0] == id && !(n_without == 1 && without[0] == id);
+    const int special =
+        !st && n_with == 1 && with[0] == id && !(n_without == 1 && without[0] == id);
     ft_status_free(st);
     ft_engine_free(e, with);
     ft_engine_free(e, without);
@@ -303,8 +317,8 @@ void ft_srv_json_filter_free(ft_srv_json_filter_t *f)
     memset(f, 0, sizeof(*f));
 }
 
-void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_history,
-                           uint8_t *allowed, uint32_t n_vocab)
+void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_history, uint8_t *allowed,
+                           uint32_t n_vocab)
 {
     ft_srv_json_filter_t *f = user;
     /* what was generated since the last call */

@@ -26,15 +26,15 @@
 #define FT_SRV_JSON_MAX_WS 16
 
 typedef struct ft_srv_json {
-    uint8_t mode;      /* ft_srv_json_mode (srv_json_filter.c) */
-    uint8_t depth;     /* open containers */
-    uint8_t key;       /* the string being read is an object key */
-    uint8_t utf8_left; /* continuation bytes a string still needs */
+    uint8_t mode;             /* ft_srv_json_mode (srv_json_filter.c) */
+    uint8_t depth;            /* open containers */
+    uint8_t key;              /* the string being read is an object key */
+    uint8_t utf8_left;        /* continuation bytes a string still needs */
     uint8_t utf8_lo, utf8_hi; /* the next one's range (narrower after E0, ED, F0, F4) */
-    uint8_t count;     /* \u hex digits read; a literal's bytes matched */
-    uint8_t ws;        /* whitespace bytes in a row */
-    const char *lit;   /* the literal being matched ("true", "false", "null") */
-    uint64_t stack;    /* bit d: container d is an object (1) or an array (0) */
+    uint8_t count;            /* \u hex digits read; a literal's bytes matched */
+    uint8_t ws;               /* whitespace bytes in a row */
+    const char *lit;          /* the literal being matched ("true", "false", "null") */
+    uint64_t stack;           /* bit d: container d is an object (1) or an array (0) */
 } ft_srv_json_t;
 
 void ft_srv_json_init(ft_srv_json_t *j);
@@ -48,9 +48,9 @@ int ft_srv_json_done(const ft_srv_json_t *j);
 typedef struct ft_srv_json_filter {
     const ft_engine_t *engine;
     ft_srv_json_t j;
-    int broken;         /* the text left JSON (a forced token): constrain no more */
-    uint32_t at;        /* history positions fed so far */
-    uint8_t *special;   /* [n_vocab] 1: a special token (never allowed) */
+    int broken;       /* the text left JSON (a forced token): constrain no more */
+    uint32_t at;      /* history positions fed so far */
+    uint8_t *special; /* [n_vocab] 1: a special token (never allowed) */
     uint32_t n_vocab;
 } ft_srv_json_filter_t;
 
@@ -59,7 +59,7 @@ typedef struct ft_srv_json_filter {
 int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, uint32_t start);
 void ft_srv_json_filter_free(ft_srv_json_filter_t *f);
 /* The ft_sampler_options_t.filter callback (user: the filter). */
-void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_history,
-                           uint8_t *allowed, uint32_t n_vocab);
+void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_history, uint8_t *allowed,
+                           uint32_t n_vocab);
 
 #endif

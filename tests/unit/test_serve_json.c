@@ -48,9 +48,23 @@ static void ws(gen_t *g)
 
 static void string(gen_t *g)
 {
-    static const char *const parts[] = {"a",     "key",    " ",      "\\\"",   "\\\\",  "\\/",
-                                        "\\n",   "\\t",    "\\u00e9", "\\u20AC", "\xc3\xa9",
-                                        "\xe2\x82\xac", "\xf0\x9f\x98\x80", "x y", "<", "{", "]"};
+    static const char *const parts[] = {"a",
+                                        "key",
+                                        " ",
+                                        "\\\"",
+                                        "\\\\",
+                                        "\\/",
+                                        "\\n",
+                                        "\\t",
+                                        "\\u00e9",
+                                        "\\u20AC",
+                                        "\xc3\xa9",
+                                        "\xe2\x82\xac",
+                                        "\xf0\x9f\x98\x80",
+                                        "x y",
+                                        "<",
+                                        "{",
+                                        "]"};
     put(g, "\"");
     for (uint32_t i = rnd(g, 5); i > 0; i--)
         put(g, parts[rnd(g, sizeof(parts) / sizeof(parts[0]))]);
@@ -59,9 +73,9 @@ static void string(gen_t *g)
 
 static void number(gen_t *g)
 {
-    static const char *const nums[] = {"0",    "-0",   "7",      "42",   "-13",  "0.5",   "3.25",
-                                       "-0.0", "1e5",  "2E-3",   "6e+2", "1.5e3", "-9.75E+1",
-                                       "100",  "12345"};
+    static const char *const nums[] = {"0",    "-0",    "7",        "42",  "-13",
+                                       "0.5",  "3.25",  "-0.0",     "1e5", "2E-3",
+                                       "6e+2", "1.5e3", "-9.75E+1", "100", "12345"};
     put(g, nums[rnd(g, sizeof(nums) / sizeof(nums[0]))]);
 }
 
@@ -161,8 +175,8 @@ static void test_valid_and_prefixes(void **state)
 static void test_mutations_agree_with_jansson(void **state)
 {
     (void)state;
-    static const char alphabet[] =
-        "{}[]\":,0123456789-+.eEtrufalsn \\\n\t\x01\x7f\x80\xc3\xa9\"abu/\xe0\xed\xf4\x9f\xa0\x90\x8f";
+    static const char alphabet[] = "{}[]\":,0123456789-+.eEtrufalsn "
+                                   "\\\n\t\x01\x7f\x80\xc3\xa9\"abu/\xe0\xed\xf4\x9f\xa0\x90\x8f";
     gen_t g = {.rng = 7};
     int both = 0, neither = 0;
     for (int it = 0; it < 40000; it++) {
@@ -201,12 +215,31 @@ static void test_refusals(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "[1]",            /* the top level is an object */
-        "\"s\"",          "1",           "{\"a\":}",       "{\"a\" 1}",  "{\"a\":01}",
-        "{\"a\":1.}",     "{\"a\":-}",   "{\"a\":.5}",     "{\"a\":1e}", "{\"a\":trux}",
-        "{\"a\":\"\x01\"}", "{\"a\":\"\\q\"}", "{\"a\":\"\\u12G4\"}", "{]", "{\"a\":[1}",
-        "{\"a\":1,}",     "{,}",         "{}x",            "{\"a\":\"\xc0\x80\"}",
-        "{\"a\":\"\x80\"}", "{\"a\":\"\xc3\"}", "{\"a\":[1 2]}", "{'a':1}",  "{\"a\":NaN}",
+        "[1]", /* the top level is an object */
+        "\"s\"",
+        "1",
+        "{\"a\":}",
+        "{\"a\" 1}",
+        "{\"a\":01}",
+        "{\"a\":1.}",
+        "{\"a\":-}",
+        "{\"a\":.5}",
+        "{\"a\":1e}",
+        "{\"a\":trux}",
+        "{\"a\":\"\x01\"}",
+        "{\"a\":\"\\q\"}",
+        "{\"a\":\"\\u12G4\"}",
+        "{]",
+        "{\"a\":[1}",
+        "{\"a\":1,}",
+        "{,}",
+        "{}x",
+        "{\"a\":\"\xc0\x80\"}",
+        "{\"a\":\"\x80\"}",
+        "{\"a\":\"\xc3\"}",
+        "{\"a\":[1 2]}",
+        "{'a':1}",
+        "{\"a\":NaN}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         if (ours(bad[i], strlen(bad[i]))) fail_msg("accepted %s", bad[i]);
