@@ -20,6 +20,7 @@ FT_WARN_UNUSED ft_status_t ft_cli_bench_parallel(ft_engine_t *e, uint32_t n_par,
 FT_WARN_UNUSED ft_status_t ft_cli_bench_agent(ft_engine_t *e, uint32_t ctx, uint32_t reps, int json);
 int ft_cli_chat(int argc, char **argv);
 int ft_cli_serve(int argc, char **argv);
+int ft_cli_launch(int argc, char **argv);
 int ft_cli_version(int argc, char **argv);
 int ft_cli_help(int argc, char **argv);
 

@@ -22,6 +22,7 @@ int ft_cli_serve(int argc, char **argv)
                                              {"max-body", required_argument, 0, 'B'},
                                              {"model-id", required_argument, 0, 'M'},
                                              {"script", required_argument, 0, 'S'},
+                                             {"prefix-cache", required_argument, 0, 'N'},
                                              FT_CLI_ENGINE_LONGOPTS,
                                              {0, 0, 0, 0}};
     ft_engine_options_t eo;
@@ -56,6 +57,17 @@ int ft_cli_serve(int argc, char **argv)
             break;
         case 'S':
             so.script_path = optarg;
+            break;
+        case 'N':
+            if (!strcmp(optarg, "anchors"))
+                so.prefix_cache = FT_SERVE_CACHE_ANCHORS;
+            else if (!strcmp(optarg, "rewind"))
+                so.prefix_cache = FT_SERVE_CACHE_REWIND;
+            else if (!strcmp(optarg, "off"))
+                so.prefix_cache = FT_SERVE_CACHE_OFF;
+            else
+                st = ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                    "--prefix-cache '%s': anchors, rewind or off", optarg);
             break;
         case 'h':
             return ft_cli_print_help("serve");

@@ -8,6 +8,7 @@
 #include "../backends/sim/sim_device.h"
 #include "dev_engine.h"
 #include "exec_api.h"
+#include "program.h"
 #include "../base/alloc.h"
 #include "../plan/hw_profile.h"
 #include "../text/chat.h"
@@ -41,6 +42,7 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->n_threads = ft_threadpool_size(e->pool);
     i->kernels = e->kernels_desc;
     i->batched_steps = !e->dev;
+    i->recurrent_state_bytes = m->prog ? m->prog->rstate_bytes : 0;
 }
 
 /* Points every matrix, expert and fusion the module has a kernel for at it. */

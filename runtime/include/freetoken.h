@@ -284,6 +284,9 @@ typedef struct ft_model_info {
                             "reference" */
     int batched_steps;   /* 1: a scheduler step is one forward pass over its
                             sessions' tokens (cpu, sim); 0: one after another (cuda) */
+    uint64_t recurrent_state_bytes; /* a session's recurrent state (linear-attention layers:
+                                       Gated DeltaNet), which a rewind cannot truncate and an
+                                       anchor copies; 0: attention only */
 } ft_model_info_t;
 
 /* Valid while the engine is open. */
@@ -581,6 +584,8 @@ int ft_stop_matcher_which(const ft_stop_matcher_t *matcher);
  *
  * The chain, in this order (llama.cpp's default order, with OpenAI's
  * request fields where llama.cpp has them too):
+ *   0. filter (constrained output): the tokens the caller's filter rules
+ *      out are banned, as a logit_bias of -INFINITY bans them;
  *   1. logit_bias: bias[id] is added to the token's logit (OpenAI's
  *      logit_bias; -INFINITY bans the token outright, even greedy);
  *   2. repeat_penalty over the last repeat_last_n ids of the history the
@@ -631,11 +636,21 @@ typedef struct ft_sampler_options {
     uint32_t n_logit_bias;             /* each id at most once */
     uint32_t top_logprobs;             /* 0..FT_SAMPLER_MAX_TOP_LOGPROBS: most likely tokens
                                           each sample reports */
+    /* A token filter for constrained output (a grammar, e.g. JSON): NULL, or
+       called at the start of each ft_sampler_next with the history it was
+       given and allowed[n_vocab], all 1; it sets allowed[id] = 0 for each
+       token that may not come next. It runs where the sampler runs (for a
+       request, on the scheduler's thread): it must be quick and must not wait
+       for the scheduler. When it rules out every token, sampling fails
+       ("nothing to sample"). */
+    void (*filter)(void *user, const int32_t *history, uint32_t n_history, uint8_t *allowed,
+                   uint32_t n_vocab);
+    void *filter_user;
 } ft_sampler_options_t;
 
 /* greedy off: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
  * repeat_penalty 1.0, repeat_last_n 64, seed 0; no presence or frequency
- * penalty, no logit bias, top_logprobs 0. */
+ * penalty, no logit bias, top_logprobs 0, no filter. */
 void ft_sampler_options_init(ft_sampler_options_t *opts);
 
 /* Allocates everything sampling needs for a vocabulary of n_vocab (NULL

@@ -10,6 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* How requests reuse what earlier ones computed. */
+typedef enum ft_serve_cache {
+    FT_SERVE_CACHE_OFF = 0,     /* no reuse: every request computed from its first token */
+    FT_SERVE_CACHE_ANCHORS = 1, /* the default: the prefix cache and anchors where the engine
+                                   has a KV page pool (cpu, sim), REWIND otherwise */
+    FT_SERVE_CACHE_REWIND = 2,  /* n_slots kept sessions, each rewound to the longest prefix it
+                                   shares with a request (a model with recurrent layers starts
+                                   over) */
+} ft_serve_cache_t;
+
 typedef struct ft_serve_options {
     const char *host;         /* numeric address or name to bind (default 127.0.0.1) */
     uint16_t port;            /* 0: any free port */
@@ -25,6 +35,7 @@ typedef struct ft_serve_options {
      * tool-call round trips are deterministic on random-weight fixtures */
     uint32_t n_slots; /* sessions kept between requests for prefix reuse (each holds its KV
                          cache of n_ctx tokens); 0: none */
+    int prefix_cache; /* ft_serve_cache_t */
     const char *script_path;
 } ft_serve_options_t;
 

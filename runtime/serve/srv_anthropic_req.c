@@ -23,8 +23,20 @@ static int ft_srv_a_bad(ft_srv_error_t *err, const char *where, const char *what
     return 0;
 }
 
-/* Text of a string or an array of text blocks, joined with sep; blocks
- * starting with skip_prefix (when not NULL) are left out. */
+/* s without its first line when that starts with prefix (NULL: none):
+ * Claude Code's "x-anthropic-billing-header: cc_version=...; cch=NONCE;"
+ * changes with every request, and left in the system text it would make
+ * each prompt differ from the last from its first tokens on. */
+static const char *ft_srv_a_skip_line(const char *s, const char *prefix)
+{
+    if (!prefix || strncmp(s, prefix, strlen(prefix)) != 0) return s;
+    const char *nl = strchr(s, '\n');
+    return nl ? nl + 1 : s + strlen(s);
+}
+
+/* Text of a string or an array of text blocks, joined with sep; a first
+ * line starting with skip_prefix (when not NULL) is left out of each, and
+ * a block that was only that line with it. */
 static int ft_srv_a_text(ft_srv_conv_t *c, json_t *v, const char *sep, const char *skip_prefix,
                          const char *where, const char **out, ft_srv_error_t *err)
 {
@@ -33,7 +45,7 @@ static int ft_srv_a_text(ft_srv_conv_t *c, json_t *v, const char *sep, const cha
         return 1;
     }
     if (json_is_string(v)) {
-        *out = json_string_value(v);
+        *out = ft_srv_a_skip_line(json_string_value(v), skip_prefix);
         return 1;
     }
     if (!json_is_array(v))
@@ -51,9 +63,10 @@ static int ft_srv_a_text(ft_srv_conv_t *c, json_t *v, const char *sep, const cha
                                 "blocks here must be {\"type\": \"text\", \"text\": string}");
         }
         const char *s = json_string_value(text);
-        if (skip_prefix && !strncmp(s, skip_prefix, strlen(skip_prefix))) continue;
+        const char *rest = ft_srv_a_skip_line(s, skip_prefix);
+        if (rest != s && !*rest) continue; /* the block was the header alone */
         if (n++) ft_srv_buf_puts(&b, sep);
-        ft_srv_buf_put(&b, s, json_string_length(text));
+        ft_srv_buf_put(&b, rest, json_string_length(text) - (size_t)(rest - s));
     }
     char *s = ft_srv_conv_strdup(c, b.data ? b.data : "", b.len);
     const int oom = b.oom;

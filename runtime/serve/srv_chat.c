@@ -103,6 +103,41 @@ static void ft_srv_forced_call(ft_srv_dialect_t d, const char *name, ft_srv_buf_
     ft_srv_buf_put(text, pre->data ? pre->data : "", pre->len);
 }
 
+/* The boundaries (byte offsets into text) as positions in ids: each
+ * piece of text between kept boundaries is tokenized on its own, and a
+ * boundary is kept when its piece's tokens are the next ones of ids (the
+ * special tokens that open each message make that the rule; a piece
+ * that merges with its neighbour is joined to the next one instead). */
+static void ft_srv_prompt_bounds(const ft_srv_model_t *m, const ft_srv_buf_t *text,
+                                 const ft_srv_bounds_t *bd, unsigned add_bos, ft_srv_prompt_t *out)
+{
+    if (!bd->n || !out->n_ids) return;
+    out->bounds = malloc(bd->n * sizeof(*out->bounds));
+    if (!out->bounds) return;
+    size_t start = 0;
+    uint32_t pos = 0, misses = 0;
+    for (size_t i = 0; i < bd->n && bd->off[i] < text->len && misses < 8; i++) {
+        int32_t *ids = NULL;
+        uint32_t n = 0;
+        ft_status_t st = ft_engine_tokenize(m->engine, text->data + start, bd->off[i] - start,
+                                            FT_TOKENIZE_SPECIAL | (start ? 0 : add_bos),
+                                            &ids, &n);
+        if (st) {
+            ft_status_free(st);
+            break;
+        }
+        if (n && pos + n < out->n_ids && !memcmp(ids, out->ids + pos, n * sizeof(*ids))) {
+            pos += n;
+            out->bounds[out->n_bounds++] = pos;
+            start = bd->off[i];
+            misses = 0;
+        } else {
+            misses++;
+        }
+        ft_engine_free(m->engine, ids);
+    }
+}
+
 int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only, const char *body,
                    size_t n, ft_srv_conv_t *c, ft_srv_prompt_t *out, ft_srv_error_t *err)
 {
@@ -127,6 +162,7 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
     json_decref(root);
     if (!ok) return 0;
     ft_srv_buf_t text = {0};
+    ft_srv_bounds_t bounds = {0};
     const char *param = "messages";
     if (proto == FT_SRV_COMPLETIONS) {
         param = "prompt";
@@ -143,12 +179,15 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
             ft_srv_buf_put(&text, c->prompt, c->prompt_len);
         }
     } else {
-        if (!ft_srv_render(m->family, c, !count_only || proto != FT_SRV_OPENAI, &text, err)) {
+        if (!ft_srv_render_bounds(m->family, c, !count_only || proto != FT_SRV_OPENAI, &text,
+                                  count_only ? NULL : &bounds, err)) {
             ft_srv_buf_free(&text);
+            ft_srv_bounds_free(&bounds);
             return 0;
         }
         if (!ft_srv_conv_check_tool_choice(c, "tool_choice", err)) {
             ft_srv_buf_free(&text);
+            ft_srv_bounds_free(&bounds);
             return 0;
         }
         /* Qwen templates open replies with "<think>\n", DeepSeek's with "<think>" */
@@ -175,7 +214,10 @@ int ft_srv_prepare(const ft_srv_model_t *m, ft_srv_proto_t proto, int count_only
     if (!out->ids)
         st = ft_engine_tokenize(m->engine, text.data ? text.data : "", text.len, flags, &out->ids,
                                 &out->n_ids);
+    if (!st) ft_srv_prompt_bounds(m, &text, &bounds, flags & FT_TOKENIZE_ADD_BOS, out);
+    out->side = !c->raw && !c->tools && c->max_tokens > 0 && c->max_tokens <= FT_SRV_SIDE_MAX_TOKENS;
     ft_srv_buf_free(&text);
+    ft_srv_bounds_free(&bounds);
     if (st) {
         ft_srv_error_set(err, 400, "invalid_request_error", param, "%s", ft_status_message(st));
         ft_status_free(st);
@@ -208,5 +250,6 @@ void ft_srv_prompt_free(const ft_srv_model_t *m, ft_srv_prompt_t *p)
 {
     ft_engine_free(m->engine, p->ids);
     free(p->call_prefix);
+    free(p->bounds);
     memset(p, 0, sizeof(*p));
 }

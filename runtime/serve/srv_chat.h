@@ -28,7 +28,19 @@ typedef struct ft_srv_prompt {
     char *call_prefix;        /* a forced tool call: what the prompt already wrote after the call's
                                  opening marker (harmony: of the message header)
                                  (malloc'ed; NULL: none) */
+    /* The renderer's message boundaries as token positions, ascending, in
+     * (0, n_ids) (malloc'ed; none for raw completions). Only boundaries
+     * where tokenizing the text piece by piece gives the whole text's
+     * tokens are kept, so a position is always a token boundary of ids. */
+    uint32_t *bounds;
+    uint32_t n_bounds;
+    int side; /* a side request (a title, a summary, a quota probe): its cache entries go
+                 first (FT_CACHE_LOW) */
 } ft_srv_prompt_t;
+
+/* A side request: no tools and max_tokens at most this. Claude Code's
+ * title and summary requests, quota probes and the like. */
+#define FT_SRV_SIDE_MAX_TOKENS 512
 
 /* count_only: count_tokens (no context check, max_tokens optional).
  * 0 and *err on a bad request; c must be ft_srv_conv_free'd either way. */

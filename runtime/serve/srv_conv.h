@@ -69,6 +69,7 @@ typedef struct ft_srv_conv {
     const char **stops;
     size_t n_stops;
     int logprobs;
+    int json_object; /* response_format {"type": "json_object"}: the reply is one JSON object */
     ft_sampler_options_t sampling;
     int has_seed;
     ft_logit_bias_t *bias;

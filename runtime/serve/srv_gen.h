@@ -10,6 +10,7 @@
 #define FT_SERVE_SRV_GEN_H
 
 #include "srv_conv.h"
+#include "srv_json_filter.h"
 #include "srv_outparse.h"
 #include "srv_pool.h"
 
@@ -31,7 +32,29 @@ typedef struct ft_srv_gen {
     int32_t *all; /* what the session evaluates: the prompt (and a script) */
     uint32_t n_all;
     uint32_t n_cached; /* tokens of it the session already held (not evaluated again) */
+    /* A prefix_cache session (pool->tree): the prompt goes in segments
+     * ending at its boundaries (srv_anchor.h), each anchored, then the
+     * generation (or the script) as a request of its own. */
+    int tree;
+    uint32_t ends[FT_SRV_MAX_ANCHORS + 2]; /* segment ends, the last n_prompt */
+    uint64_t keys[FT_SRV_MAX_ANCHORS + 2];
+    uint32_t n_ends, at_end; /* the segment running: ends[at_end] */
+    /* An attention-only model needs no state at its anchors: the prompt
+     * goes in one request (one forward pass less per boundary), and these
+     * boundaries are anchored after it, where it did not restore them. */
+    uint32_t late[FT_SRV_MAX_ANCHORS + 2];
+    uint64_t late_keys[FT_SRV_MAX_ANCHORS + 2];
+    uint32_t n_late;
+    uint32_t hint;           /* the deepest boundary anchored before (0: none) */
+    uint32_t *bounds;        /* the prompt's boundaries (an anchor hit restores to one) */
+    uint32_t n_bounds;
+    uint32_t max_new;
+    int final_sub; /* the request running is the last one (generation or script) */
+    int resubmit;  /* the next request met a full queue: submitted again shortly */
+    uint32_t last_anchor;
     ft_sampler_t *sampler;
+    int json;                  /* response_format json_object: the sampler's filter */
+    ft_srv_json_filter_t json_filter;
     ft_request_t *request;
     ft_detokenizer_t *detok;
     ft_stop_matcher_t *stop;
@@ -76,6 +99,15 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
                      const int32_t *prompt, uint32_t n_prompt, int reasoning_open, int tools,
                      ft_srv_dialect_t dialect, const char *call_prefix, const char *script,
                      ft_srv_ev_fn fn, void *user, ft_srv_error_t *err);
+
+/* The same with the prompt's boundaries (token positions, ascending; see
+ * srv_chat.h) and its cache priority (ft_cache_priority_t). */
+int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
+                              const int32_t *prompt, uint32_t n_prompt, const uint32_t *bounds,
+                              uint32_t n_bounds, int prio, int reasoning_open, int tools,
+                              ft_srv_dialect_t dialect, const char *call_prefix,
+                              const char *script, ft_srv_ev_fn fn, void *user,
+                              ft_srv_error_t *err);
 
 /* Waits up to max_wait_s for tokens and turns them into events. Returns
  * 1 when something happened, 0 when the time passed with nothing (send a

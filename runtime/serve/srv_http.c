@@ -129,6 +129,7 @@ void ft_serve_options_init(ft_serve_options_t *o)
     o->max_connections = 64;
     o->conn_timeout_s = 120;
     o->n_slots = 4;
+    o->prefix_cache = FT_SERVE_CACHE_ANCHORS;
 }
 
 static int ft_srv_addr_is_loopback(const struct sockaddr *sa)
@@ -327,8 +328,10 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     s->fmt.gen = &s->gen;
     s->fd = ft_srv_conn_fd(conn);
     const int started =
-        ft_srv_gen_start(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.reasoning_open, p.tools,
-                         p.dialect, p.call_prefix, ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
+        ft_srv_gen_start_anchored(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.bounds,
+                                  p.n_bounds, p.side ? FT_CACHE_LOW : FT_CACHE_NORMAL,
+                                  p.reasoning_open, p.tools, p.dialect, p.call_prefix,
+                                  ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
     ft_srv_prompt_free(&srv->model, &p);
     if (!started) {
         ft_srv_stream_free(s);
@@ -473,8 +476,30 @@ static enum MHD_Result ft_srv_metrics(ft_srv_t *srv, struct MHD_Connection *conn
     ft_srv_metric(&b, "ft_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
                   srv->n_prompt_tokens);
     ft_srv_metric(&b, "ft_cached_prompt_tokens_total", "counter",
-                  "Prompt tokens reused from a kept session instead of evaluated.",
+                  "Prompt tokens restored from the prefix cache (or a kept session) instead of "
+                  "evaluated.",
                   srv->n_cached_tokens);
+    ft_srv_metric(&b, "ft_prefix_cache_hits_total", "counter",
+                  "Requests that restored part of their prompt from the prefix cache.",
+                  srv->pool.anchors.n_prefix_hits);
+    ft_srv_metric(&b, "ft_anchor_hits_total", "counter",
+                  "Requests that restored their prompt up to one of its message boundaries (an "
+                  "anchor).",
+                  srv->pool.anchors.n_anchor_hits);
+    ft_srv_metric(&b, "ft_anchors_marked_total", "counter",
+                  "Anchors marked at message boundaries, prompt ends and reply ends.",
+                  srv->pool.anchors.n_marked);
+    ft_srv_metric(&b, "ft_anchors_refused_total", "counter",
+                  "Anchors the engine refused (a full KV pool); they only cost reuse.",
+                  srv->pool.anchors.n_failed);
+    ft_srv_metric(&b, "ft_kv_anchors", "gauge", "Anchors the prefix cache holds.", es.kv_anchors);
+    ft_srv_metric(&b, "ft_kv_pages_cached", "gauge", "Full KV pages the prefix tree caches.",
+                  es.kv_pages_cached);
+    ft_srv_metric(&b, "ft_kv_pages_used", "gauge",
+                  "KV pages in use (by sessions, the prefix cache and anchors).", es.kv_pages_used);
+    ft_srv_metric(&b, "ft_kv_page_bytes", "gauge", "Bytes of one KV page.", es.kv_page_bytes);
+    ft_srv_metric(&b, "ft_kv_evictions_total", "counter",
+                  "Cached KV pages and anchors evicted.", es.kv_evictions);
     ft_srv_metric(&b, "ft_generated_tokens_total", "counter", "Tokens generated.",
                   srv->n_generated_tokens);
     pthread_mutex_lock(&srv->metrics_mu);
@@ -742,7 +767,9 @@ ft_status_t ft_serve_run(ft_engine_t *engine, const ft_serve_options_t *o, FILE 
     srv->o = *o;
     ft_srv_model_init(&srv->model, engine, o->n_ctx);
     pthread_mutex_init(&srv->metrics_mu, NULL);
-    ft_status_t pst = ft_srv_pool_init(&srv->pool, engine, o->n_ctx, o->n_slots);
+    ft_status_t pst = ft_srv_pool_init(&srv->pool, engine, o->n_ctx,
+                                       o->prefix_cache != FT_SERVE_CACHE_OFF ? o->n_slots : 0,
+                                       o->prefix_cache == FT_SERVE_CACHE_ANCHORS);
     if (!pst && o->script_path) pst = ft_srv_load_script(srv, o->script_path);
     if (pst) {
         ft_srv_pool_free(&srv->pool);

@@ -313,10 +313,19 @@ static int ft_srv_openai_options(ft_srv_conv_t *c, json_t *root, uint32_t n_voca
     json_t *rf = json_object_get(root, "response_format");
     if (rf && !json_is_null(rf)) {
         json_t *t = json_object_get(rf, "type");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
+        const char *type = json_is_object(rf) && json_is_string(t) ? json_string_value(t) : "";
+        if (!strcmp(type, "json_object")) {
+            c->json_object = 1;
+        } else if (!strcmp(type, "json_schema")) {
             ft_srv_error_set(err, 400, "invalid_request_error", "response_format",
-                             "'response_format' must be {\"type\": \"text\"} (json_object and "
-                             "json_schema are not supported yet)");
+                             "'response_format' json_schema is not supported: use "
+                             "{\"type\": \"json_object\"} (any JSON object) and describe the "
+                             "schema in the prompt");
+            return 0;
+        } else if (strcmp(type, "text") != 0) {
+            ft_srv_error_set(err, 400, "invalid_request_error", "response_format",
+                             "'response_format' must be {\"type\": \"text\"} or "
+                             "{\"type\": \"json_object\"}");
             return 0;
         }
     }
@@ -337,6 +346,7 @@ static int ft_srv_openai_options(ft_srv_conv_t *c, json_t *root, uint32_t n_voca
     for (int i = 0; i < 3; i++)
         if (json_is_string(effort) && !strcmp(json_string_value(effort), efforts[i]))
             c->reasoning_effort = efforts[i];
+    if (c->json_object) c->enable_thinking = 0; /* the reply is the JSON object, from its '{' */
     return 1;
 }
 

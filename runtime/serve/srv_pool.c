@@ -5,12 +5,19 @@
 #include <string.h>
 
 ft_status_t ft_srv_pool_init(ft_srv_pool_t *p, ft_engine_t *engine, uint32_t n_ctx,
-                             uint32_t n_slots)
+                             uint32_t n_slots, int prefix_cache)
 {
     memset(p, 0, sizeof(*p));
     pthread_mutex_init(&p->mu, NULL);
     p->engine = engine;
     p->n_ctx = n_ctx;
+    ft_engine_stats_t es;
+    ft_engine_stats(engine, &es);
+    p->tree = prefix_cache && es.kv_page_tokens > 0;
+    p->page_tokens = es.kv_page_tokens;
+    p->recurrent = ft_engine_info(engine)->recurrent_state_bytes > 0;
+    if (p->tree && !ft_srv_anchors_init(&p->anchors, 16))
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: the anchor table");
     if (!n_slots) return FT_OK;
     p->slots = calloc(n_slots, sizeof(*p->slots));
     if (!p->slots)
@@ -26,6 +33,7 @@ void ft_srv_pool_free(ft_srv_pool_t *p)
         free(p->slots[i].hist);
     }
     free(p->slots);
+    if (p->tree) ft_srv_anchors_free(&p->anchors);
     pthread_mutex_destroy(&p->mu);
     memset(p, 0, sizeof(*p));
 }
@@ -38,12 +46,19 @@ static uint32_t ft_srv_lcp(const int32_t *a, uint32_t na, const int32_t *b, uint
     return i;
 }
 
-static ft_status_t ft_srv_slot_session(ft_srv_pool_t *p, ft_srv_slot_t *s)
+static ft_status_t ft_srv_slot_session(ft_srv_pool_t *p, ft_srv_slot_t *s, int prio)
 {
+    if (s->session && p->tree && s->prio != prio) { /* made for the other priority */
+        ft_session_destroy(s->session);
+        s->session = NULL;
+    }
     if (s->session) return FT_OK;
     ft_session_options_t so;
     ft_session_options_init(&so);
     so.n_ctx = p->n_ctx;
+    so.prefix_cache = p->tree;
+    so.cache_priority = prio;
+    s->prio = prio;
     if (!s->hist && !(s->hist = malloc((size_t)p->n_ctx * sizeof(*s->hist))))
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "serve: session history");
     s->n_hist = 0;
@@ -51,8 +66,9 @@ static ft_status_t ft_srv_slot_session(ft_srv_pool_t *p, ft_srv_slot_t *s)
 }
 
 ft_status_t ft_srv_pool_acquire(ft_srv_pool_t *p, const int32_t *prompt, uint32_t n_prompt,
-                                ft_srv_slot_t **out_slot, uint32_t *out_keep)
+                                int prio, ft_srv_slot_t **out_slot, uint32_t *out_keep)
 {
+    if (p->tree) n_prompt = 0; /* the library restores, not a rewind */
     *out_slot = NULL;
     *out_keep = 0;
     ft_srv_slot_t *best = NULL;
@@ -62,8 +78,13 @@ ft_status_t ft_srv_pool_acquire(ft_srv_pool_t *p, const int32_t *prompt, uint32_
         ft_srv_slot_t *s = &p->slots[i];
         if (s->busy) continue;
         const uint32_t lcp = ft_srv_lcp(s->hist, s->n_hist, prompt, n_prompt);
-        /* the longest shared prefix; among none shared, the least recently used */
-        if (!best || lcp > best_lcp || (lcp == best_lcp && s->last_used < best->last_used)) {
+        /* the longest shared prefix; among none shared, one of the same priority, the least
+         * recently used */
+        const int same = s->session && s->prio == prio, best_same = best && best->session &&
+                                                                     best->prio == prio;
+        if (!best || lcp > best_lcp ||
+            (lcp == best_lcp && (same > best_same ||
+                                 (same == best_same && s->last_used < best->last_used)))) {
             best = s;
             best_lcp = lcp;
         }
@@ -81,7 +102,7 @@ ft_status_t ft_srv_pool_acquire(ft_srv_pool_t *p, const int32_t *prompt, uint32_
     } else {
         best->pooled = 1;
     }
-    st = ft_srv_slot_session(p, best);
+    st = ft_srv_slot_session(p, best, prio);
     uint32_t keep = best_lcp < n_prompt ? best_lcp : (n_prompt ? n_prompt - 1 : 0);
     if (keep > best->n_hist) keep = best->n_hist;
     if (!st && best->session && ft_session_n_past(best->session) != keep) {
@@ -112,6 +133,14 @@ void ft_srv_pool_release(ft_srv_pool_t *p, ft_srv_slot_t *s, const int32_t *toke
         ft_session_destroy(s->session);
         free(s->hist);
         free(s);
+        return;
+    }
+    if (p->tree) { /* empty for the next request: its pages stay in the prefix tree */
+        if (s->session) ft_status_free(ft_session_rewind(s->session, 0));
+        s->n_hist = 0;
+        pthread_mutex_lock(&p->mu);
+        s->busy = 0;
+        pthread_mutex_unlock(&p->mu);
         return;
     }
     /* what the session has evaluated: the submitted tokens, then the generated ones

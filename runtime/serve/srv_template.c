@@ -148,8 +148,32 @@ static void ft_srv_render_tools(const ft_srv_conv_t *c, ft_srv_buf_t *b)
                        "<args-json-object>}\n</tool_call><|im_end|>\n");
 }
 
+void ft_srv_bounds_mark(ft_srv_bounds_t *bd, size_t off)
+{
+    if (!bd || off == 0 || (bd->n && off <= bd->off[bd->n - 1])) return;
+    if (bd->n == bd->cap) {
+        const size_t cap = bd->cap ? 2 * bd->cap : 16;
+        size_t *o = realloc(bd->off, cap * sizeof(*o));
+        if (!o) {
+            bd->oom = 1;
+            return;
+        }
+        bd->off = o;
+        bd->cap = cap;
+    }
+    bd->off[bd->n++] = off;
+}
+
+void ft_srv_bounds_free(ft_srv_bounds_t *bd)
+{
+    free(bd->off);
+    bd->off = NULL;
+    bd->n = bd->cap = 0;
+    bd->oom = 0;
+}
+
 static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t last_query,
-                                    ft_srv_buf_t *b)
+                                    ft_srv_buf_t *b, ft_srv_bounds_t *bd)
 {
     const ft_srv_msg_t *m = &c->msgs[i];
     const char *r, *ct;
@@ -176,15 +200,22 @@ static void ft_srv_render_assistant(const ft_srv_conv_t *c, size_t i, size_t las
         ft_srv_buf_puts(b, "\", \"arguments\": ");
         ft_srv_buf_puts(b, m->calls[k].arguments);
         ft_srv_buf_puts(b, "}\n</tool_call>");
+        ft_srv_bounds_mark(bd, b->len); /* after each tool call */
     }
     ft_srv_buf_puts(b, "<|im_end|>\n");
 }
 
 static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
-                                int add_generation_prompt, ft_srv_buf_t *b);
+                                int add_generation_prompt, ft_srv_buf_t *b, ft_srv_bounds_t *bd);
 
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *b, ft_srv_error_t *err)
+{
+    return ft_srv_render_bounds(f, c, add_generation_prompt, b, NULL, err);
+}
+
+int ft_srv_render_bounds(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
+                         ft_srv_buf_t *b, ft_srv_bounds_t *bd, ft_srv_error_t *err)
 {
     if (f == FT_SRV_FAMILY_NONE) {
         ft_srv_error_set(
@@ -199,29 +230,42 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
                          "send the request without 'tools'");
         return 0;
     }
+    /* The other families' renderers record where each message ends: those
+     * are their boundaries (a message's end is the next one's start, so
+     * before each tool result and after each tool call's message). */
+    size_t *ends = NULL;
+    if (bd && f != FT_SRV_FAMILY_QWEN3 && f != FT_SRV_FAMILY_CHATML && c->n_msgs &&
+        !(ends = calloc(c->n_msgs, sizeof(*ends)))) {
+        ft_srv_error_set(err, 500, "server_error", "", "out of memory rendering the prompt");
+        return 0;
+    }
     int ok = 1;
     switch (f) {
     case FT_SRV_FAMILY_QWEN35:
-        ok = ft_srv_render_qwen35(c, add_generation_prompt, b, NULL, err);
+        ok = ft_srv_render_qwen35(c, add_generation_prompt, b, ends, err);
         break;
     case FT_SRV_FAMILY_HARMONY:
-        ok = ft_srv_render_harmony(c, add_generation_prompt, b, NULL, err);
+        ok = ft_srv_render_harmony(c, add_generation_prompt, b, ends, err);
         break;
     case FT_SRV_FAMILY_DEEPSEEK:
-        ok = ft_srv_render_deepseek(c, add_generation_prompt, b, NULL, err);
+        ok = ft_srv_render_deepseek(c, add_generation_prompt, b, ends, err);
         break;
     case FT_SRV_FAMILY_GLM:
-        ok = ft_srv_render_glm(c, add_generation_prompt, b, NULL, err);
+        ok = ft_srv_render_glm(c, add_generation_prompt, b, ends, err);
         break;
     case FT_SRV_FAMILY_QWEN3_CODER:
-        ok = ft_srv_render_qwen3_coder(c, add_generation_prompt, b, NULL, err);
+        ok = ft_srv_render_qwen3_coder(c, add_generation_prompt, b, ends, err);
         break;
     default:
-        ft_srv_render_qwen3(f, c, add_generation_prompt, b);
+        ft_srv_render_qwen3(f, c, add_generation_prompt, b, bd);
         break;
     }
+    if (ok && ends)
+        for (size_t i = 0; i < c->n_msgs; i++)
+            ft_srv_bounds_mark(bd, ends[i]);
+    free(ends);
     if (!ok) return 0;
-    if (b->oom) {
+    if (b->oom || (bd && bd->oom)) {
         ft_srv_error_set(err, 500, "server_error", "", "out of memory rendering the prompt");
         return 0;
     }
@@ -230,7 +274,7 @@ int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_
 
 /* Qwen3 and plain ChatML. */
 static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
-                                int add_generation_prompt, ft_srv_buf_t *b)
+                                int add_generation_prompt, ft_srv_buf_t *b, ft_srv_bounds_t *bd)
 {
     if (c->tools) {
         ft_srv_render_tools(c, b);
@@ -239,6 +283,7 @@ static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
         ft_srv_buf_puts(b, c->msgs[0].content);
         ft_srv_buf_puts(b, "<|im_end|>\n");
     }
+    ft_srv_bounds_mark(bd, b->len); /* the system turn: system text and tools */
     /* ns.last_query_index: the last user message that is not only a
      * tool response (Qwen3 renders <think> only for turns after it). */
     size_t last_query = c->n_msgs ? c->n_msgs - 1 : 0;
@@ -249,6 +294,7 @@ static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
         }
     for (size_t i = 0; i < c->n_msgs; i++) {
         const ft_srv_msg_t *m = &c->msgs[i];
+        ft_srv_bounds_mark(bd, b->len); /* each message's start: before a tool result */
         if (m->role == FT_SRV_USER || (m->role == FT_SRV_SYSTEM && i > 0)) {
             ft_srv_buf_puts(b, "<|im_start|>");
             ft_srv_buf_puts(b, ft_srv_role_names[m->role]);
@@ -257,7 +303,7 @@ static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
             ft_srv_buf_puts(b, "<|im_end|>\n");
         } else if (m->role == FT_SRV_ASSISTANT) {
             if (f == FT_SRV_FAMILY_QWEN3) {
-                ft_srv_render_assistant(c, i, last_query, b);
+                ft_srv_render_assistant(c, i, last_query, b, bd);
             } else {
                 ft_srv_buf_puts(b, "<|im_start|>assistant\n");
                 ft_srv_buf_puts(b, m->content);
@@ -272,6 +318,7 @@ static void ft_srv_render_qwen3(ft_srv_family_t f, const ft_srv_conv_t *c,
             if (i + 1 == c->n_msgs || c->msgs[i + 1].role != FT_SRV_TOOL)
                 ft_srv_buf_puts(b, "<|im_end|>\n");
         }
+        ft_srv_bounds_mark(bd, b->len); /* each message's end */
     }
     if (add_generation_prompt) {
         ft_srv_buf_puts(b, "<|im_start|>assistant\n");

@@ -40,4 +40,24 @@ int ft_srv_family_writes_bos(ft_srv_family_t f);
 int ft_srv_render(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
                   ft_srv_buf_t *out, ft_srv_error_t *err);
 
+/* Message boundaries of a rendering: byte offsets into out, ascending,
+ * where a later request is likely to resume (srv_anchor.h): the end of
+ * the system turn (system text and tools), the start and end of each
+ * message (so before each tool result and after it), and the end of
+ * each tool call in an assistant message. A family that marks nothing
+ * still renders correctly; its requests just restore less. */
+typedef struct ft_srv_bounds {
+    size_t *off;
+    size_t n, cap;
+    int oom;
+} ft_srv_bounds_t;
+
+/* Records offset off (ignored unless past the last one; NULL b: nothing). */
+void ft_srv_bounds_mark(ft_srv_bounds_t *b, size_t off);
+void ft_srv_bounds_free(ft_srv_bounds_t *b);
+
+/* ft_srv_render, also marking the boundaries into bounds (NULL: none). */
+int ft_srv_render_bounds(ft_srv_family_t f, const ft_srv_conv_t *c, int add_generation_prompt,
+                         ft_srv_buf_t *out, ft_srv_bounds_t *bounds, ft_srv_error_t *err);
+
 #endif

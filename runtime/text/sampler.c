@@ -27,6 +27,8 @@ void ft_sampler_options_init(ft_sampler_options_t *opts)
     opts->logit_bias = NULL;
     opts->n_logit_bias = 0;
     opts->top_logprobs = 0;
+    opts->filter = NULL;
+    opts->filter_user = NULL;
 }
 
 static uint64_t ft_splitmix64(uint64_t *x)
@@ -113,7 +115,9 @@ ft_status_t ft_sampler_create(const ft_sampler_options_t *opts, uint32_t n_vocab
     s->count = calloc(n_vocab, sizeof(*s->count));
     s->generated = malloc((size_t)n_vocab * sizeof(*s->generated));
     s->bias = malloc((o.n_logit_bias ? o.n_logit_bias : 1) * sizeof(*s->bias));
-    if (!s->cand || !s->seen || !s->count || !s->generated || !s->bias) {
+    if (o.filter) s->allowed = malloc(n_vocab);
+    if (!s->cand || !s->seen || !s->count || !s->generated || !s->bias ||
+        (o.filter && !s->allowed)) {
         ft_sampler_destroy(s);
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "sampler: vocabulary of %u tokens", n_vocab);
     }
@@ -132,6 +136,7 @@ void ft_sampler_destroy(ft_sampler_t *s)
     free(s->count);
     free(s->generated);
     free(s->bias);
+    free(s->allowed);
     free(s);
 }
 
@@ -276,6 +281,12 @@ ft_status_t ft_sampler_next(ft_sampler_t *s, const float *logits, const int32_t 
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "sampler: a NULL %s",
                               !s ? "sampler" : !logits ? "logits" : "out");
     ft_sampler_load(s, logits);
+    if (s->opts.filter) { /* 0. the caller's constraint */
+        memset(s->allowed, 1, s->n_vocab);
+        s->opts.filter(s->opts.filter_user, history, n_history, s->allowed, s->n_vocab);
+        for (uint32_t i = 0; i < s->n_vocab; i++)
+            if (!s->allowed[i]) s->cand[i].logit = -INFINITY;
+    }
     ft_status_t st = ft_sampler_penalize(s, history, n_history);
     if (st) return st;
     size_t n = s->n_vocab;
@@ -283,7 +294,7 @@ ft_status_t ft_sampler_next(ft_sampler_t *s, const float *logits, const int32_t 
     if (s->cand[best].logit == -INFINITY)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "sampler: nothing to sample: all %u logits are -inf or NaN after "
-                              "logit_bias and penalties", s->n_vocab);
+                              "the filter, logit_bias and penalties", s->n_vocab);
     float t = s->opts.temperature;
     if (t <= 0.0f) { /* greedy; log-probabilities at temperature 1 over all */
         t = 1.0f;

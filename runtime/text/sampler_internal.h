@@ -18,7 +18,8 @@ struct ft_sampler {
     uint32_t *count;         /* [n_vocab] times each id was generated (saturating) */
     int32_t *generated;      /* [n_vocab] the distinct ids generated, first use first */
     uint32_t n_generated;
-    uint64_t rng[4]; /* xoshiro256** state */
+    uint8_t *allowed; /* [n_vocab] the filter's verdicts (opts.filter only) */
+    uint64_t rng[4];  /* xoshiro256** state */
 };
 
 /* Checks the penalty and bias options against a vocabulary of n_vocab. */

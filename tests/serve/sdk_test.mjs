@@ -46,8 +46,10 @@ await check('chat.completions.create, greedy, reproducible', async () => {
   assert.ok(['length', 'stop'].includes(a.choices[0].finish_reason));
   assert.equal(a.choices[0].message.content, b.choices[0].message.content);
   assert.ok(a.usage.prompt_tokens > 0);
-  // the second one reuses the first one's session: all but the last prompt token
-  assert.equal(b.usage.prompt_tokens_details.cached_tokens, b.usage.prompt_tokens - 1);
+  // the second one restores the first one's prefix from the cache (up to the anchor at the
+  // end of the user message: the engine computes at least the last two tokens again)
+  assert.ok(b.usage.prompt_tokens_details.cached_tokens > 0);
+  assert.ok(b.usage.prompt_tokens_details.cached_tokens < b.usage.prompt_tokens);
   assert.ok(a.usage.completion_tokens >= 1 && a.usage.completion_tokens <= 12);
   assert.equal(a.usage.total_tokens, a.usage.prompt_tokens + a.usage.completion_tokens);
   greedy = a;

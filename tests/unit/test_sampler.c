@@ -694,6 +694,63 @@ static void test_serving_refusals(void **state)
     ft_sampler_destroy(fresh);
 }
 
+/* The token filter (constrained output): called first with the history;
+ * what it rules out is banned even greedy, before the logit bias; the
+ * logprobs are those of the distribution without the banned tokens; a
+ * filter that bans everything makes sampling fail. */
+typedef struct filter_rec {
+    uint32_t calls, n_history;
+    int32_t last;
+    uint32_t ban_below; /* ids < this are banned */
+} filter_rec_t;
+
+static void ban_low(void *user, const int32_t *history, uint32_t n_history, uint8_t *allowed,
+                    uint32_t n_vocab)
+{
+    filter_rec_t *f = user;
+    f->calls++;
+    f->n_history = n_history;
+    f->last = n_history ? history[n_history - 1] : -1;
+    for (uint32_t i = 0; i < n_vocab; i++) {
+        assert_int_equal(allowed[i], 1); /* all allowed on entry */
+        if (i < f->ban_below) allowed[i] = 0;
+    }
+}
+
+static void test_filter(void **state)
+{
+    (void)state;
+    filter_rec_t rec = {.ban_below = 2};
+    ft_sampler_options_t o = opts(0.0f, 0, 1.0f, 0.0f);
+    const ft_logit_bias_t up[] = {{1, 50.0f}};
+    o.logit_bias = up;
+    o.n_logit_bias = 1;
+    o.filter = ban_low;
+    o.filter_user = &rec;
+    ft_sampler_t *s = make(&o, 4);
+    const float logits[4] = {9.0f, 1.0f, 3.0f, 2.0f};
+    const int32_t hist[3] = {3, 0, 2};
+    ft_sample_t r = next_ok(s, logits, hist, 3);
+    assert_int_equal(r.token, 2); /* 0 is the best and 1 the biased one: both banned */
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(rec.n_history, 3);
+    assert_int_equal(rec.last, 2);
+    /* greedy logprob: the log-softmax over what is left (2 and 3) */
+    const double want = 3.0 - log(exp(3.0) + exp(2.0));
+    assert_true(fabs(r.logprob - want) < 1e-5);
+    rec.ban_below = 4;
+    ft_status_t st = ft_sampler_next(s, logits, hist, 3, &r);
+    assert_int_equal(ft_status_code(st), FT_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ft_status_message(st), "filter"));
+    ft_status_free(st);
+    ft_sampler_destroy(s);
+    /* without the filter, the biased token */
+    o.filter = NULL;
+    s = make(&o, 4);
+    assert_int_equal(next_ok(s, logits, hist, 3).token, 1);
+    ft_sampler_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -713,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_seed_per_request),
         cmocka_unit_test(test_logprobs_after_filters),
         cmocka_unit_test(test_serving_refusals),
+        cmocka_unit_test(test_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

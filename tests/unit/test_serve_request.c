@@ -81,7 +81,10 @@ static void test_openai_errors(void **state)
     expect_error(0, "{\"tools\":[{\"type\":\"code\"}]," MSGS "}", "tools[0]");
     expect_error(0, "{\"tools\":{}," MSGS "}", "tools");
     expect_error(0, "{\"tool_choice\":\"sometimes\"," MSGS "}", "tool_choice");
-    expect_error(0, "{\"response_format\":{\"type\":\"json_object\"}," MSGS "}", "response_format");
+    expect_error(0, "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}," MSGS "}",
+                 "response_format");
+    expect_error(0, "{\"response_format\":{\"type\":\"yaml\"}," MSGS "}", "response_format");
+    expect_error(0, "{\"response_format\":\"json_object\"," MSGS "}", "response_format");
     expect_error(0, "{\"stream_options\":3," MSGS "}", "stream_options");
     expect_error(0,
                  "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"
@@ -141,6 +144,17 @@ static void test_openai_fields(void **state)
     /* object arguments are written as tojson does */
     assert_string_equal(c.msgs[2].calls[0].arguments, "{\"x\": [1, \"y\"]}");
     assert_string_equal(c.msgs[3].tool_call_id, "c1");
+    assert_false(c.json_object);
+    ft_srv_conv_free(&c);
+    /* response_format json_object: the reply is JSON, so no thinking first */
+    if (!parse(0, "{\"response_format\":{\"type\":\"json_object\"}," MSGS "}", &c, &err))
+        fail_msg("%s", err.message);
+    assert_true(c.json_object);
+    assert_int_equal(c.enable_thinking, 0);
+    ft_srv_conv_free(&c);
+    if (!parse(0, "{\"response_format\":{\"type\":\"text\"}," MSGS "}", &c, &err))
+        fail_msg("%s", err.message);
+    assert_false(c.json_object);
     ft_srv_conv_free(&c);
 }
 
@@ -185,6 +199,22 @@ static void test_anthropic(void **state)
     assert_string_equal(tools, "[{\"type\": \"function\", \"function\": {\"name\": \"ls\", "
                                "\"description\": \"d\", \"parameters\": {\"type\": \"object\"}}}]");
     free(tools);
+    ft_srv_conv_free(&c);
+    /* the billing header as the first line of a block with more text, or of
+     * a string system: that line goes, the rest stays */
+    if (!parse(1,
+               "{\"max_tokens\":5,\"system\":[{\"type\":\"text\",\"text\":"
+               "\"x-anthropic-billing-header: cch=9;\\nYou are X.\"}]," MSGS "}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "You are X.");
+    ft_srv_conv_free(&c);
+    if (!parse(1,
+               "{\"max_tokens\":5,\"system\":\"x-anthropic-billing-header: cch=1;\\nBe brief.\","
+               MSGS "}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "Be brief.");
     ft_srv_conv_free(&c);
 
     expect_error(1, "{" MSGS "}", "max_tokens");

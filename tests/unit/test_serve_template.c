@@ -1,5 +1,6 @@
 /* ft serve's Qwen3 chat template renderer (runtime/serve/srv_template.c)
- * against Python Jinja2 rendering the template itself:
+ * against Python Jinja2 rendering the template itself (and, for each
+ * case, its message boundaries, which anchors are marked at):
  * tests/data/serve/qwen3_render.json holds OpenAI request bodies and the
  * prompts Jinja2 made from them (make_qwen3_golden.py regenerates it);
  * every one must come out byte for byte. Also the family detection and
@@ -35,6 +36,50 @@ static void expect_same(const char *name, const char *want, const char *got)
              want + (i > 20 ? i - 20 : 0), got + (i > 20 ? i - 20 : 0));
 }
 
+static int ends_with_at(const char *text, size_t at, const char *suffix)
+{
+    const size_t n = strlen(suffix);
+    return at >= n && !memcmp(text + at - n, suffix, n);
+}
+
+/* The same rendering with its message boundaries: the text unchanged;
+ * each boundary after a message's "<|im_end|>\n", a tool result's
+ * "</tool_response>" or a tool call's "</tool_call>"; every message end
+ * and every tool call of the messages marked. */
+static void check_bounds(const char *name, const ft_srv_conv_t *conv, const ft_srv_buf_t *want)
+{
+    ft_srv_buf_t out = {0};
+    ft_srv_bounds_t bd = {0};
+    ft_srv_error_t err;
+    if (!ft_srv_render_bounds(FT_SRV_FAMILY_QWEN3, conv, 1, &out, &bd, &err))
+        fail_msg("case '%s': %s", name, err.message);
+    expect_same(name, want->data, out.data);
+    size_t calls = 0, marked_calls = 0;
+    for (size_t i = 0; i < conv->n_msgs; i++)
+        calls += conv->msgs[i].n_calls;
+    for (size_t i = 0; i < bd.n; i++) {
+        if (i && bd.off[i] <= bd.off[i - 1]) fail_msg("case '%s': boundaries not ascending", name);
+        if (bd.off[i] >= out.len) fail_msg("case '%s': boundary %zu past the text", name, i);
+        const size_t at = bd.off[i];
+        if (ends_with_at(out.data, at, "</tool_call>"))
+            marked_calls++;
+        else if (!ends_with_at(out.data, at, "<|im_end|>\n") &&
+                 !ends_with_at(out.data, at, "</tool_response>"))
+            fail_msg("case '%s': a boundary at %zu after ...%.30s", name, at,
+                     out.data + (at > 30 ? at - 30 : 0));
+    }
+    assert_int_equal(marked_calls, calls);
+    for (const char *p = out.data; (p = strstr(p, "<|im_end|>\n")); p++) {
+        const size_t end = (size_t)(p - out.data) + strlen("<|im_end|>\n");
+        size_t k = 0;
+        while (k < bd.n && bd.off[k] != end)
+            k++;
+        if (k == bd.n) fail_msg("case '%s': the message ending at %zu is not marked", name, end);
+    }
+    ft_srv_bounds_free(&bd);
+    ft_srv_buf_free(&out);
+}
+
 static void test_golden(void **state)
 {
     (void)state;
@@ -59,6 +104,7 @@ static void test_golden(void **state)
         if (!ft_srv_render(FT_SRV_FAMILY_QWEN3, &conv, 1, &out, &err))
             fail_msg("case '%s': %s", name, err.message);
         expect_same(name, json_string_value(json_object_get(c, "prompt")), out.data);
+        check_bounds(name, &conv, &out);
         ft_srv_buf_free(&out);
         ft_srv_conv_free(&conv);
         json_decref(root);
