@@ -84,7 +84,8 @@ int ft_iq_is_grid(ft_dtype_t t)
 
 float ft_iq_unpack(ft_dtype_t t, const uint8_t *b, int8_t q[256], int16_t sc[16])
 {
-    const float d = t == FT_DTYPE_IQ1_M ? 0 : ft_qk_get_f16(b); /* IQ1_M: its own */
+    if (t == FT_DTYPE_IQ1_S || t == FT_DTYPE_IQ1_M) return ft_iq1_unpack(t, b, q, sc);
+    const float d = ft_qk_get_f16(b);
     switch (t) {
     case FT_DTYPE_IQ2_XXS:
         for (int ib = 0; ib < 8; ib++) {
@@ -142,9 +143,6 @@ float ft_iq_unpack(ft_dtype_t t, const uint8_t *b, int8_t q[256], int16_t sc[16]
                              b[74 + 4 * ib + l], q + 32 * ib + 8 * l);
         }
         return d;
-    case FT_DTYPE_IQ1_S:
-    case FT_DTYPE_IQ1_M:
-        return ft_iq1_unpack(t, b, q, sc);
     default:
         memset(q, 0, 256);
         memset(sc, 0, 16 * sizeof(sc[0]));
