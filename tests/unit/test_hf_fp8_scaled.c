@@ -272,10 +272,26 @@ static void check_blocks(const src_ckpt_t *s, mode_t_ m, const ft_bundle_t *b, c
         }
 }
 
+/* The source checkpoint, written once for all tests. */
+static src_ckpt_t g_src;
+
+static int setup(void **state)
+{
+    (void)state;
+    load_src(&g_src);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free_src(&g_src);
+    return 0;
+}
+
 static void check_mode(mode_t_ m, ft_dtype_t sdt, const char *tag)
 {
-    src_ckpt_t s;
-    load_src(&s);
+    src_ckpt_t s = g_src;
     const char *tmp = ft_test_tmpdir("hf_fp8_scaled");
     char scaled[4096], wide[4096], b_scaled[4200], b_wide[4200];
     snprintf(scaled, sizeof(scaled), "%s/%s", tmp, tag);
@@ -323,7 +339,6 @@ static void check_mode(mode_t_ m, ft_dtype_t sdt, const char *tag)
     assert_true(worst <= FT_FLOAT_TOL);
     free(a);
     free(r);
-    free_src(&s);
 }
 
 static void test_deepseek_tiles(void **state)
@@ -366,8 +381,7 @@ static void expect_refused(const src_ckpt_t *s, mode_t_ m, bad_t bad, const char
 static void test_hostile(void **state)
 {
     (void)state;
-    src_ckpt_t s;
-    load_src(&s);
+    const src_ckpt_t s = g_src;
     expect_refused(&s, MODE_TILE, BAD_SHAPE, "layers.0.self_attn.k_proj",
                    "model.layers.0.self_attn.k_proj.weight_scale_inv", "tile");
     expect_refused(&s, MODE_ROW, BAD_SHAPE, "layers.1.mlp.experts.1.up_proj",
@@ -382,7 +396,6 @@ static void test_hostile(void **state)
                    "model.layers.0.input_layernorm.weight_scale", "not a 2-D F8_E4M3 matrix");
     expect_refused(&s, MODE_TILE, BAD_BOTH, "layers.0.self_attn.q_proj",
                    "model.layers.0.self_attn.q_proj.weight", "both");
-    free_src(&s);
 }
 
 int main(void)
@@ -393,5 +406,5 @@ int main(void)
         cmocka_unit_test(test_per_tensor),
         cmocka_unit_test(test_hostile),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
