@@ -52,7 +52,12 @@ ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_option
         return opts->format;
     /* The kernels have no plain FP8 rows: an F8_E4M3 matrix becomes FP8
      * blocks with scale 1 (same bytes), or bf16 when its rows are not whole
-     * blocks; F8_E5M2 is the high byte of an fp16. Both exact. */
+     * blocks; F8_E5M2 is the high byte of an fp16. Both exact. A scaled
+     * FP8 matrix (DeepSeek's or compressed-tensors') becomes FP8 blocks with
+     * its scales (ft_pack_fp8_row), never widened: ft_pack_check refuses
+     * rows that are not whole blocks. */
+    if (t->dtype == FT_DTYPE_F8_E4M3 && t->scale_kind != FT_IR_SCALE_NONE)
+        return FT_DTYPE_FP8;
     if (t->dtype == FT_DTYPE_F8_E4M3)
         return t->shape[t->n_dims - 1] % FT_FP8_BLOCK_ELEMS == 0 ? FT_DTYPE_FP8 : FT_DTYPE_BF16;
     if (t->dtype == FT_DTYPE_F8_E5M2) return FT_DTYPE_F16;
@@ -91,6 +96,13 @@ FT_WARN_UNUSED static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft
                               "(block of %u)",
                               m->source_name, t->name, ft_row_elems(t), ft_dtype_name(dst),
                               ft_dtype_info(dst)->block_elems);
+    if (t->scale_kind != FT_IR_SCALE_NONE && ft_row_elems(t) % FT_FP8_BLOCK_ELEMS != 0)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: tensor '%s' (scales '%s'): scaled F8_E4M3 rows of %" PRIu64
+                              " elements are not whole FP8 blocks of %u, and freetoken does not "
+                              "widen FP8 checkpoints",
+                              m->source_name, t->name, t->scale_name, ft_row_elems(t),
+                              (unsigned)FT_FP8_BLOCK_ELEMS);
     uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
     for (uint32_t p = 0; p < t->n_pieces; p++)
         if (t->pieces[p].n_bytes % src_rb != 0)
@@ -117,6 +129,68 @@ FT_WARN_UNUSED static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
     return st;
 }
 
+/* Scale i of a scaled FP8 tensor's scale piece s (F32, BF16 or F16,
+ * little-endian). */
+static float ft_pack_scale_at(const uint8_t *s, ft_dtype_t dt, uint64_t i)
+{
+    if (dt == FT_DTYPE_F32) {
+        const uint8_t *p = s + 4 * i;
+        const uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                           (uint32_t)p[3] << 24;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    const uint16_t h = (uint16_t)(s[2 * i] | s[2 * i + 1] << 8);
+    if (dt == FT_DTYPE_F16) return ft_fp16_to_fp32(h);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Row lr of piece p of a scaled FP8 tensor (ir.h ft_ir_scale_kind_t) as FP8
+ * blocks (dtype.h: float32 d, then 128 E4M3 bytes): each block keeps its
+ * 128 source bytes and takes the source's scale for them, so every value
+ * is the checkpoint's value * scale, exactly. */
+static void ft_pack_fp8_row(const ft_pack_ctx_t *c, const ft_ir_tensor_t *t, uint32_t p,
+                            uint64_t lr, const uint8_t *src, uint8_t *out)
+{
+    const uint64_t cols = ft_row_elems(t), nb = cols / FT_FP8_BLOCK_ELEMS;
+    const uint64_t tiles = (cols + 127) / 128;
+    const ft_ir_piece_t *sp = &t->scale_pieces[p];
+    const uint8_t *s = c->maps[sp->file]->data + sp->offset;
+    for (uint64_t b = 0; b < nb; b++) {
+        const uint64_t i = t->scale_kind == FT_IR_SCALE_TILE128 ? lr / 128 * tiles + b
+                           : t->scale_kind == FT_IR_SCALE_ROW   ? lr
+                                                                : 0;
+        const float d = ft_pack_scale_at(s, t->scale_dtype, i);
+        uint32_t u;
+        memcpy(&u, &d, 4);
+        uint8_t *blk = out + (uint64_t)FT_FP8_BLOCK_BYTES * b;
+        for (int k = 0; k < 4; k++)
+            blk[k] = (uint8_t)(u >> 8 * k);
+        memcpy(blk + 4, src + (uint64_t)FT_FP8_BLOCK_ELEMS * b, FT_FP8_BLOCK_ELEMS);
+    }
+}
+
+/* One row of t (row lr of piece p, bytes src) converted to dst at out;
+ * tmp: an FP8 row's room, used when a scaled FP8 row goes to another
+ * format. */
+FT_WARN_UNUSED static ft_status_t ft_pack_convert_row(const ft_pack_ctx_t *c, const ft_ir_tensor_t *t,
+                                                      ft_dtype_t dst, uint32_t p, uint64_t lr,
+                                                      const uint8_t *src, uint8_t *out, uint8_t *tmp)
+{
+    if (t->scale_kind == FT_IR_SCALE_NONE)
+        return ft_convert_row(dst, out, t->dtype, src, ft_row_elems(t));
+    if (dst == FT_DTYPE_FP8) {
+        ft_pack_fp8_row(c, t, p, lr, src, out);
+        return FT_OK;
+    }
+    ft_pack_fp8_row(c, t, p, lr, src, tmp);
+    return ft_convert_row(dst, out, FT_DTYPE_FP8, tmp, ft_row_elems(t));
+}
+
 /* Writes rows [row0, row0 + n_rows) of t, converted to dst. */
 FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
                                 uint64_t row0, uint64_t n_rows)
@@ -135,6 +209,10 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
         uint64_t first = row0 - row;
         uint64_t take = piece_rows - first < n_rows ? piece_rows - first : n_rows;
         const uint8_t *src = c->maps[pc->file]->data + pc->offset + first * src_rb;
+        uint8_t *tmp = NULL;
+        if (t->scale_kind != FT_IR_SCALE_NONE && dst != FT_DTYPE_FP8 &&
+            !(tmp = malloc(ft_rows_bytes(t, FT_DTYPE_FP8, 1))))
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
         if (dst == t->dtype) {
             if (!(st = ft_pack_flush(c)) && !(st = ft_ftw_writer_write(c->w, src, take * src_rb)))
                 ft_pack_progress(c, take * src_rb);
@@ -144,21 +222,24 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
                     break;
                 if (dst_rb > FT_PACK_CHUNK_BYTES) { /* a huge row: convert it in place of the batch */
                     uint8_t *big = malloc(dst_rb);
-                    if (!big)
+                    if (!big) {
+                        free(tmp);
                         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
-                    st = ft_convert_row(dst, big, t->dtype, src + r * src_rb, ft_row_elems(t));
+                    }
+                    st = ft_pack_convert_row(c, t, dst, p, first + r, src + r * src_rb, big, tmp);
                     if (!st && !(st = ft_ftw_writer_write(c->w, big, dst_rb)))
                         ft_pack_progress(c, dst_rb);
                     free(big);
                     continue;
                 }
-                st = ft_convert_row(dst, c->buf + c->buf_bytes, t->dtype, src + r * src_rb,
-                                    ft_row_elems(t));
+                st = ft_pack_convert_row(c, t, dst, p, first + r, src + r * src_rb,
+                                         c->buf + c->buf_bytes, tmp);
                 c->buf_bytes += dst_rb;
             }
             if (!st)
                 st = ft_pack_flush(c);
         }
+        free(tmp);
         row0 += take;
         n_rows -= take;
         row += piece_rows;

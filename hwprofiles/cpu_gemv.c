@@ -14,6 +14,7 @@ const ft_dtype_t ft_hwp_gemv_formats[FT_HWP_N_GEMV_FORMATS] = {
     FT_DTYPE_Q2_K,  FT_DTYPE_Q3_K,    FT_DTYPE_Q5_K,   FT_DTYPE_Q4_1,    FT_DTYPE_Q5_0,
     FT_DTYPE_Q5_1,  FT_DTYPE_IQ4_NL,  FT_DTYPE_IQ4_XS, FT_DTYPE_IQ2_XXS, FT_DTYPE_IQ2_XS,
     FT_DTYPE_IQ2_S, FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S,  FT_DTYPE_TQ1_0,   FT_DTYPE_TQ2_0,
+    FT_DTYPE_IQ1_S, FT_DTYPE_IQ1_M,
 };
 
 static const uint32_t ft_hwp_shapes[][2] = {{768, 2048}, {2048, 768}};

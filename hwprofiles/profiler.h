@@ -38,7 +38,7 @@ FT_WARN_UNUSED ft_status_t ft_hwp_cpu_facts(Fthw__Cpu *cpu);
 FT_WARN_UNUSED ft_status_t ft_hwp_dram(const ft_profile_options_t *opts, uint64_t buffer_bytes, Fthw__Cpu *cpu);
 
 /* The formats measured (those the CPU kernels compute). */
-#define FT_HWP_N_GEMV_FORMATS 25
+#define FT_HWP_N_GEMV_FORMATS 27
 extern const ft_dtype_t ft_hwp_gemv_formats[FT_HWP_N_GEMV_FORMATS];
 
 /* Per format and expert shape, weight GB/s on the pool's threads; bytes:

@@ -203,6 +203,19 @@ FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, c
         return ft_status_make(FT_STATUS_FORMAT,
                               "%s: tensor '%s': %" PRIu64 " bytes of data, %s of this shape needs %" PRIu64,
                               m->source_name, t->name, have, ft_dtype_name(t->dtype), want);
+    if (t->scale_kind != FT_IR_SCALE_NONE) { /* models/model_names.c checked their shapes */
+        if (t->dtype != FT_DTYPE_F8_E4M3 || !t->scale_pieces)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s': FP8 scales on a %s tensor",
+                                  m->source_name, t->name, ft_dtype_name(t->dtype));
+        for (uint32_t p = 0; p < t->n_pieces; p++) {
+            const ft_ir_piece_t *pc = &t->scale_pieces[p];
+            if (pc->file >= m->n_files || !ft_range_ok(pc->offset, pc->n_bytes, m->files[pc->file].size))
+                return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                                      "%s: tensor '%s': scale bytes [%" PRIu64 ", +%" PRIu64
+                                      ") lie outside the file",
+                                      m->source_name, t->name, pc->offset, pc->n_bytes);
+        }
+    }
     return FT_OK;
 }
 

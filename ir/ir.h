@@ -171,6 +171,18 @@ typedef struct ft_ir_piece {
     uint64_t n_bytes;
 } ft_ir_piece_t;
 
+/* How the float scales of a scaled FP8 checkpoint tensor (F8_E4M3 values
+ * whose real value is value * scale) cover it, per 2-D matrix (a piece):
+ * one per 128 x 128 tile (DeepSeek's "weight_scale_inv" [ceil(rows / 128),
+ * ceil(cols / 128)]), one per row (compressed-tensors' "weight_scale"
+ * [rows, 1]) or one for the matrix ("weight_scale" [] or [1]). */
+typedef enum ft_ir_scale_kind {
+    FT_IR_SCALE_NONE = 0,
+    FT_IR_SCALE_TILE128,
+    FT_IR_SCALE_ROW,
+    FT_IR_SCALE_TENSOR,
+} ft_ir_scale_kind_t;
+
 typedef struct ft_ir_tensor {
     const char *name; /* canonical, GGUF-style: "blk.3.ffn_up_exps.weight" */
     ft_tensor_role_t role;
@@ -180,6 +192,13 @@ typedef struct ft_ir_tensor {
     uint64_t shape[FT_MAX_DIMS]; /* row-major, outermost first */
     uint32_t n_pieces;
     ft_ir_piece_t *pieces;
+    /* Scaled FP8 (dtype F8_E4M3, HF only): the scales of piece p are
+     * scale_pieces[p], float32 or bf16 (scale_dtype), laid out as
+     * scale_kind says; the packer writes FP8 blocks with them. */
+    ft_ir_scale_kind_t scale_kind;
+    ft_dtype_t scale_dtype;
+    const char *scale_name; /* the first piece's scale tensor, for messages */
+    ft_ir_piece_t *scale_pieces;
 } ft_ir_tensor_t;
 
 typedef struct ft_ir_model {

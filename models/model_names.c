@@ -228,6 +228,79 @@ FT_WARN_UNUSED static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char 
     return t->name ? FT_OK : ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
 }
 
+/* "[a, b, ...]" of a source tensor's shape into buf. */
+static const char *ft_shape_str(const ft_src_tensor_t *s, char *buf, size_t cap)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t d = 0; d < s->n_dims && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRIu64, d ? ", " : "", s->shape[d]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+    return buf;
+}
+
+/* The scales of a scaled FP8 matrix (ir.h, ft_ir_scale_kind_t): for the HF
+ * tensor "X.weight", "X.weight_scale_inv" (DeepSeek, a float per 128 x 128
+ * tile) or "X.weight_scale" (compressed-tensors, per row [rows, 1] or per
+ * tensor [] / [1] / [1, 1]), F32, BF16 or F16. Claimed when found; *kind
+ * NONE when neither exists. A scale of another shape or type, both kinds
+ * at once, or a scale beside a weight that is not a 2-D F8_E4M3 matrix is
+ * an error naming the tensors. */
+FT_WARN_UNUSED static ft_status_t ft_take_fp8_scale(ft_name_index_t *ix, const ft_src_tensor_t *w,
+                                                    const char *wname, ft_ir_scale_kind_t *kind,
+                                                    ft_dtype_t *sdt, ft_ir_piece_t *piece,
+                                                    const char **sname)
+{
+    const char *path = ix->src->path;
+    char inv_name[300], sc_name[300];
+    *kind = FT_IR_SCALE_NONE;
+    if (ix->src->kind != FT_SRC_HF) return FT_OK;
+    snprintf(inv_name, sizeof(inv_name), "%s_scale_inv", wname);
+    snprintf(sc_name, sizeof(sc_name), "%s_scale", wname);
+    const ft_src_tensor_t *inv = ft_name_take(ix, inv_name), *sc = ft_name_take(ix, sc_name);
+    if (!inv && !sc) return FT_OK;
+    if (inv && sc)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has both '%s' and '%s'", path,
+                              wname, inv_name, sc_name);
+    const ft_src_tensor_t *s = inv ? inv : sc;
+    if (w->dtype != FT_DTYPE_F8_E4M3 || w->n_dims != 2)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' has FP8 scales '%s', but it is %s with %u "
+                              "dimensions, not a 2-D F8_E4M3 matrix",
+                              path, wname, s->name, ft_dtype_name(w->dtype), w->n_dims);
+    if (s->dtype != FT_DTYPE_F32 && s->dtype != FT_DTYPE_BF16 && s->dtype != FT_DTYPE_F16)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: FP8 scale tensor '%s' is %s (expected F32, BF16 or F16)", path,
+                              s->name, ft_dtype_name(s->dtype));
+    const uint64_t rows = w->shape[0], cols = w->shape[1];
+    char shp[96];
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < s->n_dims; d++)
+        n *= s->shape[d] ? s->shape[d] : 1;
+    if (inv) {
+        if (s->n_dims != 2 || s->shape[0] != (rows + 127) / 128 || s->shape[1] != (cols + 127) / 128)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: FP8 scale tensor '%s' has shape %s, expected [%" PRIu64
+                                  ", %" PRIu64 "] (one per 128 x 128 tile of '%s' [%" PRIu64
+                                  ", %" PRIu64 "])",
+                                  path, s->name, ft_shape_str(s, shp, sizeof(shp)),
+                                  (rows + 127) / 128, (cols + 127) / 128, wname, rows, cols);
+        *kind = FT_IR_SCALE_TILE128;
+    } else if (s->n_dims == 2 && s->shape[0] == rows && s->shape[1] == 1 && rows > 1) {
+        *kind = FT_IR_SCALE_ROW;
+    } else if (s->n_dims <= 2 && n == 1 && (s->n_dims == 0 || s->shape[0] == 1)) {
+        *kind = FT_IR_SCALE_TENSOR;
+    } else {
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: FP8 scale tensor '%s' has shape %s; expected [%" PRIu64
+                              ", 1] (per row of '%s') or one value (per tensor)",
+                              path, s->name, ft_shape_str(s, shp, sizeof(shp)), rows, wname);
+    }
+    *sdt = s->dtype;
+    *piece = (ft_ir_piece_t){s->file, s->offset, s->n_bytes};
+    *sname = s->name;
+    return FT_OK;
+}
+
 /* A single source tensor -> IR tensor with one piece. */
 FT_WARN_UNUSED static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
                                  const char *ir_name, ft_tensor_role_t role, int32_t layer, int *found)
@@ -248,6 +321,15 @@ FT_WARN_UNUSED static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model
     if (!t->pieces)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     t->pieces[0] = (ft_ir_piece_t){s->file, s->offset, s->n_bytes};
+    ft_ir_piece_t sp;
+    if ((st = ft_take_fp8_scale(ix, s, src_name, &t->scale_kind, &t->scale_dtype, &sp,
+                                &t->scale_name)))
+        return st;
+    if (t->scale_kind != FT_IR_SCALE_NONE) {
+        if (!(t->scale_pieces = ft_arena_alloc(m->arena, sizeof(ft_ir_piece_t))))
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        t->scale_pieces[0] = sp;
+    }
     return FT_OK;
 }
 
@@ -263,9 +345,13 @@ FT_WARN_UNUSED static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_i
     char name[256];
     *found = 0;
     ft_ir_piece_t *pieces = ft_arena_array(m->arena, n_experts, sizeof(ft_ir_piece_t));
-    if (!pieces)
+    ft_ir_piece_t *scales = ft_arena_array(m->arena, n_experts, sizeof(ft_ir_piece_t));
+    if (!pieces || !scales)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
     const ft_src_tensor_t *first = NULL;
+    ft_ir_scale_kind_t kind0 = FT_IR_SCALE_NONE;
+    ft_dtype_t sdt0 = FT_DTYPE_INVALID;
+    const char *sname0 = NULL;
     for (uint32_t e = 0; e < n_experts; e++) {
         char suffix[128];
         if (gguf_split) {
@@ -293,6 +379,28 @@ FT_WARN_UNUSED static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_i
                                   src->path, name);
         }
         pieces[e] = (ft_ir_piece_t){s->file, s->offset, s->n_bytes};
+        ft_ir_scale_kind_t kind;
+        ft_dtype_t sdt = FT_DTYPE_INVALID;
+        const char *sname = NULL;
+        ft_status_t sst = ft_take_fp8_scale(ix, s, name, &kind, &sdt, &scales[e], &sname);
+        if (sst) return sst;
+        if (e == 0) {
+            kind0 = kind;
+            sdt0 = sdt;
+            sname0 = sname;
+        } else if (kind != kind0 || sdt != sdt0) {
+            if (kind == FT_IR_SCALE_NONE)
+                return ft_status_make(FT_STATUS_FORMAT,
+                                      "%s: expert tensor '%s' lacks the FP8 scale tensor expert 0 "
+                                      "has ('%s'): missing scale tensor",
+                                      src->path, name, sname0);
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: expert tensor '%s' has FP8 scales ('%s') %s", src->path,
+                                  name, sname,
+                                  kind0 == FT_IR_SCALE_NONE
+                                      ? "while expert 0 has none"
+                                      : "of another layout or type than expert 0's");
+        }
     }
     ft_ir_tensor_t *t;
     ft_status_t st = ft_ir_add_tensor(m, ir_name, role, (int32_t)layer, &t);
@@ -305,6 +413,10 @@ FT_WARN_UNUSED static ft_status_t ft_take_expert_stack(ft_name_index_t *ix, ft_i
     t->shape[2] = first->shape[1];
     t->n_pieces = n_experts;
     t->pieces = pieces;
+    t->scale_kind = kind0;
+    t->scale_dtype = sdt0;
+    t->scale_name = sname0;
+    t->scale_pieces = kind0 != FT_IR_SCALE_NONE ? scales : NULL;
     *found = 1;
     return FT_OK;
 }
@@ -705,6 +817,17 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
     }
     if ((st = ft_take_layer_extras(ix, src, m)))
         return st;
+    /* a scaled FP8 checkpoint scales every FP8 matrix: one without its
+     * scale tensor would silently read with scale 1 */
+    const ft_ir_tensor_t *scaled = NULL;
+    for (uint32_t i = 0; i < m->n_tensors && !scaled; i++)
+        if (m->tensors[i].scale_kind != FT_IR_SCALE_NONE) scaled = &m->tensors[i];
+    for (uint32_t i = 0; scaled && i < m->n_tensors; i++)
+        if (m->tensors[i].dtype == FT_DTYPE_F8_E4M3 && m->tensors[i].scale_kind == FT_IR_SCALE_NONE)
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s' is F8_E4M3 without a scale tensor, while '%s' "
+                                  "has one ('%s'): missing scale tensor",
+                                  src->path, m->tensors[i].name, scaled->name, scaled->scale_name);
     for (uint32_t t = 0; t < src->n_tensors; t++)
         if (!ix->used[t])
             return ft_status_make(FT_STATUS_UNSUPPORTED,

@@ -39,6 +39,9 @@
  *       one index into ggml's codebooks (iq_grids.inc), with signs and
  *       scales per 16 or 32 elements (quant_iq_grid.c); quantized here by a
  *       simple nearest-grid fit (ggml's needs an importance matrix).
+ * IQ1_S, IQ1_M: groups of 8 values in {-1, 0, 1} as one index into ggml's
+ *       2048-point codebook, shifted by +-1/8, 3-bit scales per 32 (16)
+ *       elements (quant_iq1.c); quantized by a least-squares grid fit.
  * 4- and 8-bit floats (quant_fp4.c, quant_fp8.c, layouts in dtype.h):
  * MXFP4: E8M0 exponent e = floor(log2(amax)) - 2 + 127 and the E2M1 level
  *       nearest to each x (quantize_row_mxfp4_ref).
@@ -69,6 +72,8 @@
 #define FT_IQ4_NL_BLOCK_BYTES 18u  /* 32 elements */
 #define FT_IQ4_XS_BLOCK_BYTES 136u /* 256 elements */
 #define FT_TQ1_0_BLOCK_BYTES 54u   /* 256 elements */
+#define FT_IQ1_S_BLOCK_BYTES 50u   /* 256 elements */
+#define FT_IQ1_M_BLOCK_BYTES 56u
 #define FT_TQ2_0_BLOCK_BYTES 66u
 #define FT_Q5_1_BLOCK_BYTES 24u
 #define FT_QK_K 256u /* elements of a K-quant super-block */
@@ -149,6 +154,13 @@ void ft_dequantize_row_iq3_xxs(const void *x, float *y, uint64_t n);
 void ft_quantize_row_iq3_s(const float *x, void *y, uint64_t n);
 void ft_dequantize_row_iq3_s(const void *x, float *y, uint64_t n);
 
+/* IQ1_S and IQ1_M (quant_iq1.c; n a multiple of 256): ggml's layouts and
+ * its 2048-point codebook, our own least-squares grid fit. */
+void ft_quantize_row_iq1_s(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq1_s(const void *x, float *y, uint64_t n);
+void ft_quantize_row_iq1_m(const float *x, void *y, uint64_t n);
+void ft_dequantize_row_iq1_m(const void *x, float *y, uint64_t n);
+
 /* The ternary TQ1_0 and TQ2_0 (quant_tq.c; n a multiple of 256), ports of
  * ggml's quantize_row_tq{1,2}_0_ref; the unpackers give a block's 256
  * digits in {-1, 0, 1} (the CPU dot products use them). */
@@ -178,7 +190,7 @@ void ft_fp8_from_e4m3(const void *x, void *y, uint64_t n);
 /* 1 when ft_quantize_row / ft_dequantize_row handle the format: those
  * whose dtype.h table row has a quantize (dequantize) function (F32, F16,
  * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS, the IQ
- * grid formats, TQ1_0, TQ2_0, MXFP4,
+ * grid formats, IQ1_S, IQ1_M, TQ1_0, TQ2_0, MXFP4,
  * NVFP4, FP8, F8_E4M3, and for
  * dequantizing also F8_E5M2). */
 int ft_quant_supported(ft_dtype_t t);

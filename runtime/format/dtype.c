@@ -52,12 +52,12 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_IQ2_XXS] = {"iq2_xxs", 256, 66, 16, NULL, FT_Q(iq2_xxs), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ2_XS] = {"iq2_xs", 256, 74, 17, NULL, FT_Q(iq2_xs), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ3_XXS] = {"iq3_xxs", 256, 98, 18, NULL, FT_Q(iq3_xxs), FT_DTYPE_Q8_K, FT_KERN},
-    [FT_DTYPE_IQ1_S] = {"iq1_s", 256, 50, 19, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_IQ1_S] = {"iq1_s", 256, 50, 19, NULL, FT_Q(iq1_s), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ4_NL] = {"iq4_nl", 32, 18, 20, NULL, FT_Q(iq4_nl), FT_DTYPE_Q8_0, FT_KERN},
     [FT_DTYPE_IQ3_S] = {"iq3_s", 256, 110, 21, NULL, FT_Q(iq3_s), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ2_S] = {"iq2_s", 256, 82, 22, NULL, FT_Q(iq2_s), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_IQ4_XS] = {"iq4_xs", 256, 136, 23, NULL, FT_Q(iq4_xs), FT_DTYPE_Q8_K, FT_KERN},
-    [FT_DTYPE_IQ1_M] = {"iq1_m", 256, 56, 29, NULL, FT_NOQ, FT_DTYPE_INVALID, 0},
+    [FT_DTYPE_IQ1_M] = {"iq1_m", 256, 56, 29, NULL, FT_Q(iq1_m), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL, FT_Q(tq1_0), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL, FT_Q(tq2_0), FT_DTYPE_Q8_K, FT_KERN},
     [FT_DTYPE_MXFP4] = {"mxfp4", 32, 17, 39, NULL, FT_Q(mxfp4), FT_DTYPE_Q8_0, FT_KERN},
@@ -72,6 +72,7 @@ _Static_assert(
         FT_Q2_K_BLOCK_BYTES == 84 && FT_Q3_K_BLOCK_BYTES == 110 && FT_Q5_K_BLOCK_BYTES == 176 &&
         FT_Q4_1_BLOCK_BYTES == 20 && FT_Q5_0_BLOCK_BYTES == 22 && FT_Q5_1_BLOCK_BYTES == 24 &&
         FT_IQ4_NL_BLOCK_BYTES == 18 && FT_IQ4_XS_BLOCK_BYTES == 136 && FT_TQ1_0_BLOCK_BYTES == 54 &&
+        FT_IQ1_S_BLOCK_BYTES == 50 && FT_IQ1_M_BLOCK_BYTES == 56 &&
         FT_TQ2_0_BLOCK_BYTES == 66 && FT_Q6_K_BLOCK_BYTES == 210 && FT_Q8_K_BLOCK_BYTES == 292 &&
         FT_MXFP4_BLOCK_ELEMS == 32 && FT_MXFP4_BLOCK_BYTES == 17 && FT_NVFP4_BLOCK_ELEMS == 64 &&
         FT_NVFP4_BLOCK_BYTES == 36 && FT_FP8_BLOCK_ELEMS == 128 && FT_FP8_BLOCK_BYTES == 132,

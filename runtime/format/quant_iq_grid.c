@@ -78,11 +78,13 @@ static inline void ft_iq_put4x2(uint32_t g1, uint32_t g2, unsigned s, int8_t *q)
 int ft_iq_is_grid(ft_dtype_t t)
 {
     return t == FT_DTYPE_IQ2_XXS || t == FT_DTYPE_IQ2_XS || t == FT_DTYPE_IQ2_S ||
-           t == FT_DTYPE_IQ3_XXS || t == FT_DTYPE_IQ3_S;
+           t == FT_DTYPE_IQ3_XXS || t == FT_DTYPE_IQ3_S || t == FT_DTYPE_IQ1_S ||
+           t == FT_DTYPE_IQ1_M;
 }
 
 float ft_iq_unpack(ft_dtype_t t, const uint8_t *b, int8_t q[256], int16_t sc[16])
 {
+    if (t == FT_DTYPE_IQ1_S || t == FT_DTYPE_IQ1_M) return ft_iq1_unpack(t, b, q, sc);
     const float d = ft_qk_get_f16(b);
     switch (t) {
     case FT_DTYPE_IQ2_XXS:

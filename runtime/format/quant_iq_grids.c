@@ -4,6 +4,7 @@
 #include "iq_grids.h"
 
 typedef uint8_t ft_iq_u8;
+typedef uint16_t ft_iq_u16;
 typedef uint32_t ft_iq_u32;
 typedef uint64_t ft_iq_u64;
 /* clang-format off */

@@ -122,7 +122,8 @@ static const struct {
     {FT_DTYPE_NVFP4, GK_D},  {FT_DTYPE_FP8, GK_D},     {FT_DTYPE_IQ4_NL, GK_D},
     {FT_DTYPE_IQ4_XS, GK_D}, {FT_DTYPE_IQ2_XXS, GK_D}, {FT_DTYPE_IQ2_XS, GK_D},
     {FT_DTYPE_IQ2_S, GK_D},  {FT_DTYPE_IQ3_XXS, GK_D}, {FT_DTYPE_IQ3_S, GK_D},
-    {FT_DTYPE_TQ1_0, GK_D},  {FT_DTYPE_TQ2_0, GK_D},
+    {FT_DTYPE_TQ1_0, GK_D},  {FT_DTYPE_TQ2_0, GK_D},   {FT_DTYPE_IQ1_S, GK_D},
+    {FT_DTYPE_IQ1_M, GK_D},
 };
 enum { GK_N_MATMULS = sizeof(gk_matmuls) / sizeof(gk_matmuls[0]) };
 

@@ -31,6 +31,8 @@
  *     iq4_xs d:f16 scales_h:u16 scales_l[4] qs[128] (8 sub-blocks of 32: 6-bit
  *           scale ls = 4 low bits from scales_l, 2 high from scales_h, x =
  *           kvalues_iq4nl[nibble] d (ls - 32))
+ *     iq2_*, iq3_*, iq1_s, iq1_m: grid indices into ggml's codebooks
+ *           (runtime/format/iq_grids.inc), as written at each case below
  *   fp8     d:f32 q:E4M3[128] (freetoken's, runtime/format/dtype.h)
  *
  * The K-quants' element order: each 128 (q2_k, q3_k, q6_k) or 64 (q4_k,
@@ -140,6 +142,7 @@ static int ref_q3k_scale(const uint8_t *s, int j)
     }                                                                                              \
     ;
 typedef uint8_t ref_u8;
+typedef uint16_t ref_u16;
 typedef uint32_t ref_u32;
 typedef uint64_t ref_u64;
 #include "format/iq_grids.inc"
@@ -155,6 +158,12 @@ static double ref_grid8(uint64_t g, int j)
 static uint32_t ref_u32le(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Element j of an IQ1 point: 2 bits each, value + 1 (-1, 0 or 1). */
+static double ref_grid1(uint16_t g, int j)
+{
+    return (double)(int)(g >> (2 * j) & 3) - 1.0;
 }
 
 /* sign bit j of an 8-bit sign mask: -1 or 1 */
@@ -368,6 +377,39 @@ static void ref_block(ft_dtype_t dt, const uint8_t *b, double *y)
             }
         }
         return;
+    case FT_DTYPE_IQ1_S: /* d, qs[32] low index bits, qh:u16[8] (3 high bits per group, 3-bit
+                            scale, delta sign) */
+        for (int ib = 0; ib < 8; ib++) {
+            const unsigned qh = (unsigned)b[34 + 2 * ib] | (unsigned)b[35 + 2 * ib] << 8;
+            const double dl = ref_f16(b) * (2 * (qh >> 12 & 7) + 1);
+            const double delta = qh >> 15 ? -0.125 : 0.125;
+            for (int l = 0; l < 4; l++) {
+                const unsigned idx = b[2 + 4 * ib + l] | (qh >> 3 * l & 7) << 8;
+                for (int j = 0; j < 8; j++)
+                    y[32 * ib + 8 * l + j] = dl * (ref_grid1(ref_iq1s_kgrid[idx], j) + delta);
+            }
+        }
+        return;
+    case FT_DTYPE_IQ1_M: { /* qs[32], qh[16] (a nibble per group: 3 index bits, delta sign),
+                              scales:u16[4] (3-bit scales, the fp16 d in the top nibbles) */
+        unsigned sc[4];
+        for (int i = 0; i < 4; i++)
+            sc[i] = (unsigned)b[48 + 2 * i] | (unsigned)b[49 + 2 * i] << 8;
+        const unsigned dh =
+            (sc[0] >> 12) | (sc[1] >> 12) << 4 | (sc[2] >> 12) << 8 | (sc[3] >> 12) << 12;
+        const uint8_t dbytes[2] = {(uint8_t)dh, (uint8_t)(dh >> 8)};
+        const double d = ref_f16(dbytes);
+        for (int ib = 0; ib < 8; ib++)
+            for (int l = 0; l < 4; l++) {
+                const unsigned h = b[32 + 2 * ib + l / 2] >> 4 * (l % 2) & 15;
+                const unsigned ls = sc[ib / 2] >> (6 * (ib % 2) + 3 * (l / 2)) & 7;
+                const double dl = d * (2 * ls + 1), delta = h & 8 ? -0.125 : 0.125;
+                const unsigned idx = b[4 * ib + l] | (h & 7) << 8;
+                for (int j = 0; j < 8; j++)
+                    y[32 * ib + 8 * l + j] = dl * (ref_grid1(ref_iq1s_kgrid[idx], j) + delta);
+            }
+        return;
+    }
     case FT_DTYPE_TQ1_0: { /* qs[48] five base-3 digits a byte, qh[4] four, d:f16 last: x = (t - 1)
                               d */
         static const unsigned pow3[5] = {1, 3, 9, 27, 81};
@@ -453,7 +495,7 @@ static void ref_block_size(ft_dtype_t dt, uint32_t *elems, uint32_t *bytes)
         {FT_DTYPE_FP8, 128, 132},    {FT_DTYPE_IQ4_NL, 32, 18},  {FT_DTYPE_IQ4_XS, 256, 136},
         {FT_DTYPE_IQ2_XXS, 256, 66}, {FT_DTYPE_IQ2_XS, 256, 74}, {FT_DTYPE_IQ2_S, 256, 82},
         {FT_DTYPE_IQ3_XXS, 256, 98}, {FT_DTYPE_IQ3_S, 256, 110}, {FT_DTYPE_TQ1_0, 256, 54},
-        {FT_DTYPE_TQ2_0, 256, 66},
+        {FT_DTYPE_TQ2_0, 256, 66},   {FT_DTYPE_IQ1_S, 256, 50},  {FT_DTYPE_IQ1_M, 256, 56},
     };
     *elems = *bytes = 0;
     for (size_t i = 0; i < sizeof(k_sizes) / sizeof(k_sizes[0]); i++)

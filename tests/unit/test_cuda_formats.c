@@ -295,6 +295,19 @@ static void test_iq3_s(void **state)
     check_format(FT_DTYPE_IQ3_S, 1);
 }
 
+/* IQ1_S and IQ1_M (blocks of 256: the wide fixture). */
+static void test_iq1_s(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ1_S, 1);
+}
+
+static void test_iq1_m(void **state)
+{
+    (void)state;
+    check_format(FT_DTYPE_IQ1_M, 1);
+}
+
 /* The ternary TQ1_0 and TQ2_0 (blocks of 256). */
 static void test_tq1_0(void **state)
 {
@@ -321,7 +334,8 @@ int main(void)
         cmocka_unit_test(test_iq4_nl),     cmocka_unit_test(test_iq4_xs),
         cmocka_unit_test(test_iq2_xxs),    cmocka_unit_test(test_iq2_xs),
         cmocka_unit_test(test_iq2_s),      cmocka_unit_test(test_iq3_xxs),
-        cmocka_unit_test(test_iq3_s),      cmocka_unit_test(test_tq1_0),
+        cmocka_unit_test(test_iq3_s),      cmocka_unit_test(test_iq1_s),
+        cmocka_unit_test(test_iq1_m),      cmocka_unit_test(test_tq1_0),
         cmocka_unit_test(test_tq2_0),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

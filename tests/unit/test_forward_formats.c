@@ -1,5 +1,6 @@
 /* libfreetoken's forward pass on F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
- * IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0, MXFP4, NVFP4 and FP8
+ * IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0, TQ2_0, MXFP4,
+ * NVFP4 and FP8
  * bundles against the float64 reference computed with
  * the same bundle's weights (dequantized exactly, then widened). Weight rounding is thus
  * common to both sides; what remains is the runtime's own arithmetic.
@@ -320,6 +321,27 @@ static void test_tq2_0(void **state)
     check_with_f32(FT_DTYPE_TQ2_0, 1, 5, FT_TQ_F32_TOL, 0);
 }
 
+/* IQ1_S and IQ1_M (blocks of 256: the wide fixture; Q8_K activations, the
+ * Q8 bounds). At 1.56 and 1.75 bits the round trip of ft's least-squares
+ * grid fit leaves an rms error of ~0.45 / ~0.42 of the rms value
+ * (test_quants_iq1 bounds it by 0.6 / 0.55), so the IQ formats' rule, 6 e,
+ * gives 3.6 and 3.3 of the largest logit against the f32 fixture: gross
+ * errors only, as said above. Seed 1 routes alike on all 20 positions for
+ * both (measured: same-weights errors 2.3e-7 and 8e-4 (one quantum, 1 of 20
+ * positions), 0.040 and 0.041; 1.47 and 1.28 against the f32 fixture). */
+#define FT_IQ1S_F32_TOL (6 * 0.6)
+#define FT_IQ1M_F32_TOL (6 * 0.55)
+static void test_iq1_s(void **state)
+{
+    (void)state;
+    check_with_f32(FT_DTYPE_IQ1_S, 1, 1, FT_IQ1S_F32_TOL, 0);
+}
+static void test_iq1_m(void **state)
+{
+    (void)state;
+    check_with_f32(FT_DTYPE_IQ1_M, 1, 1, FT_IQ1M_F32_TOL, 0);
+}
+
 static void test_q4_k(void **state)
 {
     check_quant_format(FT_DTYPE_Q4_K, 1, 0);
@@ -585,6 +607,8 @@ int main(void)
         cmocka_unit_test(test_iq2_s),
         cmocka_unit_test(test_iq3_xxs),
         cmocka_unit_test(test_iq3_s),
+        cmocka_unit_test(test_iq1_s),
+        cmocka_unit_test(test_iq1_m),
         cmocka_unit_test(test_tq1_0),
         cmocka_unit_test(test_tq2_0),
     };

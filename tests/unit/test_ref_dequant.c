@@ -94,6 +94,17 @@ static void random_row(ft_dtype_t dt, uint8_t *p, uint64_t n)
         case FT_DTYPE_IQ3_S:
             put_f16(b);
             break;
+        case FT_DTYPE_IQ1_S:
+            put_f16(b);
+            break;
+        case FT_DTYPE_IQ1_M: { /* the fp16 d lives in the scales' top nibbles */
+            uint8_t h[2];
+            put_f16(h);
+            const unsigned dh = (unsigned)h[0] | (unsigned)h[1] << 8;
+            for (int i = 0; i < 4; i++)
+                b[49 + 2 * i] = (uint8_t)((b[49 + 2 * i] & 0x0f) | ((dh >> 4 * i) & 15) << 4);
+            break;
+        }
         case FT_DTYPE_TQ1_0:
             put_f16(b + 52);
             break;
@@ -145,7 +156,7 @@ static const ft_dtype_t k_formats[] = {
     FT_DTYPE_Q3_K,   FT_DTYPE_Q4_K,  FT_DTYPE_Q5_K,    FT_DTYPE_Q6_K,    FT_DTYPE_MXFP4,
     FT_DTYPE_NVFP4,  FT_DTYPE_FP8,   FT_DTYPE_IQ4_NL,  FT_DTYPE_IQ4_XS,  FT_DTYPE_IQ2_XXS,
     FT_DTYPE_IQ2_XS, FT_DTYPE_IQ2_S, FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S,   FT_DTYPE_TQ1_0,
-    FT_DTYPE_TQ2_0,
+    FT_DTYPE_TQ2_0,  FT_DTYPE_IQ1_S, FT_DTYPE_IQ1_M,
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 enum { N = 1024 }; /* a multiple of every block */
@@ -165,7 +176,7 @@ static void test_row_bytes(void **state)
     }
     assert_int_equal(ft_ref_row_bytes(FT_DTYPE_Q4_K, 100), 0);
     double y[32];
-    ft_status_t st = ft_ref_dequant_row(FT_DTYPE_IQ1_S, (const uint8_t *)"", 256, y);
+    ft_status_t st = ft_ref_dequant_row(FT_DTYPE_Q8_1, (const uint8_t *)"", 32, y);
     assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
     ft_status_free(st);
 }

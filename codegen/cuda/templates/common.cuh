@@ -415,6 +415,7 @@ struct ft_fmt_fp8 {
  * template of its own between this one and iq.cuh, as __device__ arrays
  * ft_<name> (the CPU code's names). */
 typedef ft_u8 ft_iq_u8;
+typedef ft_u16 ft_iq_u16;
 typedef ft_u32 ft_iq_u32;
 typedef ft_u64 ft_iq_u64;
 /* clang-format off */

@@ -1,5 +1,5 @@
 /* Template: iq. Decoders of the IQ grid formats (layouts:
- * runtime/format/quant_iq_grid.c), after their codebooks (the iq_grids
+ * runtime/format/quant_iq_grid.c, quant_iq1.c), after their codebooks (the iq_grids
  * template), and of the ternary TQ1_0 and TQ2_0 (runtime/format/
  * quant_tq.c). Chunk c is sub-block c & 7 of super-block c >> 3; every
  * value is d * (ggml's sub-block factor) * grid magnitude * sign (TQ:
@@ -119,6 +119,61 @@ struct ft_fmt_iq3_s {
                 (ft_u64)ft_iq3s_grid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)] |
                 ((ft_u64)ft_iq3s_grid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)] << 32);
             ft_iq_emit8(g, b[74 + 4 * j + l], db, v + 8 * l);
+        }
+    }
+};
+
+/* IQ1_S and IQ1_M: point g of iq1s_kgrid holds element k's value + 1 in
+ * bits 2k..2k+1; v[k] = dl (value + delta), as ggml's dequantize_row_iq1_*
+ * (each factor and the product exact). */
+__device__ __forceinline__ void ft_iq1_emit8(ft_u32 g, float dl, float delta, float *v)
+{
+    for (int k = 0; k < 8; k++)
+        v[k] = dl * ((float)((int)((g >> (2 * k)) & 3) - 1) + delta);
+}
+
+/* IQ1_S (50 B): fp16 d, qs[32] at 2, u16 qh[8] at 34; qh[j]: bits 3l..3l+2
+ * index bits 8..10 of group l (low bits qs[4j + l]), 12..14 ls, 15 the
+ * delta's sign; dl = d (2 ls + 1). */
+struct ft_fmt_iq1_s {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 50;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 50;
+        const int j = c & 7;
+        const ft_u32 qh = (ft_u32)b[34 + 2 * j] | ((ft_u32)b[35 + 2 * j] << 8);
+        const float dl = ft_f16(b) * (float)(2 * ((qh >> 12) & 7) + 1);
+        const float delta = (qh & 0x8000) ? -0.125f : 0.125f;
+        for (int l = 0; l < 4; l++)
+            ft_iq1_emit8(ft_iq1s_kgrid[b[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8)], dl, delta,
+                         v + 8 * l);
+    }
+};
+
+/* IQ1_M (56 B): qs[32], qh[16] at 32, u16 scales[4] at 48. Group l of
+ * sub-block j: index low bits qs[4j + l], high bits and delta sign (bit 3)
+ * the nibble l & 1 of qh[2j + l / 2]; the 3-bit ls of elements 0..15
+ * (16..31) bits 6 (j & 1) (+ 3) of scales[j / 2]; fp16 d the top nibbles
+ * of scales[0..3]. */
+struct ft_fmt_iq1_m {
+    static constexpr int BLOCK_ELEMS = 256, BLOCK_BYTES = 56;
+    static __device__ __forceinline__ void dq32(const ft_u8 *row, int c, float *v)
+    {
+        const ft_u8 *b = row + (size_t)(c >> 3) * 56;
+        const int j = c & 7;
+        ft_u32 sc[4];
+        for (int i = 0; i < 4; i++)
+            sc[i] = (ft_u32)b[48 + 2 * i] | ((ft_u32)b[49 + 2 * i] << 8);
+        const ft_u32 dh =
+            (sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000);
+        const ft_u8 dbytes[2] = {(ft_u8)dh, (ft_u8)(dh >> 8)};
+        const float d = ft_f16(dbytes);
+        const ft_u32 s = sc[j >> 1] >> (6 * (j & 1));
+        for (int l = 0; l < 4; l++) {
+            const ft_u32 h = b[32 + 2 * j + (l >> 1)] >> (4 * (l & 1));
+            const float dl = d * (float)(2 * ((s >> (3 * (l >> 1))) & 7) + 1);
+            ft_iq1_emit8(ft_iq1s_kgrid[b[4 * j + l] | ((h & 7) << 8)], dl,
+                         (h & 8) ? -0.125f : 0.125f, v + 8 * l);
         }
     }
 };

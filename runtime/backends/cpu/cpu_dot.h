@@ -43,12 +43,14 @@ float ft_cpu_dot_q5_1_c(uint32_t cols, const void *w_row, const void *x_row);
 /* dot_iq4.c: IQ4_NL (Q8_0 activations), IQ4_XS (Q8_K). */
 float ft_cpu_dot_iq4_nl_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq4_xs_c(uint32_t cols, const void *w_row, const void *x_row);
-/* dot_iq_grid.c: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (Q8_K). */
+/* dot_iq_grid.c: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (Q8_K). */
 float ft_cpu_dot_iq2_xxs_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq2_xs_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq2_s_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq3_xxs_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_iq3_s_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq1_s_c(uint32_t cols, const void *w_row, const void *x_row);
+float ft_cpu_dot_iq1_m_c(uint32_t cols, const void *w_row, const void *x_row);
 /* dot_tq.c: TQ1_0, TQ2_0 (Q8_K). */
 float ft_cpu_dot_tq1_0_c(uint32_t cols, const void *w_row, const void *x_row);
 float ft_cpu_dot_tq2_0_c(uint32_t cols, const void *w_row, const void *x_row);
@@ -100,6 +102,8 @@ enum {
     FT_CPU_IQ2_S_BYTES = 82,
     FT_CPU_IQ3_XXS_BYTES = 98,
     FT_CPU_IQ3_S_BYTES = 110,
+    FT_CPU_IQ1_S_BYTES = 50,
+    FT_CPU_IQ1_M_BYTES = 56,
     FT_CPU_TQ1_0_BYTES = 54, /* qs[48], qh[4], fp16 d */
     FT_CPU_TQ2_0_BYTES = 66, /* qs[64], fp16 d */
     FT_CPU_MXFP4_BYTES = 17, /* E8M0 e, qs[16] (32 elements) */

@@ -1,5 +1,6 @@
 /* Portable dot products of the IQ grid formats (IQ2_XXS, IQ2_XS, IQ2_S,
- * IQ3_XXS, IQ3_S; runtime/format/quant_iq_grid.c) with Q8_K activations,
+ * IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; runtime/format/quant_iq_grid.c,
+ * quant_iq1.c) with Q8_K activations,
  * ggml's pairing. Each super-block is unpacked to signed grid values q and
  * per-16 odd scales sc (runtime/format/iq_grids.h: x = d m sc q, exact);
  * sum over 16 of q a is exact in int32 (|q| <= 62), and so is the sum over
@@ -53,4 +54,14 @@ float ft_cpu_dot_iq3_xxs_c(uint32_t cols, const void *w_row, const void *x_row)
 float ft_cpu_dot_iq3_s_c(uint32_t cols, const void *w_row, const void *x_row)
 {
     return ft_cpu_dot_iq_grid(FT_DTYPE_IQ3_S, FT_CPU_IQ3_S_BYTES, cols, w_row, x_row);
+}
+
+float ft_cpu_dot_iq1_s_c(uint32_t cols, const void *w_row, const void *x_row)
+{
+    return ft_cpu_dot_iq_grid(FT_DTYPE_IQ1_S, FT_CPU_IQ1_S_BYTES, cols, w_row, x_row);
+}
+
+float ft_cpu_dot_iq1_m_c(uint32_t cols, const void *w_row, const void *x_row)
+{
+    return ft_cpu_dot_iq_grid(FT_DTYPE_IQ1_M, FT_CPU_IQ1_M_BYTES, cols, w_row, x_row);
 }

@@ -22,7 +22,8 @@
 /* 1 when the kernels compute this weight format: it has a row in
  * matmul.c's dot table (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
  * Q2_K, Q3_K, Q4_K,
- * Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0, MXFP4,
+ * Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0,
+ * TQ2_0, MXFP4,
  * NVFP4, FP8). */
 int ft_cpu_supports(ft_dtype_t wtype);
 

@@ -40,7 +40,8 @@ static const struct {
     [FT_DTYPE_IQ2_XXS] = FT_DOTS_C(iq2_xxs), [FT_DTYPE_IQ2_XS] = FT_DOTS_C(iq2_xs),
     [FT_DTYPE_IQ2_S] = FT_DOTS_C(iq2_s),     [FT_DTYPE_IQ3_XXS] = FT_DOTS_C(iq3_xxs),
     [FT_DTYPE_IQ3_S] = FT_DOTS_C(iq3_s),     [FT_DTYPE_TQ1_0] = FT_DOTS_C(tq1_0),
-    [FT_DTYPE_TQ2_0] = FT_DOTS_C(tq2_0),
+    [FT_DTYPE_TQ2_0] = FT_DOTS_C(tq2_0),     [FT_DTYPE_IQ1_S] = FT_DOTS_C(iq1_s),
+    [FT_DTYPE_IQ1_M] = FT_DOTS_C(iq1_m),
 };
 
 ft_cpu_dot_fn ft_cpu_dot_for(ft_dtype_t wtype, int portable)
