@@ -117,6 +117,33 @@ FT_WARN_UNUSED static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
     return st;
 }
 
+/* n_rows rows of t from src, each read as f32, rewritten (ir.h:
+ * ft_ir_rewrite_row: HF's zero-centred norms, A_log, grouped value heads)
+ * and converted to dst. */
+FT_WARN_UNUSED static ft_status_t ft_pack_rewritten(ft_pack_ctx_t *c, const ft_ir_tensor_t *t,
+                                                    ft_dtype_t dst, const uint8_t *src,
+                                                    uint64_t n_rows)
+{
+    const uint64_t n = ft_row_elems(t), src_rb = ft_rows_bytes(t, t->dtype, 1),
+                   dst_rb = ft_rows_bytes(t, dst, 1);
+    float *row = malloc(2 * n * sizeof(float));
+    uint8_t *out = malloc(dst_rb);
+    ft_status_t st = FT_OK;
+    if (!row || !out) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st) st = ft_pack_flush(c);
+    for (uint64_t r = 0; r < n_rows && !st; r++) {
+        st = ft_convert_row(FT_DTYPE_F32, row, t->dtype, src + r * src_rb, n);
+        if (st) break;
+        ft_ir_rewrite_row(t, row, row + n, n);
+        if (!(st = ft_convert_row(dst, out, FT_DTYPE_F32, row, n)) &&
+            !(st = ft_ftw_writer_write(c->w, out, dst_rb)))
+            ft_pack_progress(c, dst_rb);
+    }
+    free(row);
+    free(out);
+    return st;
+}
+
 /* Writes rows [row0, row0 + n_rows) of t, converted to dst. */
 FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
                                 uint64_t row0, uint64_t n_rows)
@@ -135,7 +162,9 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
         uint64_t first = row0 - row;
         uint64_t take = piece_rows - first < n_rows ? piece_rows - first : n_rows;
         const uint8_t *src = c->maps[pc->file]->data + pc->offset + first * src_rb;
-        if (dst == t->dtype) {
+        if (ft_ir_tensor_rewritten(t)) {
+            st = ft_pack_rewritten(c, t, dst, src, take);
+        } else if (dst == t->dtype) {
             if (!(st = ft_pack_flush(c)) && !(st = ft_ftw_writer_write(c->w, src, take * src_rb)))
                 ft_pack_progress(c, take * src_rb);
         } else {

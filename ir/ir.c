@@ -188,6 +188,19 @@ FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, c
         return ft_status_make(FT_STATUS_FORMAT,
                               "%s: tensor '%s': row of %" PRIu64 " elements is not whole %s blocks",
                               m->source_name, t->name, t->shape[t->n_dims - 1], ft_dtype_name(t->dtype));
+    if (ft_ir_tensor_rewritten(t)) {
+        const ft_ir_tiling_t *g = &t->tiling;
+        if (t->dtype != FT_DTYPE_F32 && t->dtype != FT_DTYPE_F16 && t->dtype != FT_DTYPE_BF16)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "%s: tensor '%s' is %s; its values must be rewritten on import "
+                                  "(f32, f16 or bf16 only)",
+                                  m->source_name, t->name, ft_dtype_name(t->dtype));
+        if (g->tile_elems && (uint64_t)g->tile_k * g->tile_r * g->tile_elems != t->shape[t->n_dims - 1])
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s': rows of %" PRIu64 " are not %u x %u heads of %u",
+                                  m->source_name, t->name, t->shape[t->n_dims - 1], g->tile_k,
+                                  g->tile_r, g->tile_elems);
+    }
     uint64_t have = 0;
     for (uint32_t p = 0; p < t->n_pieces; p++) {
         const ft_ir_piece_t *pc = &t->pieces[p];

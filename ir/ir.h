@@ -171,6 +171,24 @@ typedef struct ft_ir_piece {
     uint64_t n_bytes;
 } ft_ir_piece_t;
 
+/* A change of values the packer applies to every row it reads (in f32),
+ * for what an HF checkpoint stores differently from the runtime's (and the
+ * GGUF converters') convention (ir_xform.c). */
+typedef enum ft_ir_xform {
+    FT_IR_XFORM_NONE = 0,
+    FT_IR_XFORM_ADD_ONE = 1, /* w + 1: Qwen3.5/3.6 and Qwen3-Next's zero-centred RMSNorm weights */
+    FT_IR_XFORM_NEG_EXP = 2, /* -exp(w): Gated DeltaNet's A from HF's A_log */
+} ft_ir_xform_t;
+
+/* Columns regrouped in every row (after the xform): the row holds
+ * tile_k * tile_r blocks of tile_elems, and output block r * tile_k + k is
+ * input block k * tile_r + r. HF's Qwen3.5 value heads are grouped by key
+ * head (k * R + r); the runtime, like llama.cpp's converter, reads them
+ * tiled (r * Hk + k). tile_elems 0: no regrouping. */
+typedef struct ft_ir_tiling {
+    uint32_t tile_k, tile_r, tile_elems;
+} ft_ir_tiling_t;
+
 typedef struct ft_ir_tensor {
     const char *name; /* canonical, GGUF-style: "blk.3.ffn_up_exps.weight" */
     ft_tensor_role_t role;
@@ -180,7 +198,16 @@ typedef struct ft_ir_tensor {
     uint64_t shape[FT_MAX_DIMS]; /* row-major, outermost first */
     uint32_t n_pieces;
     ft_ir_piece_t *pieces;
+    ft_ir_xform_t xform;   /* FT_IR_XFORM_NONE: the values as stored */
+    ft_ir_tiling_t tiling; /* tile_elems 0: the columns as stored */
 } ft_ir_tensor_t;
+
+/* Whether t's rows must be rewritten (an xform or a tiling) on the way in. */
+int ft_ir_tensor_rewritten(const ft_ir_tensor_t *t);
+
+/* Applies t's xform and tiling to one row of n f32 values in place;
+ * scratch holds n floats. */
+void ft_ir_rewrite_row(const ft_ir_tensor_t *t, float *row, float *scratch, uint64_t n);
 
 typedef struct ft_ir_model {
     ft_arena_t *arena; /* owns everything below */

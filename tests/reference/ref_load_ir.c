@@ -11,6 +11,7 @@
 #include "ir.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,28 @@ static ft_status_t ref_ir_read(const ft_ir_model_t *ir, const ft_ir_tensor_t *t,
     }
     *out = buf;
     *out_n = n;
+    return FT_OK;
+}
+
+/* The reference's own reading of an IR tensor's rewrite (ir.h:
+ * ft_ir_xform_t, ft_ir_tiling_t), in double. */
+static ft_status_t ref_ir_rewrite(const ft_ir_tensor_t *t, double *w, uint64_t rows, uint64_t cols)
+{
+    const uint64_t e = t->tiling.tile_elems, K = t->tiling.tile_k, R = t->tiling.tile_r;
+    double *tmp = malloc(cols * sizeof(double));
+    if (!tmp) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
+    for (uint64_t r = 0; r < rows; r++) {
+        double *x = w + r * cols;
+        for (uint64_t i = 0; i < cols; i++)
+            x[i] = t->xform == FT_IR_XFORM_ADD_ONE   ? x[i] + 1.0
+                   : t->xform == FT_IR_XFORM_NEG_EXP ? -exp(x[i])
+                                                     : x[i];
+        if (!e) continue;
+        memcpy(tmp, x, cols * sizeof(double));
+        for (uint64_t g = 0; g < K * R; g++) /* output head g = r' K + k reads input head k R + r' */
+            memcpy(x + g * e, tmp + ((g % K) * R + g / K) * e, e * sizeof(double));
+    }
+    free(tmp);
     return FT_OK;
 }
 
@@ -75,6 +98,7 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     for (uint64_t r = 0; r < rows && !st; r++)
         st = ft_ref_dequant_row(t->dtype, bytes + r * row_bytes, cols, w + r * cols);
     free(bytes);
+    if (!st && ft_ir_tensor_rewritten(t)) st = ref_ir_rewrite(t, w, rows, cols);
     if (st) {
         free(w);
         return ft_status_annotate(st, "tensor '%s'", t->name);
