@@ -100,6 +100,12 @@ FT_WARN_UNUSED static ft_status_t ft_q35hf_whole(ft_ir_model_t *m, const ft_src_
                                                  uint64_t Hk, uint64_t R, uint64_t e, int tiled)
 {
     char name[256];
+    if ((xform != FT_IR_XFORM_NONE || tiled) && s->dtype != FT_DTYPE_F32 &&
+        s->dtype != FT_DTYPE_F16 && s->dtype != FT_DTYPE_BF16)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "tensor '%s' is %s: its values are rewritten on import (f32, f16 "
+                              "or bf16 only)",
+                              s->name, ft_dtype_name(s->dtype));
     snprintf(name, sizeof(name), "blk.%u.%s", l, iname);
     ft_ir_tensor_t *t;
     ft_status_t st = ft_ir_add_tensor(m, name, role, (int32_t)l, &t);
