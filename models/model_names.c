@@ -98,6 +98,8 @@ static const ft_role_names_t ft_q35_hf_roles[] = {
 /* The HF name of a per-layer role in this architecture. */
 static const char *ft_role_hf_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
 {
+    if (m->hp.arch == FT_ARCH_GPT_OSS && rn->role == FT_ROLE_FFN_ROUTER)
+        return "mlp.router"; /* GptOssTopKRouter */
     if (m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT)
         for (size_t i = 0; i < sizeof(ft_q35_hf_roles) / sizeof(ft_q35_hf_roles[0]); i++)
             if (ft_q35_hf_roles[i].role == rn->role)
@@ -667,10 +669,14 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
             if ((st = ft_take_ssm_fused(ix, src, m, l, in_name, ba_name, &fused_in))) return st;
             fused_ba = 1;
         }
-        int fused_exps = 0; /* Qwen3.5 HF's mlp.experts.gate_up_proj / down_proj */
+        int fused_exps = 0; /* Qwen3.5 HF's mlp.experts.gate_up_proj / down_proj, gpt-oss's MXFP4 */
         if (hf && qwen && b->is_moe &&
             (st = ft_take_q35_hf_fused_experts(ix, src, m, l, &fused_exps)))
             return st;
+        if (hf && m->hp.arch == FT_ARCH_GPT_OSS && b->is_moe) {
+            if ((st = ft_take_oss_hf_experts(ix, src, m, l))) return st;
+            fused_exps = 1;
+        }
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];
             if (!ft_role_wanted(b, rn->role) || (q_gate && rn->role == FT_ROLE_ATTN_Q)) continue;

@@ -56,4 +56,9 @@ FT_WARN_UNUSED ft_status_t ft_take_q35_hf_fused_experts(ft_name_index_t *ix,
                                                         const ft_src_model_t *src,
                                                         ft_ir_model_t *m, uint32_t l, int *found);
 
+/* gpt-oss HF layer l's MXFP4 experts and their biases
+ * (model_names_oss_hf.c). */
+FT_WARN_UNUSED ft_status_t ft_take_oss_hf_experts(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                  ft_ir_model_t *m, uint32_t l);
+
 #endif

@@ -67,6 +67,37 @@ static ft_status_t ref_ir_rewrite(const ft_ir_tensor_t *t, double *w, uint64_t r
     return FT_OK;
 }
 
+/* An HF-interleaved tensor (ir.h: FT_IR_XFORM_MXFP4_HF, DEINTERLEAVE) from
+ * its pieces' bytes (validated IR: they hold what the interleave reads). */
+static ft_status_t ref_ir_interleaved(const ft_ir_tensor_t *t, const uint8_t *bytes, uint64_t rows,
+                                      uint64_t cols, double **out)
+{
+    const int mx = t->xform == FT_IR_XFORM_MXFP4_HF;
+    const uint64_t src_cols = mx ? cols : cols * t->il.step;
+    double *w = malloc(rows * cols * sizeof(double)), *tmp = malloc(src_cols * sizeof(double));
+    uint8_t *row = malloc(ft_ref_row_bytes(FT_DTYPE_MXFP4, cols) + 1);
+    ft_status_t st = FT_OK;
+    if (!w || !tmp || !row) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    const uint64_t src_rb = ft_ref_row_bytes(t->dtype, src_cols);
+    for (uint64_t r = 0; r < rows && !st; r++) {
+        if (mx) {
+            ft_ir_mxfp4_hf_row(t, bytes, bytes + t->pieces[0].n_bytes, r, row);
+            st = ft_ref_dequant_row(FT_DTYPE_MXFP4, row, cols, w + r * cols);
+        } else if (!(st = ft_ref_dequant_row(t->dtype, bytes + r * src_rb, src_cols, tmp))) {
+            for (uint64_t i = 0; i < cols; i++)
+                w[r * cols + i] = tmp[i * t->il.step + t->il.first];
+        }
+    }
+    free(tmp);
+    free(row);
+    if (st) {
+        free(w);
+        return st;
+    }
+    *out = w;
+    return FT_OK;
+}
+
 /* The tensor of this role and layer as doubles; it must hold n_elems. */
 static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role, int32_t layer,
                                  uint64_t n_elems, double **out, ft_dtype_t *out_fmt)
@@ -89,6 +120,11 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     uint64_t n_bytes = 0;
     ft_status_t st = ref_ir_read(ir, t, &bytes, &n_bytes);
     if (st) return st;
+    if (t->xform == FT_IR_XFORM_MXFP4_HF || t->xform == FT_IR_XFORM_DEINTERLEAVE) {
+        st = ref_ir_interleaved(t, bytes, rows, cols, out);
+        free(bytes);
+        return st ? ft_status_annotate(st, "tensor '%s'", t->name) : FT_OK;
+    }
     double *w = malloc(n_elems * sizeof(double));
     if (!w)
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
