@@ -736,15 +736,18 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
     if (hf && (m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT)) {
         /* Qwen3NextRMSNorm / Qwen3_5MoeRMSNorm scale by 1 + w (the gated
          * norm of the DeltaNet excepted): llama.cpp's converter stores
-         * 1 + w, the packer adds it here. The MTP module (mtp.*) is skipped. */
+         * 1 + w, the packer adds it here. The MTP module (mtp.*) and a
+         * multimodal release's vision tower (model.visual.*) are skipped. */
         for (uint32_t i = 0; i < m->n_tensors; i++) {
             const ft_tensor_role_t r = m->tensors[i].role;
             if (r == FT_ROLE_ATTN_NORM || r == FT_ROLE_FFN_NORM || r == FT_ROLE_ATTN_Q_NORM ||
                 r == FT_ROLE_ATTN_K_NORM || r == FT_ROLE_OUTPUT_NORM)
                 m->tensors[i].xform = FT_IR_XFORM_ADD_ONE;
         }
-        for (uint32_t t = 0; t < src->n_tensors; t++)
-            if (strncmp(src->tensors[t].name, "mtp.", 4) == 0) ix->used[t] = 1;
+        for (uint32_t t = 0; t < src->n_tensors; t++) /* the vision tower of a multimodal release */
+            if (strncmp(src->tensors[t].name, "mtp.", 4) == 0 ||
+                strncmp(src->tensors[t].name, "model.visual.", 13) == 0)
+                ix->used[t] = 1;
     }
     for (uint32_t t = 0; t < src->n_tensors; t++)
         if (!ix->used[t])

@@ -79,7 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             d->offset = t->offset;
             d->n_bytes = t->n_bytes;
         }
-        st = ft_model_build_ir(src, &m);
+        st = ft_hf_unwrap_text_model(src); /* a multimodal release's text model */
+        if (!st) st = ft_model_build_ir(src, &m);
         /* a model that builds is a validated IR: every piece in the file */
         for (uint32_t i = 0; !st && i < m->n_tensors; i++)
             for (uint32_t k = 0; k < m->tensors[i].n_pieces; k++) {

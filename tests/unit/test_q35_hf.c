@@ -17,6 +17,9 @@
  *    same greedy tokens: a wrong head order, a missing + 1 or -exp moves
  *    the logits far (1e-1 and more), so none of these can pass by a
  *    layout agreeing with itself;
+ *  - the multimodal release's layout (Qwen3_5MoeForConditionalGeneration:
+ *    config under text_config, tensors under model.language_model., a
+ *    vision tower) imports its text model, the same logits again;
  *  - hostile HF checkpoints are refused naming the tensor or key. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -204,6 +207,31 @@ static void test_bundles_identical(void **state)
     ft_ref_greedy_free(&ref);
 }
 
+/* The multimodal release's layout (Qwen3_5MoeForConditionalGeneration:
+ * text_config, model.language_model.*, a vision tower): its text model,
+ * the same logits as the GGUF's. */
+static void test_multimodal_release(void **state)
+{
+    (void)state;
+    ft_fixture_opts_t o;
+    opts(&o, 0);
+    o.hf_multimodal = 1;
+    char dir[4200], bundle[4300];
+    snprintf(dir, sizeof(dir), "%s/q35-mm", ft_test_tmpdir("q35_hf"));
+    FT_REF_OK(ft_ref_build_bundle(&o, FT_REF_FROM_HF, FT_DTYPE_F32, dir, bundle, sizeof(bundle)));
+    char src[4300];
+    snprintf(src, sizeof(src), "%s/hf", dir);
+    ft_src_model_t *s = NULL;
+    FT_REF_OK(ft_import_source(src, &s));
+    assert_non_null(ft_src_find_tensor(s, "model.layers.0.linear_attn.A_log"));
+    assert_non_null(ft_src_find_tensor(s, "model.visual.patch_embed.proj.weight"));
+    ft_src_model_destroy(s);
+    float *g = logits(g_bundle[0][0], FT_KERNELS_REFERENCE), *h = logits(bundle, FT_KERNELS_REFERENCE);
+    assert_memory_equal(g, h, sizeof(float) * N_PROMPT * 563);
+    free(g);
+    free(h);
+}
+
 static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle)
 {
     ft_ir_model_t *m = NULL;
@@ -279,6 +307,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import), cmocka_unit_test(test_reference_agrees),
-        cmocka_unit_test(test_bundles_identical), cmocka_unit_test(test_hostile)};
+        cmocka_unit_test(test_bundles_identical), cmocka_unit_test(test_multimodal_release),
+        cmocka_unit_test(test_hostile)};
     return cmocka_run_group_tests(tests, setup, NULL);
 }
