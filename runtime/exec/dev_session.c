@@ -70,6 +70,8 @@ static void ft_dev_session_layout_dev(ft_dev_session_t *s, ft_dev_carver_t *c)
      * the router weights slot-major (K * B floats). */
     s->meta_bytes = E * 8 + 4 * B * K * 4 + E * 4; /* dev_moe.c: ft_dev_meta_layout */
     s->meta = ft_dev_carve(c, s->meta_bytes);
+    s->rstate = s->ce->prog->rstate_bytes ? ft_dev_carve(c, s->ce->prog->rstate_bytes) : 0;
+    s->dn_y = s->ce->dn_channels ? ft_dev_carve(c, (uint64_t)s->ce->dn_channels * 4) : 0;
 }
 
 static void ft_dev_session_layout_host(ft_dev_session_t *s, ft_carver_t *c, uint32_t n_threads)
