@@ -94,7 +94,8 @@ struct ft_dev_session {
     uint32_t n_ctx, n_batch;
     ft_dptr_t block; /* every device buffer below */
     uint64_t block_bytes;
-    ft_dptr_t k_cache, v_cache;      /* [n_layers][n_ctx][kv_width] of m->kv_dtype (f32 or f16) */
+    ft_dptr_t k_cache, v_cache;      /* [kv blocks][n_ctx][kv_width] of m->kv_dtype (f32 or f16):
+                                        full-attention blocks only (ft_dev_kv_slot) */
     uint64_t kv_bytes;               /* k_cache and v_cache together */
     ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [n_batch][width] */
     ft_dptr_t rl;                    /* [n_batch, max_experts] router logits */
@@ -162,6 +163,10 @@ FT_WARN_UNUSED ft_status_t ft_dev_bias_add(ft_dev_engine_t *ce, ft_dptr_t y, ft_
  * sigmoid gate of act ACT_SIGMOID (a GLU). */
 FT_WARN_UNUSED ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g,
                                       ft_dptr_t u, ft_dptr_t h, uint32_t n);
+/* The KV cache slot of block `layer`: how many blocks before it append
+ * to the cache (only full-attention blocks have rows; dev_session.c). */
+uint32_t ft_dev_kv_slot(const ft_program_t *p, uint32_t layer);
+
 /* h[r] *= sigmoid(g[r]) for n rows of cols (the shared expert's gate). */
 FT_WARN_UNUSED ft_status_t ft_dev_sigmoid_bcast(ft_dev_engine_t *ce, ft_dptr_t g, ft_dptr_t h, uint32_t n,
                                                 uint32_t cols);

@@ -47,7 +47,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft
 {
     ft_dev_engine_t *ce = s->ce;
     const uint32_t kvd = ce->prog->max_kv_width, eb = ce->m->kv_elem_bytes; /* cache element: 4 or 2 bytes */
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * eb;
+    const uint64_t layer_off = (uint64_t)ft_dev_kv_slot(ce->prog, (uint32_t)x->layer) * s->n_ctx * kvd * eb;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t k = ft_dev_row(s, x->in[0], row0), v = ft_dev_row(s, x->in[1], row0);
     int rows = (int)n, kv_stride = (int)kvd;
@@ -73,7 +73,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
 {
     ft_dev_engine_t *ce = s->ce;
     const uint32_t kvd = ce->prog->max_kv_width, qd = x->n_heads * x->head_dim;
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * ce->m->kv_elem_bytes;
+    const uint64_t layer_off =
+        (uint64_t)ft_dev_kv_slot(ce->prog, (uint32_t)x->layer) * s->n_ctx * kvd * ce->m->kv_elem_bytes;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
     int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;

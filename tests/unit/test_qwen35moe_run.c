@@ -573,6 +573,8 @@ static void test_cuda(void **state)
         so.n_ctx = N_CTX;
         ft_session_t *s = NULL;
         FT_REF_OK(ft_session_create(e, &so, &s));
+        /* device KV only for the one full-attention block (2 KV heads of 16, f32, K and V) */
+        assert_int_equal(ft_session_kv_bytes(s), 2ull * N_CTX * 2 * 16 * 4);
         const uint32_t V = ft_engine_info(e)->vocab_size;
         float *a = malloc(sizeof(float) * N_PROMPT * V), *b = malloc(sizeof(float) * N_PROMPT * V);
         assert_non_null(a);
