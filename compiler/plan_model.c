@@ -1,8 +1,10 @@
-/* Model shape for `ftc plan`: config.json or GGUF header -> ft_plan_model_t. */
+/* Model shape for `ftc plan`: config.json, a qwen3moe GGUF header, or any
+ * other GGUF's imported IR -> ft_plan_model_t. */
 #include "plan_model.h"
 
 #include "gguf.h"
 #include "hf_internal.h"
+#include "import.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +99,41 @@ static ft_dtype_t ft_pm_tensor_dtype(const ft_src_model_t *src, const char *name
     return t && t->dtype != FT_DTYPE_INVALID ? t->dtype : dflt;
 }
 
+/* A GGUF of another family than qwen3moe: its shape from the imported IR
+ * (models/shape_ir.c: the tensor table as the importer takes it apart,
+ * KV only for full-attention layers, a window's ring or a recurrent
+ * state as a fixed per-sequence state), not a second description of the
+ * family's tensors. The checkpoint's formats: its first expert stack's
+ * and its first other layer matrix's. */
+FT_WARN_UNUSED static ft_status_t ft_pm_from_gguf_ir(const char *path, const ft_plan_model_opts_t *opts,
+                                                     ft_plan_model_t **out, ft_plan_model_info_t *info)
+{
+    ft_ir_model_t *ir = NULL;
+    ft_status_t st = ft_import_model(path, &ir);
+    if (st) return st;
+    ft_dtype_t dense = FT_DTYPE_INVALID, expert = FT_DTYPE_INVALID;
+    for (uint32_t i = 0; i < ir->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &ir->tensors[i];
+        if (t->layer < 0) continue;
+        if (t->role == FT_ROLE_FFN_GATE_EXPS || t->role == FT_ROLE_FFN_UP_EXPS ||
+            t->role == FT_ROLE_FFN_DOWN_EXPS) {
+            if (expert == FT_DTYPE_INVALID) expert = t->dtype;
+        } else if (t->n_dims == 2 && t->role != FT_ROLE_FFN_ROUTER && t->role != FT_ROLE_SSM_CONV &&
+                   t->role != FT_ROLE_FFN_GATE_INP_SHEXP && t->role != FT_ROLE_FFN_GATE_EXPS_BIAS &&
+                   t->role != FT_ROLE_FFN_UP_EXPS_BIAS && t->role != FT_ROLE_FFN_DOWN_EXPS_BIAS &&
+                   dense == FT_DTYPE_INVALID) {
+            dense = t->dtype;
+        }
+    }
+    if (dense == FT_DTYPE_INVALID) dense = FT_DTYPE_F16;
+    if (expert == FT_DTYPE_INVALID) expert = dense;
+    ft_pm_formats(opts, expert, dense, info);
+    info->from_gguf = 1;
+    st = ft_model_shape_from_ir(ir, info->expert_format, info->dense_format, out);
+    ft_ir_model_destroy(ir);
+    return st;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_pm_from_gguf(const char *path, const ft_plan_model_opts_t *opts,
                                    ft_plan_model_t **out, ft_plan_model_info_t *info)
 {
@@ -107,6 +144,10 @@ FT_WARN_UNUSED static ft_status_t ft_pm_from_gguf(const char *path, const ft_pla
     if (!arch)
         st = ft_status_make(FT_STATUS_FORMAT, "%s: required key 'general.architecture' is missing",
                             path);
+    if (!st && strcmp(arch, "qwen3moe") != 0) {
+        ft_src_model_destroy(src);
+        return ft_pm_from_gguf_ir(path, opts, out, info);
+    }
     if (!st) st = ft_pm_gguf_meta(src, arch);
     if (!st) {
         ft_dtype_t dense = ft_pm_tensor_dtype(src, "blk.0.attn_q.weight", FT_DTYPE_F16);

@@ -60,8 +60,11 @@ ft_status_t ft_summary_from_ir(const ft_ir_model_t *m, ft_summary_t *s)
         st->dtype = t->dtype;
         st->n_dims = t->n_dims;
         memcpy(st->shape, t->shape, sizeof(st->shape));
-        for (uint32_t p = 0; p < t->n_pieces; p++)
-            st->bytes += t->pieces[p].n_bytes;
+        if (t->xform == FT_IR_XFORM_MXFP4_HF) /* gate and up share their HF source */
+            ft_dtype_row_bytes(t->dtype, ft_ir_tensor_elems(t), &st->bytes);
+        else
+            for (uint32_t p = 0; p < t->n_pieces; p++)
+                st->bytes += t->pieces[p].n_bytes;
         ft_summary_count(s, st);
     }
     s->tok_model = m->tok.model;

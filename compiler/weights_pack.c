@@ -103,6 +103,8 @@ FT_WARN_UNUSED static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft
                               "widen FP8 checkpoints",
                               m->source_name, t->name, t->scale_name, ft_row_elems(t),
                               (unsigned)FT_FP8_BLOCK_ELEMS);
+    if (t->xform == FT_IR_XFORM_MXFP4_HF || t->xform == FT_IR_XFORM_DEINTERLEAVE)
+        return FT_OK; /* its pieces are its interleaved source (validated IR) */
     uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
     for (uint32_t p = 0; p < t->n_pieces; p++)
         if (t->pieces[p].n_bytes % src_rb != 0)
@@ -191,10 +193,77 @@ FT_WARN_UNUSED static ft_status_t ft_pack_convert_row(const ft_pack_ctx_t *c, co
     return ft_convert_row(dst, out, FT_DTYPE_FP8, tmp, ft_row_elems(t));
 }
 
+/* n_rows rows of t from src, each read as f32, rewritten (ir.h:
+ * ft_ir_rewrite_row: HF's zero-centred norms, A_log, grouped value heads)
+ * and converted to dst. */
+FT_WARN_UNUSED static ft_status_t ft_pack_rewritten(ft_pack_ctx_t *c, const ft_ir_tensor_t *t,
+                                                    ft_dtype_t dst, const uint8_t *src,
+                                                    uint64_t n_rows)
+{
+    const uint64_t n = ft_row_elems(t), src_rb = ft_rows_bytes(t, t->dtype, 1),
+                   dst_rb = ft_rows_bytes(t, dst, 1);
+    float *row = malloc(2 * n * sizeof(float));
+    uint8_t *out = malloc(dst_rb);
+    ft_status_t st = FT_OK;
+    if (!row || !out) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st) st = ft_pack_flush(c);
+    for (uint64_t r = 0; r < n_rows && !st; r++) {
+        st = ft_convert_row(FT_DTYPE_F32, row, t->dtype, src + r * src_rb, n);
+        if (st) break;
+        ft_ir_rewrite_row(t, row, row + n, n);
+        if (!(st = ft_convert_row(dst, out, FT_DTYPE_F32, row, n)) &&
+            !(st = ft_ftw_writer_write(c->w, out, dst_rb)))
+            ft_pack_progress(c, dst_rb);
+    }
+    free(row);
+    free(out);
+    return st;
+}
+
+/* Rows [row0, row0 + n_rows) of an FT_IR_XFORM_MXFP4_HF tensor (its
+ * blocks and scales moved into MXFP4 rows) or an FT_IR_XFORM_DEINTERLEAVE
+ * one (every step-th column), converted to dst. */
+FT_WARN_UNUSED static ft_status_t ft_pack_interleaved(ft_pack_ctx_t *c, const ft_ir_tensor_t *t,
+                                                      ft_dtype_t dst, uint64_t row0, uint64_t n_rows)
+{
+    const uint64_t n = ft_row_elems(t), dst_rb = ft_rows_bytes(t, dst, 1);
+    const int mx = t->xform == FT_IR_XFORM_MXFP4_HF;
+    uint64_t src_rb = 0, row_rb = ft_rows_bytes(t, t->dtype, 1);
+    if (!mx) ft_dtype_row_bytes(t->dtype, n * t->il.step, &src_rb);
+    uint8_t *row = malloc(mx ? row_rb : 0), *out = malloc(dst_rb);
+    float *f = malloc((mx ? 1 : n * t->il.step + n) * sizeof(float));
+    ft_status_t st = FT_OK;
+    if (!row && mx) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!out || !f) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st) st = ft_pack_flush(c);
+    const ft_ir_piece_t *p0 = &t->pieces[0], *p1 = &t->pieces[mx ? 1 : 0];
+    const uint8_t *a = c->maps[p0->file]->data + p0->offset, *b = c->maps[p1->file]->data + p1->offset;
+    for (uint64_t r = row0; r < row0 + n_rows && !st; r++) {
+        if (mx) {
+            ft_ir_mxfp4_hf_row(t, a, b, r, row);
+            st = dst == t->dtype ? (memcpy(out, row, dst_rb), FT_OK)
+                                 : ft_convert_row(dst, out, t->dtype, row, n);
+        } else {
+            st = ft_convert_row(FT_DTYPE_F32, f, t->dtype, a + r * src_rb, n * t->il.step);
+            if (!st) {
+                ft_ir_deinterleave_row(t, f, f + n * t->il.step, n);
+                st = ft_convert_row(dst, out, FT_DTYPE_F32, f + n * t->il.step, n);
+            }
+        }
+        if (!st && !(st = ft_ftw_writer_write(c->w, out, dst_rb))) ft_pack_progress(c, dst_rb);
+    }
+    free(row);
+    free(out);
+    free(f);
+    return ft_status_annotate(st, "%s: tensor '%s'", c->m->source_name, t->name);
+}
+
 /* Writes rows [row0, row0 + n_rows) of t, converted to dst. */
 FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_tensor_t *t, ft_dtype_t dst,
                                 uint64_t row0, uint64_t n_rows)
 {
+    if (t->xform == FT_IR_XFORM_MXFP4_HF || t->xform == FT_IR_XFORM_DEINTERLEAVE)
+        return ft_pack_interleaved(c, t, dst, row0, n_rows);
     const uint64_t src_rb = ft_rows_bytes(t, t->dtype, 1);
     const uint64_t dst_rb = ft_rows_bytes(t, dst, 1);
     uint64_t row = 0; /* first row of the current piece */
@@ -213,7 +282,9 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
         if (t->scale_kind != FT_IR_SCALE_NONE && dst != FT_DTYPE_FP8 &&
             !(tmp = malloc(ft_rows_bytes(t, FT_DTYPE_FP8, 1))))
             return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
-        if (dst == t->dtype) {
+        if (ft_ir_tensor_rewritten(t)) {
+            st = ft_pack_rewritten(c, t, dst, src, take);
+        } else if (dst == t->dtype) {
             if (!(st = ft_pack_flush(c)) && !(st = ft_ftw_writer_write(c->w, src, take * src_rb)))
                 ft_pack_progress(c, take * src_rb);
         } else {

@@ -171,6 +171,48 @@ FT_WARN_UNUSED static ft_status_t ft_ir_expect(const ft_ir_model_t *m, ft_tensor
     return FT_OK;
 }
 
+/* An FT_IR_XFORM_MXFP4_HF or FT_IR_XFORM_DEINTERLEAVE tensor (ir.h): its
+ * pieces hold exactly the source rows its interleave reads. */
+FT_WARN_UNUSED static ft_status_t ft_ir_validate_interleaved(const ft_ir_model_t *m,
+                                                             const ft_ir_tensor_t *t, uint64_t rows)
+{
+    const ft_ir_interleave_t *il = &t->il;
+    const uint64_t cols = t->shape[t->n_dims - 1];
+    uint64_t want[2] = {0, 0}, src_rb;
+    const int mx = t->xform == FT_IR_XFORM_MXFP4_HF;
+    int ok = il->step >= 1 && il->step <= 16 && il->first < il->step &&
+             t->n_pieces == (mx ? 2u : 1u);
+    if (ok && mx) {
+        ok = t->dtype == FT_DTYPE_MXFP4 && cols % 32 == 0 && il->group && rows % il->group == 0;
+        const uint64_t src_rows = ok ? ft_ir_mxfp4_hf_src_rows(t) : 0;
+        ok = ok && ft_mul_u64(src_rows, cols / 32 * 16, &want[0]) &&
+             ft_mul_u64(src_rows, cols / 32, &want[1]);
+    } else if (ok) {
+        ok = (t->dtype == FT_DTYPE_F32 || t->dtype == FT_DTYPE_F16 || t->dtype == FT_DTYPE_BF16) &&
+             ft_dtype_row_bytes(t->dtype, cols * il->step, &src_rb) &&
+             ft_mul_u64(rows, src_rb, &want[0]);
+    }
+    if (!ok)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: tensor '%s' (%s): its interleaved source (every %u-th row or "
+                              "column from %u, groups of %" PRIu64 ") does not fit its shape",
+                              m->source_name, t->name, ft_dtype_name(t->dtype), il->step,
+                              il->first, il->group);
+    for (uint32_t p = 0; p < t->n_pieces; p++) {
+        const ft_ir_piece_t *pc = &t->pieces[p];
+        if (pc->file >= m->n_files || !ft_range_ok(pc->offset, pc->n_bytes, m->files[pc->file].size))
+            return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                                  "%s: tensor '%s': bytes [%" PRIu64 ", +%" PRIu64 ") lie outside the file",
+                                  m->source_name, t->name, pc->offset, pc->n_bytes);
+        if (pc->n_bytes != want[p])
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s': source %u holds %" PRIu64 " bytes, %" PRIu64
+                                  " expected",
+                                  m->source_name, t->name, p, pc->n_bytes, want[p]);
+    }
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, const ft_ir_tensor_t *t)
 {
     if (t->n_dims == 0 || t->n_dims > FT_MAX_DIMS)
@@ -188,6 +230,21 @@ FT_WARN_UNUSED static ft_status_t ft_ir_validate_bytes(const ft_ir_model_t *m, c
         return ft_status_make(FT_STATUS_FORMAT,
                               "%s: tensor '%s': row of %" PRIu64 " elements is not whole %s blocks",
                               m->source_name, t->name, t->shape[t->n_dims - 1], ft_dtype_name(t->dtype));
+    if (t->xform == FT_IR_XFORM_MXFP4_HF || t->xform == FT_IR_XFORM_DEINTERLEAVE)
+        return ft_ir_validate_interleaved(m, t, rows);
+    if (ft_ir_tensor_rewritten(t)) {
+        const ft_ir_tiling_t *g = &t->tiling;
+        if (t->dtype != FT_DTYPE_F32 && t->dtype != FT_DTYPE_F16 && t->dtype != FT_DTYPE_BF16)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "%s: tensor '%s' is %s; its values must be rewritten on import "
+                                  "(f32, f16 or bf16 only)",
+                                  m->source_name, t->name, ft_dtype_name(t->dtype));
+        if (g->tile_elems && (uint64_t)g->tile_k * g->tile_r * g->tile_elems != t->shape[t->n_dims - 1])
+            return ft_status_make(FT_STATUS_FORMAT,
+                                  "%s: tensor '%s': rows of %" PRIu64 " are not %u x %u heads of %u",
+                                  m->source_name, t->name, t->shape[t->n_dims - 1], g->tile_k,
+                                  g->tile_r, g->tile_elems);
+    }
     uint64_t have = 0;
     for (uint32_t p = 0; p < t->n_pieces; p++) {
         const ft_ir_piece_t *pc = &t->pieces[p];

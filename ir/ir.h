@@ -182,6 +182,41 @@ typedef enum ft_ir_scale_kind {
     FT_IR_SCALE_ROW,
     FT_IR_SCALE_TENSOR,
 } ft_ir_scale_kind_t;
+/* A change of values the packer applies to every row it reads (in f32),
+ * for what an HF checkpoint stores differently from the runtime's (and the
+ * GGUF converters') convention (ir_xform.c). */
+typedef enum ft_ir_xform {
+    FT_IR_XFORM_NONE = 0,
+    FT_IR_XFORM_ADD_ONE = 1, /* w + 1: Qwen3.5/3.6 and Qwen3-Next's zero-centred RMSNorm weights */
+    FT_IR_XFORM_NEG_EXP = 2, /* -exp(w): Gated DeltaNet's A from HF's A_log */
+    /* MXFP4 rows assembled from HF's separate *_blocks (pieces[0]: per
+     * source row, 16-byte blocks holding elements 2j | 2j+1 << 4 in byte j)
+     * and *_scales (pieces[1]: one E8M0 byte a block), the source row of
+     * each row chosen by the tensor's interleave (gpt-oss's experts): the
+     * bits moved into the runtime's 17-byte blocks, nothing re-rounded. */
+    FT_IR_XFORM_MXFP4_HF = 3,
+    /* f32/f16/bf16 rows whose columns are every step-th of a source row
+     * step times as wide, from column first (gpt-oss's gate_up_proj_bias:
+     * gate and up alternate). One piece: the source rows. */
+    FT_IR_XFORM_DEINTERLEAVE = 4,
+} ft_ir_xform_t;
+
+/* Which source row (FT_IR_XFORM_MXFP4_HF) or columns
+ * (FT_IR_XFORM_DEINTERLEAVE) an IR row reads: for MXFP4_HF row r reads
+ * source row (r / group) * group * step + (r % group) * step + first. */
+typedef struct ft_ir_interleave {
+    uint64_t group;
+    uint32_t step, first;
+} ft_ir_interleave_t;
+
+/* Columns regrouped in every row (after the xform): the row holds
+ * tile_k * tile_r blocks of tile_elems, and output block r * tile_k + k is
+ * input block k * tile_r + r. HF's Qwen3.5 value heads are grouped by key
+ * head (k * R + r); the runtime, like llama.cpp's converter, reads them
+ * tiled (r * Hk + k). tile_elems 0: no regrouping. */
+typedef struct ft_ir_tiling {
+    uint32_t tile_k, tile_r, tile_elems;
+} ft_ir_tiling_t;
 
 typedef struct ft_ir_tensor {
     const char *name; /* canonical, GGUF-style: "blk.3.ffn_up_exps.weight" */
@@ -199,7 +234,32 @@ typedef struct ft_ir_tensor {
     ft_dtype_t scale_dtype;
     const char *scale_name; /* the first piece's scale tensor, for messages */
     ft_ir_piece_t *scale_pieces;
+    ft_ir_xform_t xform;   /* FT_IR_XFORM_NONE: the values as stored */
+    ft_ir_tiling_t tiling; /* tile_elems 0: the columns as stored */
+    ft_ir_interleave_t il; /* FT_IR_XFORM_MXFP4_HF and FT_IR_XFORM_DEINTERLEAVE */
 } ft_ir_tensor_t;
+
+/* Whether t's rows must be rewritten (ADD_ONE, NEG_EXP or a tiling: rows
+ * read as f32, ft_ir_rewrite_row) on the way in. MXFP4_HF and
+ * DEINTERLEAVE tensors are read by ft_ir_mxfp4_hf_row and
+ * ft_ir_deinterleave_row instead. */
+int ft_ir_tensor_rewritten(const ft_ir_tensor_t *t);
+
+/* Row r of an FT_IR_XFORM_MXFP4_HF tensor into out (its MXFP4 row bytes),
+ * from the bytes of its two pieces. */
+void ft_ir_mxfp4_hf_row(const ft_ir_tensor_t *t, const uint8_t *blocks, const uint8_t *scales,
+                        uint64_t r, uint8_t *out);
+
+/* The source rows an MXFP4_HF tensor's pieces must hold. */
+uint64_t ft_ir_mxfp4_hf_src_rows(const ft_ir_tensor_t *t);
+
+/* An FT_IR_XFORM_DEINTERLEAVE row: n output values from src (n * step
+ * f32 values of the source row). */
+void ft_ir_deinterleave_row(const ft_ir_tensor_t *t, const float *src, float *out, uint64_t n);
+
+/* Applies t's xform and tiling to one row of n f32 values in place;
+ * scratch holds n floats. */
+void ft_ir_rewrite_row(const ft_ir_tensor_t *t, float *row, float *scratch, uint64_t n);
 
 typedef struct ft_ir_model {
     ft_arena_t *arena; /* owns everything below */

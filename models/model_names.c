@@ -1,4 +1,5 @@
 #include "model_names.h"
+#include "model_names_internal.h"
 
 #include "../runtime/base/checked.h"
 
@@ -85,9 +86,24 @@ static const ft_role_names_t ft_mixtral_hf_roles[] = {
     {FT_ROLE_FFN_DOWN_EXPS, "ffn_down_exps", "block_sparse_moe.experts.%u.w2"},
 };
 
+/* Qwen3.5/3.6 and Qwen3-Next's HF shared expert (Qwen2MoeSparseMoeBlock's
+ * names: one shared_expert, its sigmoid gate a [1, d] linear). */
+static const ft_role_names_t ft_q35_hf_roles[] = {
+    {FT_ROLE_FFN_GATE_SHEXP, "ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+    {FT_ROLE_FFN_UP_SHEXP, "ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {FT_ROLE_FFN_DOWN_SHEXP, "ffn_down_shexp", "mlp.shared_expert.down_proj"},
+    {FT_ROLE_FFN_GATE_INP_SHEXP, "ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+};
+
 /* The HF name of a per-layer role in this architecture. */
 static const char *ft_role_hf_name(const ft_ir_model_t *m, const ft_role_names_t *rn)
 {
+    if (m->hp.arch == FT_ARCH_GPT_OSS && rn->role == FT_ROLE_FFN_ROUTER)
+        return "mlp.router"; /* GptOssTopKRouter */
+    if (m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT)
+        for (size_t i = 0; i < sizeof(ft_q35_hf_roles) / sizeof(ft_q35_hf_roles[0]); i++)
+            if (ft_q35_hf_roles[i].role == rn->role)
+                return ft_q35_hf_roles[i].hf;
     if (m->hp.arch == FT_ARCH_MIXTRAL)
         for (size_t i = 0; i < sizeof(ft_mixtral_hf_roles) / sizeof(ft_mixtral_hf_roles[0]); i++)
             if (ft_mixtral_hf_roles[i].role == rn->role)
@@ -109,15 +125,6 @@ static const ft_role_names_t ft_global_roles[] = {
     {FT_ROLE_OUTPUT_NORM, "output_norm", "model.norm"},
     {FT_ROLE_OUTPUT, "output", "lm_head"},
 };
-
-/* An open-addressing index over source tensor names: real checkpoints have
- * tens of thousands of tensors, too many for linear lookups per name. */
-typedef struct ft_name_index {
-    uint32_t cap; /* power of two */
-    int64_t *slots; /* tensor index, or -1 */
-    uint8_t *used;  /* per source tensor: claimed by the model */
-    const ft_src_model_t *src;
-} ft_name_index_t;
 
 static uint64_t ft_name_hash(const char *s)
 {
@@ -161,7 +168,7 @@ static void ft_name_index_free(ft_name_index_t *ix)
 }
 
 /* Finds and claims a tensor; NULL when absent. */
-static const ft_src_tensor_t *ft_name_take(ft_name_index_t *ix, const char *name)
+const ft_src_tensor_t *ft_name_take(ft_name_index_t *ix, const char *name)
 {
     uint32_t h = (uint32_t)ft_name_hash(name) & (ix->cap - 1);
     while (ix->slots[h] >= 0) {
@@ -217,7 +224,7 @@ static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
     }
 }
 
-FT_WARN_UNUSED static ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tensor_role_t role,
+FT_WARN_UNUSED ft_status_t ft_ir_add_tensor(ft_ir_model_t *m, const char *name, ft_tensor_role_t role,
                                     int32_t layer, ft_ir_tensor_t **out)
 {
     ft_ir_tensor_t *t = &m->tensors[m->n_tensors++];
@@ -302,7 +309,7 @@ FT_WARN_UNUSED static ft_status_t ft_take_fp8_scale(ft_name_index_t *ix, const f
 }
 
 /* A single source tensor -> IR tensor with one piece. */
-FT_WARN_UNUSED static ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
+FT_WARN_UNUSED ft_status_t ft_take_plain(ft_name_index_t *ix, ft_ir_model_t *m, const char *src_name,
                                  const char *ir_name, ft_tensor_role_t role, int32_t layer, int *found)
 {
     const ft_src_tensor_t *s = ft_name_take(ix, src_name);
@@ -510,7 +517,10 @@ FT_WARN_UNUSED static ft_status_t ft_take_q_gate(ft_name_index_t *ix, const ft_s
 {
     const ft_ir_attention_t *a = &m->blocks[l].attn;
     char name[256];
-    snprintf(name, sizeof(name), "blk.%u.attn_q.weight", l);
+    if (src->kind == FT_SRC_HF) /* Qwen3_5MoeAttention's q_proj: the same [q_h | gate_h] rows */
+        snprintf(name, sizeof(name), "model.layers.%u.self_attn.q_proj.weight", l);
+    else
+        snprintf(name, sizeof(name), "blk.%u.attn_q.weight", l);
     const ft_src_tensor_t *s = ft_name_take(ix, name);
     if (!s) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
     const uint64_t hd = a->head_dim, H = a->n_heads;
@@ -547,7 +557,7 @@ FT_WARN_UNUSED static ft_status_t ft_take_q_gate(ft_name_index_t *ix, const ft_s
 
 /* An IR tensor of `role` made of row ranges of source tensor s: n_ranges
  * ranges, range i rows [first[i], first[i] + count), in order. */
-FT_WARN_UNUSED static ft_status_t ft_take_rows(ft_ir_model_t *m, const ft_src_tensor_t *s,
+FT_WARN_UNUSED ft_status_t ft_take_rows(ft_ir_model_t *m, const ft_src_tensor_t *s,
                                                uint64_t row_bytes, const char *iname,
                                                ft_tensor_role_t role, uint32_t l, uint32_t n_ranges,
                                                const uint64_t *first, uint64_t count)
@@ -576,8 +586,9 @@ FT_WARN_UNUSED static ft_status_t ft_take_rows(ft_ir_model_t *m, const ft_src_te
  * ATTN_GATE (every z_g), SSM_BETA and SSM_ALPHA, each range a piece of the
  * same bytes. ssm_in is optional (attn_qkv + attn_gate instead: *out_fused_in
  * 0), ssm_ba required. */
-FT_WARN_UNUSED static ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_model_t *src,
-                                                    ft_ir_model_t *m, uint32_t l, int *out_fused_in)
+FT_WARN_UNUSED ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_model_t *src,
+                                             ft_ir_model_t *m, uint32_t l, const char *in_name,
+                                             const char *ba_name, int *out_fused_in)
 {
     const ft_ir_attention_t *a = &m->blocks[l].attn;
     const uint64_t hd = a->head_dim, Hk = a->n_kv_heads, R = a->n_heads / a->n_kv_heads;
@@ -589,7 +600,7 @@ FT_WARN_UNUSED static ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const f
     if (Hk > FT_PLAN_SPLIT_MAX_GROUPS)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u: %llu key heads (at most %u)",
                               src->path, l, (unsigned long long)Hk, FT_PLAN_SPLIT_MAX_GROUPS);
-    snprintf(name, sizeof(name), "blk.%u.ssm_in.weight", l);
+    snprintf(name, sizeof(name), "%s", in_name);
     const ft_src_tensor_t *in = ft_name_take(ix, name);
     ft_status_t st;
     if (in) {
@@ -630,7 +641,7 @@ FT_WARN_UNUSED static ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const f
             return st;
         *out_fused_in = 1;
     }
-    snprintf(name, sizeof(name), "blk.%u.ssm_ba.weight", l);
+    snprintf(name, sizeof(name), "%s", ba_name);
     const ft_src_tensor_t *ba = ft_name_take(ix, name);
     if (!ba) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
     if (ba->n_dims != 2 || ba->shape[0] != 2 * Hk * R ||
@@ -759,22 +770,39 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
         const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
         int fused_in = 0, fused_ba = 0; /* Qwen3-Next's ssm_in and ssm_ba, split */
         if (q_gate && (st = ft_take_q_gate(ix, src, m, l))) return st;
-        if (dn && (st = ft_take_ssm_vectors(ix, src, m, l))) return st;
-        if (dn && m->hp.arch == FT_ARCH_QWEN3NEXT &&
-            (st = ft_take_ssm_fused(ix, src, m, l, &fused_in)))
+        if (dn && !hf && (st = ft_take_ssm_vectors(ix, src, m, l))) return st;
+        if (dn && hf && qwen) { /* every DeltaNet role, HF's layout rewritten */
+            if ((st = ft_take_q35_hf_deltanet(ix, src, m, l))) return st;
+            fused_in = fused_ba = 1;
+        } else if (dn && m->hp.arch == FT_ARCH_QWEN3NEXT) {
+            char in_name[64], ba_name[64];
+            snprintf(in_name, sizeof(in_name), "blk.%u.ssm_in.weight", l);
+            snprintf(ba_name, sizeof(ba_name), "blk.%u.ssm_ba.weight", l);
+            if ((st = ft_take_ssm_fused(ix, src, m, l, in_name, ba_name, &fused_in))) return st;
+            fused_ba = 1;
+        }
+        int fused_exps = 0; /* Qwen3.5 HF's mlp.experts.gate_up_proj / down_proj, gpt-oss's MXFP4 */
+        if (hf && qwen && b->is_moe &&
+            (st = ft_take_q35_hf_fused_experts(ix, src, m, l, &fused_exps)))
             return st;
-        fused_ba = dn && m->hp.arch == FT_ARCH_QWEN3NEXT;
+        if (hf && m->hp.arch == FT_ARCH_GPT_OSS && b->is_moe) {
+            if ((st = ft_take_oss_hf_experts(ix, src, m, l))) return st;
+            fused_exps = 1;
+        }
         for (size_t r = 0; r < n_layer_roles; r++) {
             const ft_role_names_t *rn = &ft_layer_roles[r];
             if (!ft_role_wanted(b, rn->role) || (q_gate && rn->role == FT_ROLE_ATTN_Q)) continue;
             if ((fused_in && (rn->role == FT_ROLE_SSM_QKV || rn->role == FT_ROLE_ATTN_GATE)) ||
-                (fused_ba && (rn->role == FT_ROLE_SSM_BETA || rn->role == FT_ROLE_SSM_ALPHA)))
+                (fused_ba && (rn->role == FT_ROLE_SSM_BETA || rn->role == FT_ROLE_SSM_ALPHA)) ||
+                (fused_exps && ft_role_is_expert(rn->role)) ||
+                (dn && hf && qwen && (rn->role == FT_ROLE_SSM_CONV || rn->role == FT_ROLE_SSM_NORM ||
+                                      rn->role == FT_ROLE_SSM_OUT)))
                 continue;
-            if (hf && !rn->hf)
+            const char *hf_name = ft_role_hf_name(m, rn);
+            if (hf && !hf_name)
                 return ft_status_make(FT_STATUS_UNSUPPORTED,
                                       "%s: layer %u: no safetensors name for %s", src->path, l,
                                       ft_tensor_role_name(rn->role));
-            const char *hf_name = ft_role_hf_name(m, rn);
             snprintf(iname, sizeof(iname), "blk.%u.%s.weight", l, ft_role_gguf_name(m, rn));
             if (hf && ft_role_is_expert(rn->role)) {
                 st = ft_take_expert_stack(ix, m, hf_name, 0, l, b->moe.n_experts, iname, rn->role,
@@ -828,6 +856,22 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
                                   "%s: tensor '%s' is F8_E4M3 without a scale tensor, while '%s' "
                                   "has one ('%s'): missing scale tensor",
                                   src->path, m->tensors[i].name, scaled->name, scaled->scale_name);
+    if (hf && (m->hp.arch == FT_ARCH_QWEN35MOE || m->hp.arch == FT_ARCH_QWEN3NEXT)) {
+        /* Qwen3NextRMSNorm / Qwen3_5MoeRMSNorm scale by 1 + w (the gated
+         * norm of the DeltaNet excepted): llama.cpp's converter stores
+         * 1 + w, the packer adds it here. The MTP module (mtp.*) and a
+         * multimodal release's vision tower (model.visual.*) are skipped. */
+        for (uint32_t i = 0; i < m->n_tensors; i++) {
+            const ft_tensor_role_t r = m->tensors[i].role;
+            if (r == FT_ROLE_ATTN_NORM || r == FT_ROLE_FFN_NORM || r == FT_ROLE_ATTN_Q_NORM ||
+                r == FT_ROLE_ATTN_K_NORM || r == FT_ROLE_OUTPUT_NORM)
+                m->tensors[i].xform = FT_IR_XFORM_ADD_ONE;
+        }
+        for (uint32_t t = 0; t < src->n_tensors; t++) /* the vision tower of a multimodal release */
+            if (strncmp(src->tensors[t].name, "mtp.", 4) == 0 ||
+                strncmp(src->tensors[t].name, "model.visual.", 13) == 0)
+                ix->used[t] = 1;
+    }
     for (uint32_t t = 0; t < src->n_tensors; t++)
         if (!ix->used[t])
             return ft_status_make(FT_STATUS_UNSUPPORTED,

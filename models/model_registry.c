@@ -25,6 +25,10 @@ static const char *ft_src_arch(const ft_src_model_t *src)
         return "gpt-oss";
     if (hf && strcmp(hf, "Glm4MoeForCausalLM") == 0)
         return "glm4moe";
+    if (hf && (strcmp(hf, "Qwen3_5MoeForCausalLM") == 0 ||
+               strcmp(hf, "Qwen3_5MoeForConditionalGeneration") == 0)) /* its text model */
+        return "qwen35moe";
+    if (hf && strcmp(hf, "Qwen3NextForCausalLM") == 0) return "qwen3next";
     const char *model_type = ft_meta_get_string(&src->meta, "model_type");
     if (model_type && strcmp(model_type, "qwen3_moe") == 0)
         return "qwen3moe";
@@ -32,6 +36,10 @@ static const char *ft_src_arch(const ft_src_model_t *src)
         return "mixtral";
     if (model_type && strcmp(model_type, "glm4_moe") == 0)
         return "glm4moe";
+    if (model_type && (strcmp(model_type, "qwen3_5_moe_text") == 0 ||
+                       strcmp(model_type, "qwen3_5_moe") == 0))
+        return "qwen35moe";
+    if (model_type && strcmp(model_type, "qwen3_next") == 0) return "qwen3next";
     return hf ? hf : model_type;
 }
 

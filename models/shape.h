@@ -20,7 +20,8 @@
  *    per-sequence state_bytes = window * bytes per token, with
  *    kv_bytes_per_token = 0: exact when the context is at least the window.
  *  - Recurrent layers (Gated DeltaNet) append nothing per token; their
- *    state (f32 recurrent matrix, f16 convolution tail) is state_bytes.
+ *    state (f32 recurrent matrix and f32 convolution tail, as the runtime
+ *    keeps them) is state_bytes.
  *  - The vision tower of multimodal checkpoints and multi-token-prediction
  *    heads are not counted: plain text decoding does not read them. */
 #ifndef FT_MODELS_SHAPE_H

@@ -23,6 +23,8 @@ FT_WARN_UNUSED static ft_status_t ft_shape_ir_tensor(ft_shape_ctx_t *c, const ft
     }
     if (t->n_dims == 1)
         ft_shape_vec(c, L, t->shape[0]);
+    else if (t->role == FT_ROLE_SSM_CONV && t->n_dims == 2) /* the conv's taps: kept f32 */
+        ft_shape_vec(c, L, ft_shape_mul(c, t->shape[0], t->shape[1]));
     else if (t->n_dims == 2)
         ft_shape_dense(c, L, t->shape[0], t->shape[1]);
     else
@@ -39,10 +41,23 @@ static void ft_shape_ir_block(ft_shape_ctx_t *c, const ft_ir_block_t *b, ft_plan
         L->n_used = b->moe.n_experts_used;
     }
     const ft_ir_attention_t *a = &b->attn;
-    if (a->kind == FT_ATTN_GQA)
-        L->kv_bytes_per_token =
+    if (a->kind == FT_ATTN_GQA) {
+        const uint64_t per_token =
             ft_shape_mul(c, (uint64_t)a->n_kv_heads * ((uint64_t)a->head_dim + a->value_head_dim),
                          FT_SHAPE_KV_ELEM_BYTES);
+        if (a->sliding_window) /* a ring of the window: a fixed state */
+            L->state_bytes = ft_shape_mul(c, per_token, a->sliding_window);
+        else
+            L->kv_bytes_per_token = per_token;
+    } else if (a->kind == FT_ATTN_GATED_DELTANET) {
+        /* no KV: the conv's last conv_kernel - 1 inputs over (2 Hk + Hv) heads
+         * and S (hd x hd) per value head, f32 (runtime/exec/op_deltanet.c) */
+        const uint64_t ch = (2ull * a->n_kv_heads + a->n_heads) * a->head_dim;
+        const uint64_t conv = ft_shape_mul3(c, ch, a->conv_kernel - 1, FT_SHAPE_STATE_ELEM_BYTES);
+        const uint64_t S = ft_shape_mul3(c, a->n_heads, (uint64_t)a->head_dim * a->value_head_dim,
+                                         FT_SHAPE_STATE_ELEM_BYTES);
+        L->state_bytes = ft_shape_add(c, conv, S);
+    }
 }
 
 ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert_format,

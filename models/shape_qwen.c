@@ -151,7 +151,8 @@ typedef struct ft_gdn_dims {
 /* A Gated DeltaNet layer: q/k/v/z and beta/alpha projections, a causal
  * depthwise convolution over q,k,v, a per-head gated RMS norm and the
  * output projection. Per sequence it keeps an nv x dk x dv f32 state and
- * the last conv_k - 1 inputs of the convolution (f16). */
+ * the last conv_k - 1 inputs of the convolution (f32, as llama.cpp's
+ * recurrent cache and freetoken's runtime keep them). */
 static void ft_shape_gdn(ft_shape_ctx_t *c, const ft_qwen_dims_t *q, const ft_gdn_dims_t *g,
                          ft_plan_layer_t *L)
 {
@@ -166,7 +167,7 @@ static void ft_shape_gdn(ft_shape_ctx_t *c, const ft_qwen_dims_t *q, const ft_gd
     ft_shape_vec(c, L, g->dv);                                /* gated norm */
     ft_shape_dense(c, L, q->d, value_dim);                    /* out_proj */
     uint64_t state = ft_shape_mul3(c, g->nv, (uint64_t)g->dk * g->dv, FT_SHAPE_STATE_ELEM_BYTES);
-    uint64_t conv = ft_shape_mul3(c, conv_dim, g->conv_k - 1, FT_SHAPE_KV_ELEM_BYTES);
+    uint64_t conv = ft_shape_mul3(c, conv_dim, g->conv_k - 1, FT_SHAPE_STATE_ELEM_BYTES);
     L->state_bytes = ft_shape_add(c, state, conv);
 }
 

@@ -26,6 +26,8 @@
  *   ft_bias_add(y, b, sel, n_rows, cols)
  *   ft_swiglu_oai(g, u, h, n, alpha, limit)
  *   ft_sigmoid_mul(g, u, h, n)   h = sigmoid(g) * u: the gated attention output
+ *   ft_deltanet_conv, ft_deltanet_recur   Gated DeltaNet, one token (deltanet.cuh)
+ *   ft_sigmoid_bcast_mul(g, h, n_rows, cols)   the shared expert's sigmoid gate
  *   ft_attn_decode[_pos]_sink[_f16]_h<HD>_q<NH>_kv<NKV>(..., out, sinks)
  *   ft_rope_tab_{neox,norm}_h<HD>_r<RD>(x, n_heads, pos, n_tok, inv_freq, mscale)
  *   ft_router_ext_e<NE>_k<K>(logits, n_tok, ids, weights, sel_bias, scoring,
@@ -65,6 +67,9 @@ typedef enum ft_cg_cuda_op {
     FT_CG_CUDA_OP_BIAS_ADD = 16,
     FT_CG_CUDA_OP_SWIGLU_OAI = 17,
     FT_CG_CUDA_OP_SIGMOID_MUL = 18,
+    FT_CG_CUDA_OP_DELTANET_CONV = 19,
+    FT_CG_CUDA_OP_DELTANET_RECUR = 20,
+    FT_CG_CUDA_OP_SIGMOID_BCAST = 21,
 } ft_cg_cuda_op_t;
 
 /* The op variants a model needs kernels for beyond the plain decoder's
@@ -76,7 +81,9 @@ enum {
     FT_CG_CUDA_VAR_ROPE_TABLE = 8, /* YaRN RoPE: ft_rope_tab_{neox,norm} */
     FT_CG_CUDA_VAR_ROUTER_EXT =
         16, /* sigmoid, grouped, selection-biased or scaled router: ft_router_ext */
-    FT_CG_CUDA_VAR_OUT_GATE = 32 /* the gated attention output: ft_sigmoid_mul */
+    FT_CG_CUDA_VAR_OUT_GATE = 32, /* the gated attention output: ft_sigmoid_mul */
+    FT_CG_CUDA_VAR_DELTANET = 64, /* Gated DeltaNet layers: ft_deltanet_conv, ft_deltanet_recur */
+    FT_CG_CUDA_VAR_SHARED_GATE = 128 /* a sigmoid-gated shared expert: ft_sigmoid_bcast_mul */
 };
 
 /* One weight matrix shape the model multiplies by: format and columns
@@ -97,6 +104,7 @@ typedef struct ft_cg_cuda_spec {
     uint32_t n_experts, n_experts_used; /* 0 experts: no router kernel */
     int norm_topk_prob;
     unsigned variants; /* FT_CG_CUDA_VAR_* */
+    uint32_t dn_head_dim; /* Gated DeltaNet layers' head size (its gated norm's width), or 0 */
     uint32_t n_matmuls;
     ft_cg_cuda_matmul_t matmuls[FT_CG_CUDA_MAX_MATMULS];
 } ft_cg_cuda_spec_t;

@@ -232,9 +232,10 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s,
 {
     char name[64];
     ft_status_t st = FT_OK;
-    const uint32_t dims[2] = {sp->d_model, sp->head_dim};
-    for (int i = 0; i < 2 && !st; i++) {
-        if (i == 1 && dims[1] == dims[0]) break;
+    /* d_model, the attention's head (q/k norms), a DeltaNet head (its gated norm) */
+    const uint32_t dims[3] = {sp->d_model, sp->head_dim, sp->dn_head_dim};
+    for (int i = 0; i < 3 && !st; i++) {
+        if (!dims[i] || (i >= 1 && dims[i] == dims[0]) || (i == 2 && dims[2] == dims[1])) continue;
         FT_CG_NAME(ft_cuda_kernel_rmsnorm_name(dims[i], name, sizeof(name)), "RMSNorm");
         st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_RMSNORM, FT_DTYPE_INVALID, dims[i], 256, name,
                                "extern \"C\" __global__ void __launch_bounds__(256)\n"
@@ -281,6 +282,29 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_variants(ft_cg_cuda_source_t *
                                "%s(const float *g, const float *u, float *h, int n)\n"
                                "{ ft_sigmoid_mul_body(g, u, h, n); }\n",
                                FT_CUDA_KERNEL_SIGMOID_MUL);
+    if (!st && (sp->variants & FT_CG_CUDA_VAR_DELTANET))
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_DELTANET_CONV, FT_DTYPE_INVALID, 0, 256,
+                               FT_CUDA_KERNEL_DELTANET_CONV,
+                               "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                               "%s(const float *x, const float *w, float *window, float *y, int C, int K)\n"
+                               "{ ft_deltanet_conv_body(x, w, window, y, C, K); }\n",
+                               FT_CUDA_KERNEL_DELTANET_CONV);
+    if (!st && (sp->variants & FT_CG_CUDA_VAR_DELTANET))
+        st = ft_cg_cuda_kernel(
+            s, FT_CG_CUDA_OP_DELTANET_RECUR, FT_DTYPE_INVALID, 0, FT_CUDA_DELTANET_THREADS,
+            FT_CUDA_KERNEL_DELTANET_RECUR,
+            "extern \"C\" __global__ void __launch_bounds__(%u)\n"
+            "%s(const float *y, const float *b, const float *a, const float *dt_bias, const float *A,\n"
+            "   float *S, float *out, int hd, int n_k, int n_v, int tiled, float eps)\n"
+            "{ ft_deltanet_recur_body(y, b, a, dt_bias, A, S, out, hd, n_k, n_v, tiled, eps); }\n",
+            FT_CUDA_DELTANET_THREADS, FT_CUDA_KERNEL_DELTANET_RECUR);
+    if (!st && (sp->variants & FT_CG_CUDA_VAR_SHARED_GATE))
+        st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_SIGMOID_BCAST, FT_DTYPE_INVALID, 0, 256,
+                               FT_CUDA_KERNEL_SIGMOID_BCAST,
+                               "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                               "%s(const float *g, float *h, int n_rows, int cols)\n"
+                               "{ ft_sigmoid_bcast_mul_body(g, h, n_rows, cols); }\n",
+                               FT_CUDA_KERNEL_SIGMOID_BCAST);
     return st;
 }
 

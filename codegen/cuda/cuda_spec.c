@@ -2,6 +2,7 @@
  * the layers need, and the attention and MoE shapes, checked to be uniform
  * across layers (one kernel instance per shape). */
 #include "cuda_codegen.h"
+#include "ft_cuda_kernels.h"
 
 #include <string.h>
 
@@ -48,6 +49,12 @@ static int ft_cg_cuda_is_matmul(ft_tensor_role_t role, int *experts)
     case FT_ROLE_FFN_GATE_SHEXP:
     case FT_ROLE_FFN_UP_SHEXP:
     case FT_ROLE_FFN_DOWN_SHEXP:
+    case FT_ROLE_FFN_GATE_INP_SHEXP:
+    case FT_ROLE_ATTN_GATE:
+    case FT_ROLE_SSM_QKV:
+    case FT_ROLE_SSM_BETA:
+    case FT_ROLE_SSM_ALPHA:
+    case FT_ROLE_SSM_OUT:
         return 1;
     default:
         return *experts;
@@ -66,7 +73,15 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
                               "pairs (model has norm %d, rope %d, %u layers)",
                               model->source_name ? model->source_name : "model", hp->norm, hp->rope,
                               hp->n_layers);
+    /* The attention shape: the first full-attention block's (Gated DeltaNet
+     * blocks have their own, checked uniform below). */
     const ft_ir_block_t *b0 = &model->blocks[0];
+    for (uint32_t l = 0; l < hp->n_layers; l++)
+        if (model->blocks[l].attn.kind != FT_ATTN_GATED_DELTANET) {
+            b0 = &model->blocks[l];
+            break;
+        }
+    const ft_ir_block_t *dn0 = NULL;
     sp->d_model = hp->d_model;
     sp->n_heads = b0->attn.n_heads;
     sp->n_kv_heads = b0->attn.n_kv_heads;
@@ -81,7 +96,21 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
         if (b->attn.has_bias) sp->variants |= FT_CG_CUDA_VAR_BIAS;
         if (b->act == FT_ACT_SWIGLU_OAI) sp->variants |= FT_CG_CUDA_VAR_SWIGLU_OAI;
         if (b->attn.has_out_gate) sp->variants |= FT_CG_CUDA_VAR_OUT_GATE;
-        if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
+        if (b->is_moe && b->moe.shared_gate) sp->variants |= FT_CG_CUDA_VAR_SHARED_GATE;
+        if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
+            if (!dn0) dn0 = b;
+            if (b->attn.head_dim > FT_CUDA_DELTANET_MAX_HD)
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "layer %u: Gated DeltaNet heads of %u (the CUDA kernel "
+                                      "takes up to %u)",
+                                      l, b->attn.head_dim, FT_CUDA_DELTANET_MAX_HD);
+            if (b->attn.head_dim != dn0->attn.head_dim)
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "layer %u: Gated DeltaNet head size differs from layer %u's",
+                                      l, (uint32_t)(dn0 - model->blocks));
+            sp->variants |= FT_CG_CUDA_VAR_DELTANET;
+            sp->dn_head_dim = b->attn.head_dim;
+        } else if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
             b->attn.head_dim != sp->head_dim || b->attn.value_head_dim != b0->attn.value_head_dim)
             return ft_status_make(FT_STATUS_UNSUPPORTED,
                                   "layer %u: attention shape differs from layer 0", l);

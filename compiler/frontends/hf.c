@@ -168,6 +168,7 @@ ft_status_t ft_hf_import(const char *dir, ft_src_model_t **out_src)
     if (!src->path) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", dir);
     if (!st) st = ft_hf_read_config(src, dir);
     if (!st) st = ft_hf_weights_load(src, dir);
+    if (!st) st = ft_hf_unwrap_text_model(src);
     if (!st) st = ft_hf_read_tokenizer(src, dir);
     if (st) {
         ft_src_model_destroy(src);

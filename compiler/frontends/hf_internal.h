@@ -32,6 +32,12 @@ FT_WARN_UNUSED ft_status_t ft_hf_config_parse(ft_meta_t *meta, const char *where
  * *.safetensors sorted by name) into src->files and src->tensors. */
 FT_WARN_UNUSED ft_status_t ft_hf_weights_load(ft_src_model_t *src, const char *dir);
 
+/* A multimodal checkpoint's text model (hf_text_model.c): with tensors
+ * under model.language_model.* and config keys under text_config.*, the
+ * keys lifted to the top level and the tensors renamed model.*; anything
+ * else is left as it is. */
+FT_WARN_UNUSED ft_status_t ft_hf_unwrap_text_model(ft_src_model_t *src);
+
 /* Reads tokenizer.json text (and tokenizer_config.json text, or NULL) into
  * src->tok. src->meta must already hold config.json (vocab_size and the
  * *_token_id fallbacks). The where_* strings name the files in messages. */

@@ -159,6 +159,12 @@ static void ft_dev_upload_list(ft_dev_upload_t *u, const ft_xops_t *l, uint32_t 
             if (x->bias[j])
                 k[FT_DEV_UP_BIAS + j] =
                     ft_dev_upload_put(u, x->bias[j], ft_dev_bias_floats(x, j) * 4);
+        if (x->kind == FTPLAN__OP_KIND__OP_DELTANET) { /* its f32 vectors in the bias slots */
+            const uint64_t C = ft_deltanet_channels(&x->dn), H = x->dn.n_v_heads;
+            k[FT_DEV_UP_BIAS + 0] = ft_dev_upload_put(u, x->dn_conv, C * x->dn.conv_kernel * 4);
+            k[FT_DEV_UP_BIAS + 1] = ft_dev_upload_put(u, x->dn_dt_bias, H * 4);
+            k[FT_DEV_UP_BIAS + 2] = ft_dev_upload_put(u, x->dn_a, H * 4);
+        }
     }
 }
 

@@ -61,6 +61,11 @@ struct ft_dev_engine {
     /* The variants' kernels (templates/variants.cuh), NULL where the plan
      * has no op that needs them. */
     ft_dfn_t bias_add, swiglu_oai, sigmoid_mul;
+    /* Gated DeltaNet (templates/deltanet.cuh) and the shared expert's
+     * one-float sigmoid gate, NULL where the plan has none. dn_channels:
+     * the widest DELTANET's conv channels (the session's y scratch). */
+    ft_dfn_t dn_conv, dn_recur, sigmoid_bcast;
+    uint32_t dn_channels;
     ft_dev_op_t *ops; /* [prog->n_ops] */
     uint32_t n_moe;   /* MOE ops: a decode step has n_moe + 1 graph segments */
     ft_dptr_t dense;  /* every resident weight, one allocation */
@@ -89,7 +94,8 @@ struct ft_dev_session {
     uint32_t n_ctx, n_batch;
     ft_dptr_t block; /* every device buffer below */
     uint64_t block_bytes;
-    ft_dptr_t k_cache, v_cache;      /* [n_layers][n_ctx][kv_width] of m->kv_dtype (f32 or f16) */
+    ft_dptr_t k_cache, v_cache;      /* [kv blocks][n_ctx][kv_width] of m->kv_dtype (f32 or f16):
+                                        full-attention blocks only (ft_dev_kv_slot) */
     uint64_t kv_bytes;               /* k_cache and v_cache together */
     ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [n_batch][width] */
     ft_dptr_t rl;                    /* [n_batch, max_experts] router logits */
@@ -99,6 +105,8 @@ struct ft_dev_session {
     ft_dptr_t scores;                /* [max_heads][n_ctx] attention scratch */
     ft_dptr_t cpu_rows;              /* [n_batch * max_used][d] outputs of CPU experts */
     ft_dptr_t pos, iota, ones;       /* [n_batch] int, [n_batch] int, [n_batch * max_used] float */
+    ft_dptr_t rstate;                /* the DELTANET layers' conv + recurrent state (prog->rstate_bytes) */
+    ft_dptr_t dn_y;                  /* [dn_channels] one token's conv output */
     ft_dptr_t meta;                  /* per layer: expert tables and indices */
     uint64_t meta_bytes;
     /* Host side, one allocation. */
@@ -155,6 +163,13 @@ FT_WARN_UNUSED ft_status_t ft_dev_bias_add(ft_dev_engine_t *ce, ft_dptr_t y, ft_
  * sigmoid gate of act ACT_SIGMOID (a GLU). */
 FT_WARN_UNUSED ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g,
                                       ft_dptr_t u, ft_dptr_t h, uint32_t n);
+/* The KV cache slot of block `layer`: how many blocks before it append
+ * to the cache (only full-attention blocks have rows; dev_session.c). */
+uint32_t ft_dev_kv_slot(const ft_program_t *p, uint32_t layer);
+
+/* h[r] *= sigmoid(g[r]) for n rows of cols (the shared expert's gate). */
+FT_WARN_UNUSED ft_status_t ft_dev_sigmoid_bcast(ft_dev_engine_t *ce, ft_dptr_t g, ft_dptr_t h, uint32_t n,
+                                                uint32_t cols);
 /* y[idx[i]] += weight[i] * in[i] for n rows of cols floats. */
 FT_WARN_UNUSED ft_status_t ft_dev_scatter_add(ft_dev_engine_t *ce, ft_dptr_t in, ft_dptr_t idx, ft_dptr_t weight,
                                               uint32_t n, ft_dptr_t y, uint32_t cols);

@@ -157,12 +157,9 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
     case FTPLAN__OP_KIND__OP_ADD:       /* the shared scatter-add */
         return FT_OK;
     case FTPLAN__OP_KIND__OP_GLU: /* the shared SwiGLU, the clamped one, or the sigmoid gate */
-        if (x->glu_bcast)
-            return ft_status_make(FT_STATUS_UNSUPPORTED,
-                                  "cuda: %s: a one-float sigmoid gate (the shared "
-                                  "expert's) has no device kernel yet",
-                                  what);
-        if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
+        if (x->glu_bcast) /* the shared expert's one-float gate */
+            st = ft_dev_shared(ce, &ce->sigmoid_bcast, FT_CUDA_KERNEL_SIGMOID_BCAST, what);
+        else if (x->act == FTPLAN__ACTIVATION__ACT_SWIGLU_OAI)
             st = ft_dev_shared(ce, &ce->swiglu_oai, FT_CUDA_KERNEL_SWIGLU_OAI, what);
         else if (x->act == FTPLAN__ACTIVATION__ACT_SIGMOID)
             st = ft_dev_shared(ce, &ce->sigmoid_mul, FT_CUDA_KERNEL_SIGMOID_MUL, what);
@@ -208,6 +205,17 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         ft_status_free(b);
         break;
     }
+    case FTPLAN__OP_KIND__OP_DELTANET: { /* one token at a time: conv, then the recurrence */
+        const size_t C = ft_deltanet_channels(&x->dn);
+        if (x->dn.head_dim > FT_CUDA_DELTANET_MAX_HD || C > UINT32_MAX / 4)
+            return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                  "cuda: %s: heads of %u (the kernel takes up to %u)", what,
+                                  x->dn.head_dim, FT_CUDA_DELTANET_MAX_HD);
+        if (C > ce->dn_channels) ce->dn_channels = (uint32_t)C;
+        st = ft_dev_shared(ce, &ce->dn_conv, FT_CUDA_KERNEL_DELTANET_CONV, what);
+        if (!st) st = ft_dev_shared(ce, &ce->dn_recur, FT_CUDA_KERNEL_DELTANET_RECUR, what);
+        break;
+    }
     case FTPLAN__OP_KIND__OP_LINEAR:
         return ft_dev_bind_mats(ce, x, o, what);
     case FTPLAN__OP_KIND__OP_ROUTER:
@@ -249,6 +257,8 @@ ft_status_t ft_dev_engine_kernels(ft_dev_engine_t *ce)
     }
     ce->n_moe = 0;
     ce->bias_add = ce->swiglu_oai = ce->sigmoid_mul = NULL;
+    ce->dn_conv = ce->dn_recur = ce->sigmoid_bcast = NULL;
+    ce->dn_channels = 0;
     if (!st) st = ft_dev_bind_list(ce, &p->prologue);
     for (uint32_t l = 0; l < p->n_blocks && !st; l++)
         st = ft_dev_bind_list(ce, &p->blocks[l]);
@@ -301,6 +311,14 @@ ft_status_t ft_dev_glu(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t g, ft_d
     }
     void *p[] = {&g, &u, &h, &total};
     return ft_dev_run(ce, ce->swiglu, blocks, 1, 256, p);
+}
+
+ft_status_t ft_dev_sigmoid_bcast(ft_dev_engine_t *ce, ft_dptr_t g, ft_dptr_t h, uint32_t n,
+                                 uint32_t cols)
+{
+    int n_rows = (int)n, c = (int)cols;
+    void *p[] = {&g, &h, &n_rows, &c};
+    return ft_dev_run(ce, ce->sigmoid_bcast, n, 1, 256, p);
 }
 
 ft_status_t ft_dev_scatter_add(ft_dev_engine_t *ce, ft_dptr_t in, ft_dptr_t idx, ft_dptr_t weight,

@@ -12,6 +12,7 @@
 #include "dev_internal.h"
 
 #include "../backends/cpu/kernels.h"
+#include "ft_cuda_kernels.h"
 
 #include <string.h>
 #include <time.h>
@@ -46,7 +47,7 @@ FT_WARN_UNUSED static ft_status_t ft_dev_kv_append(ft_dev_session_t *s, const ft
 {
     ft_dev_engine_t *ce = s->ce;
     const uint32_t kvd = ce->prog->max_kv_width, eb = ce->m->kv_elem_bytes; /* cache element: 4 or 2 bytes */
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * eb;
+    const uint64_t layer_off = (uint64_t)ft_dev_kv_slot(ce->prog, (uint32_t)x->layer) * s->n_ctx * kvd * eb;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t k = ft_dev_row(s, x->in[0], row0), v = ft_dev_row(s, x->in[1], row0);
     int rows = (int)n, kv_stride = (int)kvd;
@@ -72,7 +73,8 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
 {
     ft_dev_engine_t *ce = s->ce;
     const uint32_t kvd = ce->prog->max_kv_width, qd = x->n_heads * x->head_dim;
-    const uint64_t layer_off = (uint64_t)x->layer * s->n_ctx * kvd * ce->m->kv_elem_bytes;
+    const uint64_t layer_off =
+        (uint64_t)ft_dev_kv_slot(ce->prog, (uint32_t)x->layer) * s->n_ctx * kvd * ce->m->kv_elem_bytes;
     ft_dptr_t kc = s->k_cache + layer_off, vc = s->v_cache + layer_off;
     ft_dptr_t q = ft_dev_row(s, x->in[0], row0), att = ft_dev_row(s, x->out[0], row0);
     int kv_stride = (int)kvd, max_pos = (int)s->n_ctx;
@@ -94,6 +96,34 @@ FT_WARN_UNUSED static ft_status_t ft_dev_attention(ft_dev_session_t *s, const ft
         void *p[] = {&qt,        &kt,      &vt,  &kv_stride,     &n_pos,
                      &s->scores, &max_pos, &out, (void *)&o->vec};
         st = ft_dev_run(ce, o->fn, x->n_heads, 1, 128, p);
+    }
+    return st;
+}
+
+/* Gated DeltaNet over the chunk's tokens in order, each advancing the
+ * session's state of the layer (the conv window, then S per value head):
+ * the conv into the y scratch, then the recurrence, token by token (the
+ * sequential form; the chunked one is the CPU's). */
+FT_WARN_UNUSED static ft_status_t ft_dev_deltanet(ft_dev_session_t *s, const ft_xop_t *x,
+                                                  const ft_dev_op_t *o, uint32_t row0, uint32_t n)
+{
+    ft_dev_engine_t *ce = s->ce;
+    const ft_deltanet_shape_t *sh = &x->dn;
+    const uint32_t C = (uint32_t)ft_deltanet_channels(sh), H = sh->n_v_heads, hd = sh->head_dim;
+    ft_dptr_t window = s->rstate + x->rstate_off;
+    ft_dptr_t S = window + (uint64_t)(sh->conv_kernel - 1) * C * 4;
+    int Ci = (int)C, K = (int)sh->conv_kernel, hdi = (int)hd, nk = (int)sh->n_k_heads,
+        nv = (int)H, tiled = sh->heads_tiled;
+    float eps = sh->eps;
+    ft_status_t st = FT_OK;
+    for (uint32_t t = row0; t < row0 + n && !st; t++) {
+        ft_dptr_t qkv = ft_dev_row(s, x->in[0], t), b = ft_dev_row(s, x->in[1], t),
+                  a = ft_dev_row(s, x->in[2], t), out = ft_dev_row(s, x->out[0], t);
+        void *pc[] = {&qkv, (void *)&o->bias[0], &window, &s->dn_y, &Ci, &K};
+        st = ft_dev_run(ce, ce->dn_conv, (C + 255) / 256, 1, 256, pc);
+        void *pr[] = {&s->dn_y, &b, &a, (void *)&o->bias[1], (void *)&o->bias[2],
+                      &S, &out, &hdi, &nk, &nv, &tiled, &eps};
+        if (!st) st = ft_dev_run(ce, ce->dn_recur, H, 1, FT_CUDA_DELTANET_THREADS, pr);
     }
     return st;
 }
@@ -144,8 +174,13 @@ FT_WARN_UNUSED static ft_status_t ft_dev_launch_op(ft_dev_session_t *s, const ft
     case FTPLAN__OP_KIND__OP_ATTENTION:
         return ft_dev_attention(s, x, o, row0, n);
     case FTPLAN__OP_KIND__OP_GLU: /* out = silu(gate) * up, or the clamped form */
+        if (x->glu_bcast) /* out (= in[1]) rows times sigmoid of in[0]'s one float each */
+            return ft_dev_sigmoid_bcast(ce, ft_dev_row(s, x->in[0], row0),
+                                        ft_dev_row(s, x->out[0], row0), n, x->width);
         return ft_dev_glu(ce, x, ft_dev_row(s, x->in[0], row0), ft_dev_row(s, x->in[1], row0),
                           ft_dev_row(s, x->out[0], row0), n * x->width);
+    case FTPLAN__OP_KIND__OP_DELTANET:
+        return ft_dev_deltanet(s, x, o, row0, n);
     case FTPLAN__OP_KIND__OP_ADD: /* out += 1 * in, row for row */
         return ft_dev_scatter_add(ce, ft_dev_row(s, x->in[0], row0), s->iota, s->ones, n,
                                   ft_dev_row(s, x->out[0], row0), x->width);
@@ -259,6 +294,12 @@ ft_status_t ft_dev_step_begin(ft_dev_session_t *s, uint32_t n, uint32_t n_past, 
     int32_t *pos = s->ids_host;
     for (uint32_t t = 0; t < n; t++)
         pos[t] = (int32_t)(n_past + t);
+    /* A chunk at position 0 starts the recurrent state over (a new session,
+     * or one rewound to 0: exec/session.c refuses any other rewind). */
+    if (n_past == 0 && s->rstate) {
+        ft_status_t st = ft_dev_memset(ce->dev, s->rstate, 0, ce->prog->rstate_bytes, ce->cs);
+        if (st) return st;
+    }
     return ft_dev_copy_h2d(ce->dev, s->pos, pos, (size_t)n * 4, ce->cs);
 }
 

@@ -37,13 +37,31 @@ static void ft_dev_act_bytes(const ft_model_t *m, size_t *act_d, size_t *act_f)
     }
 }
 
+/* Whether block l appends to the KV cache (full attention; a Gated
+ * DeltaNet block keeps a fixed state instead). */
+static int ft_dev_block_has_kv(const ft_program_t *p, uint32_t l)
+{
+    for (uint32_t i = 0; i < p->blocks[l].n; i++)
+        if (p->blocks[l].ops[i].kind == FTPLAN__OP_KIND__OP_KV_APPEND) return 1;
+    return 0;
+}
+
+uint32_t ft_dev_kv_slot(const ft_program_t *p, uint32_t layer)
+{
+    uint32_t slot = 0;
+    for (uint32_t l = 0; l < layer && l < p->n_blocks; l++)
+        slot += (uint32_t)ft_dev_block_has_kv(p, l);
+    return slot;
+}
+
 static void ft_dev_session_layout_dev(ft_dev_session_t *s, ft_dev_carver_t *c)
 {
     const ft_model_t *m = s->ce->m;
     const ft_program_t *p = s->ce->prog;
     const uint64_t B = s->n_batch, d = m->d_model, kvd = p->max_kv_width;
     const uint64_t E = m->max_experts, K = m->max_used, ffn = m->max_ffn, R = B > K ? B : K;
-    const uint64_t kv = (uint64_t)m->n_layers * s->n_ctx * kvd * m->kv_elem_bytes; /* plan's kv_format */
+    /* rows only for the blocks that append (plan's kv_format) */
+    const uint64_t kv = (uint64_t)ft_dev_kv_slot(p, p->n_blocks) * s->n_ctx * kvd * m->kv_elem_bytes;
     s->k_cache = ft_dev_carve(c, kv);
     s->v_cache = ft_dev_carve(c, kv);
     s->kv_bytes = 2 * kv;
@@ -70,6 +88,8 @@ static void ft_dev_session_layout_dev(ft_dev_session_t *s, ft_dev_carver_t *c)
      * the router weights slot-major (K * B floats). */
     s->meta_bytes = E * 8 + 4 * B * K * 4 + E * 4; /* dev_moe.c: ft_dev_meta_layout */
     s->meta = ft_dev_carve(c, s->meta_bytes);
+    s->rstate = s->ce->prog->rstate_bytes ? ft_dev_carve(c, s->ce->prog->rstate_bytes) : 0;
+    s->dn_y = s->ce->dn_channels ? ft_dev_carve(c, (uint64_t)s->ce->dn_channels * 4) : 0;
 }
 
 static void ft_dev_session_layout_host(ft_dev_session_t *s, ft_carver_t *c, uint32_t n_threads)

@@ -97,5 +97,15 @@ int ft_cuda_kernel_router_name(int ext, uint32_t n_experts, uint32_t k, char *ou
 #define FT_CUDA_KERNEL_SIGMOID_MUL "ft_sigmoid_mul"
 /* (y, b, sel, n_rows, cols): y[r] += b + (sel ? sel[r] : 0) * cols. */
 #define FT_CUDA_KERNEL_BIAS_ADD "ft_bias_add"
+/* Gated DeltaNet, one token (templates/deltanet.cuh): (x, w, window, y, C, K)
+ * the causal conv + SiLU of C channels, one thread each; (y, b, a, dt_bias,
+ * A, S, out, hd, n_k, n_v, tiled, eps) the recurrence, one block of
+ * FT_CUDA_DELTANET_THREADS per value head. */
+#define FT_CUDA_KERNEL_DELTANET_CONV "ft_deltanet_conv"
+#define FT_CUDA_KERNEL_DELTANET_RECUR "ft_deltanet_recur"
+#define FT_CUDA_DELTANET_THREADS 128u
+#define FT_CUDA_DELTANET_MAX_HD 1024u
+/* (g, h, n_rows, cols): h[r] *= sigmoid(g[r]), the shared expert's gate. */
+#define FT_CUDA_KERNEL_SIGMOID_BCAST "ft_sigmoid_bcast_mul"
 
 #endif

@@ -163,6 +163,10 @@ int ft_fake_run_sigmoid_mul(const ft_fake_kernel_t *k, const ft_fake_launch_t *l
 int ft_fake_run_rope_tab_neox(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_rope_tab_norm(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 int ft_fake_run_router_ext(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+/* fake_deltanet.c: templates/deltanet.cuh. */
+int ft_fake_run_deltanet_conv(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_deltanet_recur(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
+int ft_fake_run_sigmoid_bcast_mul(const ft_fake_kernel_t *k, const ft_fake_launch_t *l);
 
 /* Reads argument i of a launch as type T (params[i] points at it). */
 #define FT_FAKE_ARG(l, i, T) (*(T const *)(l)->params[i])

@@ -17,6 +17,7 @@
  *   ft_router_ext_e<NE>_k<K>               {NE, K}
  *   ft_rope_tab_neox_h<HD>_r<RD>, ft_rope_tab_norm_h<HD>_r<RD>  {HD, RD}
  *   ft_bias_add, ft_swiglu_oai, ft_sigmoid_mul
+ *   ft_deltanet_conv, ft_deltanet_recur, ft_sigmoid_bcast_mul
  *   ft_kv_append, ft_kv_append_f16
  *   ft_expert_copy, ft_rows_gather, ft_rows_scatter_add, ft_swiglu
  *   ft_empty (the profiler's launch-latency kernel: does nothing)
@@ -227,6 +228,18 @@ static const ft_fake_kind_t ft_fake_kinds[] = {
     {"ft_swiglu_oai", 1, 0, NULL, ft_fake_run_swiglu_oai, 6, {8, 8, 8, 4, 4, 4}},
     /* (g, u, h, n) */
     {"ft_sigmoid_mul", 1, 0, NULL, ft_fake_run_sigmoid_mul, 4, {8, 8, 8, 4}},
+    /* (x, w, window, y, C, K) */
+    {"ft_deltanet_conv", 1, 0, NULL, ft_fake_run_deltanet_conv, 6, {8, 8, 8, 8, 4, 4}},
+    /* (y, b, a, dt_bias, A, S, out, hd, n_k, n_v, tiled, eps) */
+    {"ft_deltanet_recur",
+     1,
+     0,
+     NULL,
+     ft_fake_run_deltanet_recur,
+     12,
+     {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}},
+    /* (g, h, n_rows, cols) */
+    {"ft_sigmoid_bcast_mul", 1, 0, NULL, ft_fake_run_sigmoid_bcast_mul, 4, {8, 8, 4, 4}},
     /* (k, v, k_cache, v_cache, kv_dim, pos, n_tok) */
     {"ft_kv_append", 1, 0, NULL, ft_fake_run_kv_append, 7, {8, 8, 8, 8, 4, 8, 4}},
     {"ft_kv_append_f16", 1, 0, NULL, ft_fake_run_kv_append_f16, 7, {8, 8, 8, 8, 4, 8, 4}},

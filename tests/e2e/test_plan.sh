@@ -112,4 +112,16 @@ rc=0; "$ftc" plan "$tmp/nope" --hw "$hw" > /dev/null 2> "$tmp/nope.err" || rc=$?
 for k in weight_bytes kv_bytes_per_token params predicted_decode_tok_s vram_dense; do
   [ "$(jq ".$k" "$tmp/t1.json")" = "$(jq ".$k" "$tmp/t2.json")" ] || fail "GGUF and HF plans differ in $k"
 done
+
+# So do the Qwen3.5 hybrid's (the GGUF planned from its imported IR): KV
+# only for the full-attention layer (2 KV heads x (16 + 16) x 2 bytes), a
+# fixed recurrent state per sequence for the DeltaNet one.
+"$ftgen" --quiet --arch qwen35moe --size tiny --format q8_0 --gguf "$tmp/q.gguf" --hf "$tmp/q_hf"
+"$ftc" plan "$tmp/q.gguf" --hw "$hw" --format q8_0 --json > "$tmp/q1.json" || fail "qwen35moe GGUF: no plan"
+"$ftc" plan "$tmp/q_hf" --hw "$hw" --format q8_0 --json > "$tmp/q2.json" || fail "qwen35moe HF: no plan"
+for k in weight_bytes kv_bytes_per_token state_bytes params predicted_decode_tok_s vram_dense; do
+  [ "$(jq ".$k" "$tmp/q1.json")" = "$(jq ".$k" "$tmp/q2.json")" ] || fail "qwen35moe GGUF and HF plans differ in $k"
+done
+[ "$(jq .kv_bytes_per_token "$tmp/q1.json")" = 128 ] || fail "qwen35moe KV per token: $(jq .kv_bytes_per_token "$tmp/q1.json")"
+[ "$(jq .state_bytes "$tmp/q1.json")" = 5632 ] || fail "qwen35moe state: $(jq .state_bytes "$tmp/q1.json")"
 echo "ok"

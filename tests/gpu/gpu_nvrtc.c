@@ -22,7 +22,9 @@ static void gk_spec(ft_cg_cuda_spec_t *s)
     s->variants = FT_CG_CUDA_VAR_BIAS | FT_CG_CUDA_VAR_SWIGLU_OAI | FT_CG_CUDA_VAR_SINKS |
                   FT_CG_CUDA_VAR_ROPE_TABLE |
                   FT_CG_CUDA_VAR_ROUTER_EXT |
-                  FT_CG_CUDA_VAR_OUT_GATE; /* gpu_variants.c checks their kernels */
+                  FT_CG_CUDA_VAR_OUT_GATE | FT_CG_CUDA_VAR_DELTANET |
+                  FT_CG_CUDA_VAR_SHARED_GATE; /* gpu_variants.c checks their kernels */
+    s->dn_head_dim = GK_HD;
     s->n_matmuls = GK_N_MATMULS;
     for (int i = 0; i < GK_N_MATMULS; i++)
         s->matmuls[i] = (ft_cg_cuda_matmul_t){gk_matmuls[i].wtype, gk_matmuls[i].cols, 1};

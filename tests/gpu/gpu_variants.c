@@ -13,6 +13,8 @@
 #include "exec/ops.h"
 #include "ft_cuda_kernels.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void gk_check_bias_add(gk_t *g)
@@ -254,8 +256,90 @@ static void gk_check_router_ext(gk_t *g)
         ft_cuda_free(g->dev, db);
 }
 
+/* Gated DeltaNet (templates/deltanet.cuh) against the reference kernel
+ * ft_op_deltanet_token (double sums) over 4 tokens from a random state:
+ * Qwen3.6's heads (16 key, 32 value heads of 128, tiled, a conv of 4
+ * taps); each token's output and the final conv window and S within 1e-5
+ * (f32 sums of 128 products). And the shared expert's one-float gate
+ * against the executor's broadcast GLU (1e-5: expf ulps). */
+static void gk_check_deltanet(gk_t *g)
+{
+    enum { HK = 16, HV = 32, HD = GK_HD, K = 4, TOK = 4, C = (2 * HK + HV) * HD };
+    const ft_deltanet_shape_t sh = {HV, HK, HD, K, 1, 1e-6f};
+    const size_t state_n = ft_deltanet_state_bytes(&sh) / 4;
+    float *w = gk_xmalloc(sizeof(float) * C * K), *x = gk_xmalloc(sizeof(float) * TOK * C);
+    float *st_cpu = gk_xmalloc(sizeof(float) * state_n), *st_gpu = gk_xmalloc(sizeof(float) * state_n);
+    float *y = gk_xmalloc(sizeof(float) * C), *out = gk_xmalloc(sizeof(float) * TOK * HV * HD);
+    float *back = gk_xmalloc(sizeof(float) * TOK * HV * HD);
+    double *ref = gk_xmalloc(sizeof(double) * (state_n > (size_t)TOK * HV * HD ? state_n : (size_t)TOK * HV * HD));
+    float b[TOK * HV], a[TOK * HV], dt[HV], A[HV];
+    for (int i = 0; i < C * K; i++)
+        w[i] = 0.5f * gk_randn(g);
+    for (int i = 0; i < TOK * C; i++)
+        x[i] = gk_randn(g);
+    for (int i = 0; i < TOK * HV; i++)
+        b[i] = gk_randn(g), a[i] = gk_randn(g);
+    for (int h = 0; h < HV; h++)
+        dt[h] = 0.5f * gk_randn(g), A[h] = -expf(0.3f * gk_randn(g));
+    for (size_t i = 0; i < state_n; i++)
+        st_cpu[i] = st_gpu[i] = 0.1f * gk_randn(g);
+    for (int t = 0; t < TOK; t++)
+        ft_op_deltanet_token(&sh, w, dt, A, x + (size_t)t * C, b + t * HV, a + t * HV, st_cpu, y,
+                             out + (size_t)t * HV * HD);
+    ft_cu_deviceptr dw = gk_upload(g, w, sizeof(float) * C * K),
+                    dx = gk_upload(g, x, sizeof(float) * TOK * C), db = gk_upload(g, b, sizeof(b)),
+                    da = gk_upload(g, a, sizeof(a)), ddt = gk_upload(g, dt, sizeof(dt)),
+                    dA = gk_upload(g, A, sizeof(A)),
+                    ds = gk_upload(g, st_gpu, sizeof(float) * state_n),
+                    dy = gk_upload(g, y, sizeof(float) * C),
+                    dout = gk_upload(g, back, sizeof(float) * TOK * HV * HD);
+    int Ci = C, Ki = K, hd = HD, nk = HK, nv = HV, tiled = 1;
+    float eps = 1e-6f;
+    ft_cu_deviceptr S = ds + sizeof(float) * (size_t)(K - 1) * C;
+    for (int t = 0; t < TOK; t++) {
+        ft_cu_deviceptr xt = dx + sizeof(float) * (size_t)t * C, bt = db + sizeof(float) * t * HV,
+                        at = da + sizeof(float) * t * HV,
+                        ot = dout + sizeof(float) * (size_t)t * HV * HD;
+        void *pc[] = {&xt, &dw, &ds, &dy, &Ci, &Ki};
+        gk_launch(g, FT_CUDA_KERNEL_DELTANET_CONV, (C + 255) / 256, 1, 256, pc);
+        void *pr[] = {&dy, &bt, &at, &ddt, &dA, &S, &ot, &hd, &nk, &nv, &tiled, &eps};
+        gk_launch(g, FT_CUDA_KERNEL_DELTANET_RECUR, HV, 1, FT_CUDA_DELTANET_THREADS, pr);
+    }
+    gk_download(g, back, dout, sizeof(float) * TOK * HV * HD);
+    for (size_t i = 0; i < (size_t)TOK * HV * HD; i++)
+        ref[i] = out[i];
+    gk_report(g, "ft_deltanet_conv + ft_deltanet_recur outputs", gk_nerr(back, ref, (size_t)TOK * HV * HD),
+              1e-5);
+    gk_download(g, st_gpu, ds, sizeof(float) * state_n);
+    for (size_t i = 0; i < state_n; i++)
+        ref[i] = st_cpu[i];
+    gk_report(g, "ft_deltanet state (window, S)", gk_nerr(st_gpu, ref, state_n), 1e-5);
+    ft_cuda_free(g->dev, dw), ft_cuda_free(g->dev, dx), ft_cuda_free(g->dev, db),
+        ft_cuda_free(g->dev, da), ft_cuda_free(g->dev, ddt), ft_cuda_free(g->dev, dA),
+        ft_cuda_free(g->dev, ds), ft_cuda_free(g->dev, dy), ft_cuda_free(g->dev, dout);
+    /* the shared expert's gate: h[r] *= sigmoid(g[r]) */
+    enum { R = 5 };
+    static float gg[R], h[R * GK_D], hb[R * GK_D];
+    static double href[R * GK_D];
+    for (int r = 0; r < R; r++) {
+        gg[r] = 3.0f * gk_randn(g);
+        const float sg = 1.0f / (1.0f + expf(-gg[r]));
+        for (int c = 0; c < GK_D; c++)
+            h[r * GK_D + c] = gk_randn(g), href[r * GK_D + c] = h[r * GK_D + c] * sg;
+    }
+    ft_cu_deviceptr dg = gk_upload(g, gg, sizeof(gg)), dh = gk_upload(g, h, sizeof(h));
+    int rows = R, cols = GK_D;
+    void *pb[] = {&dg, &dh, &rows, &cols};
+    gk_launch(g, FT_CUDA_KERNEL_SIGMOID_BCAST, R, 1, 256, pb);
+    gk_download(g, hb, dh, sizeof(hb));
+    gk_report(g, FT_CUDA_KERNEL_SIGMOID_BCAST, gk_nerr(hb, href, R * GK_D), 1e-5);
+    ft_cuda_free(g->dev, dg), ft_cuda_free(g->dev, dh);
+    free(w), free(x), free(st_cpu), free(st_gpu), free(y), free(out), free(back), free(ref);
+}
+
 void gk_check_variants(gk_t *g)
 {
+    gk_check_deltanet(g);
     gk_check_bias_add(g);
     gk_check_swiglu_oai(g);
     gk_check_sigmoid_mul(g);

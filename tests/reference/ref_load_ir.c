@@ -11,6 +11,7 @@
 #include "ir.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,59 @@ static ft_status_t ref_ir_read(const ft_ir_model_t *ir, const ft_ir_tensor_t *t,
     return FT_OK;
 }
 
+/* The reference's own reading of an IR tensor's rewrite (ir.h:
+ * ft_ir_xform_t, ft_ir_tiling_t), in double. */
+static ft_status_t ref_ir_rewrite(const ft_ir_tensor_t *t, double *w, uint64_t rows, uint64_t cols)
+{
+    const uint64_t e = t->tiling.tile_elems, K = t->tiling.tile_k, R = t->tiling.tile_r;
+    double *tmp = malloc(cols * sizeof(double));
+    if (!tmp) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
+    for (uint64_t r = 0; r < rows; r++) {
+        double *x = w + r * cols;
+        for (uint64_t i = 0; i < cols; i++)
+            x[i] = t->xform == FT_IR_XFORM_ADD_ONE   ? x[i] + 1.0
+                   : t->xform == FT_IR_XFORM_NEG_EXP ? -exp(x[i])
+                                                     : x[i];
+        if (!e) continue;
+        memcpy(tmp, x, cols * sizeof(double));
+        for (uint64_t g = 0; g < K * R; g++) /* output head g = r' K + k reads input head k R + r' */
+            memcpy(x + g * e, tmp + ((g % K) * R + g / K) * e, e * sizeof(double));
+    }
+    free(tmp);
+    return FT_OK;
+}
+
+/* An HF-interleaved tensor (ir.h: FT_IR_XFORM_MXFP4_HF, DEINTERLEAVE) from
+ * its pieces' bytes (validated IR: they hold what the interleave reads). */
+static ft_status_t ref_ir_interleaved(const ft_ir_tensor_t *t, const uint8_t *bytes, uint64_t rows,
+                                      uint64_t cols, double **out)
+{
+    const int mx = t->xform == FT_IR_XFORM_MXFP4_HF;
+    const uint64_t src_cols = mx ? cols : cols * t->il.step;
+    double *w = malloc(rows * cols * sizeof(double)), *tmp = malloc(src_cols * sizeof(double));
+    uint8_t *row = malloc(ft_ref_row_bytes(FT_DTYPE_MXFP4, cols) + 1);
+    ft_status_t st = FT_OK;
+    if (!w || !tmp || !row) st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    const uint64_t src_rb = ft_ref_row_bytes(t->dtype, src_cols);
+    for (uint64_t r = 0; r < rows && !st; r++) {
+        if (mx) {
+            ft_ir_mxfp4_hf_row(t, bytes, bytes + t->pieces[0].n_bytes, r, row);
+            st = ft_ref_dequant_row(FT_DTYPE_MXFP4, row, cols, w + r * cols);
+        } else if (!(st = ft_ref_dequant_row(t->dtype, bytes + r * src_rb, src_cols, tmp))) {
+            for (uint64_t i = 0; i < cols; i++)
+                w[r * cols + i] = tmp[i * t->il.step + t->il.first];
+        }
+    }
+    free(tmp);
+    free(row);
+    if (st) {
+        free(w);
+        return st;
+    }
+    *out = w;
+    return FT_OK;
+}
+
 /* The tensor of this role and layer as doubles; it must hold n_elems. */
 static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role, int32_t layer,
                                  uint64_t n_elems, double **out, ft_dtype_t *out_fmt)
@@ -66,6 +120,11 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     uint64_t n_bytes = 0;
     ft_status_t st = ref_ir_read(ir, t, &bytes, &n_bytes);
     if (st) return st;
+    if (t->xform == FT_IR_XFORM_MXFP4_HF || t->xform == FT_IR_XFORM_DEINTERLEAVE) {
+        st = ref_ir_interleaved(t, bytes, rows, cols, out);
+        free(bytes);
+        return st ? ft_status_annotate(st, "tensor '%s'", t->name) : FT_OK;
+    }
     double *w = malloc(n_elems * sizeof(double));
     if (!w)
         st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "tensor '%s': out of memory", t->name);
@@ -75,6 +134,7 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     for (uint64_t r = 0; r < rows && !st; r++)
         st = ft_ref_dequant_row(t->dtype, bytes + r * row_bytes, cols, w + r * cols);
     free(bytes);
+    if (!st && ft_ir_tensor_rewritten(t)) st = ref_ir_rewrite(t, w, rows, cols);
     if (st) {
         free(w);
         return ft_status_annotate(st, "tensor '%s'", t->name);

@@ -24,9 +24,8 @@
  *    the same greedy tokens, everything resident and with experts through
  *    slots and the CPU.
  *
- * Not here: an HF GptOssForCausalLM import (gptoss.c refuses it, and so the
- * GGUF-vs-HF comparison), which needs the fused gate_up_proj transposed
- * and de-interleaved. */
+ * The HF GptOssForCausalLM import (MXFP4 *_blocks / *_scales) against the
+ * GGUF one: test_oss_hf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

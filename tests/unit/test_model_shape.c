@@ -12,6 +12,7 @@
 #include "hf_internal.h"
 #include "import.h"
 #include "model_gen.h"
+#include "plan_model.h"
 #include "shape.h"
 #include "test_tmp.h"
 
@@ -136,7 +137,7 @@ static void test_qwen3next(void **state)
     assert_int_equal(lin->dense_params, 15824);
     assert_int_equal(lin->dense_bytes, 32448);
     assert_int_equal(lin->kv_bytes_per_token, 0);
-    assert_int_equal(lin->state_bytes, 4 * 8 * 8 * 4 + 64 * 3 * 2); /* f32 state + f16 conv tail */
+    assert_int_equal(lin->state_bytes, 4 * 8 * 8 * 4 + 64 * 3 * 4); /* f32 state and conv tail */
     /* Gated attention: q 128x64 (query + gate), k, v 32x64, o 64x64, q/k norms. */
     assert_int_equal(full->dense_params, 23328);
     assert_int_equal(full->kv_bytes_per_token, 128);
@@ -158,7 +159,7 @@ static void test_qwen3next(void **state)
         FT_DTYPE_F16, FT_DTYPE_F16);
     assert_int_equal(m->layers[0].kv_bytes_per_token, 128);
     assert_int_equal(m->layers[1].kv_bytes_per_token, 0);
-    assert_int_equal(m->layers[1].state_bytes, 1408);
+    assert_int_equal(m->layers[1].state_bytes, 1792);
     ft_model_shape_free(m);
 }
 
@@ -298,6 +299,67 @@ static void test_qwen3moe_matches_fixture_ir(void **state)
     ft_ir_model_destroy(ir);
 }
 
+/* The Qwen3.5 hybrid and Qwen3-Next fixtures (4 layers, layer 3 full
+ * attention): `ftc plan`'s shape of the GGUF (from its imported IR), the
+ * shape of the HF import's IR and the one config.json's hyperparameters
+ * give are the same, layer for layer; KV only in the full-attention layer;
+ * each DeltaNet layer's fixed state is the runtime's (f32 conv tail and S). */
+static void test_qwen35_gguf_plan_from_ir(void **state)
+{
+    (void)state;
+    for (int next = 0; next < 2; next++) {
+        ft_fixture_opts_t o;
+        ft_fixture_opts_init(&o);
+        o.arch = next ? FT_FIXTURE_QWEN3NEXT : FT_FIXTURE_QWEN35MOE;
+        o.n_layers = 4;
+        const char *dir = ft_test_tmpdir(next ? "shape_q3n" : "shape_q35");
+        char hf[512], gguf[512], cfg[600];
+        snprintf(hf, sizeof(hf), "%s/hf", dir);
+        snprintf(gguf, sizeof(gguf), "%s/tiny.gguf", dir);
+        snprintf(cfg, sizeof(cfg), "%s/config.json", hf);
+        assert_null(ft_fixture_write_hf(&o, hf, 1));
+        assert_null(ft_fixture_write_gguf(&o, gguf));
+        ft_plan_model_opts_t po = {FT_DTYPE_Q8_0, FT_DTYPE_Q8_0};
+        ft_plan_model_info_t info;
+        ft_plan_model_t *g = NULL, *h = NULL, *c = NULL;
+        assert_null(ft_plan_model_load(gguf, &po, &g, &info));
+        assert_true(info.from_gguf);
+        ft_ir_model_t *ir = NULL;
+        assert_null(ft_import_model(hf, &ir));
+        assert_null(ft_model_shape_from_ir(ir, FT_DTYPE_Q8_0, FT_DTYPE_Q8_0, &h));
+        ft_ir_model_destroy(ir);
+        char *json = NULL;
+        uint64_t len = 0;
+        assert_null(ft_hf_read_file(cfg, FT_HF_MAX_CONFIG_BYTES, &json, &len));
+        parsed_t p;
+        parse(&p, json);
+        free(json);
+        assert_null(ft_model_shape(&p.meta, "config.json", 0, FT_DTYPE_Q8_0, FT_DTYPE_Q8_0, &c));
+        unparse(&p);
+        const ft_plan_model_t *s[2] = {h, c};
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(g->n_layers, s[k]->n_layers);
+            assert_int_equal(g->embed_bytes, s[k]->embed_bytes);
+            assert_int_equal(g->output_bytes, s[k]->output_bytes);
+            assert_memory_equal(g->layers, s[k]->layers, g->n_layers * sizeof(ft_plan_layer_t));
+        }
+        const uint64_t hd = o.head_dim, ch = (2ull * o.n_kv_heads + o.n_heads) * hd;
+        for (uint32_t l = 0; l < 4; l++) {
+            const ft_plan_layer_t *L = &g->layers[l];
+            if (l == 3) {
+                assert_int_equal(L->kv_bytes_per_token, 2 * o.n_kv_heads * hd * 2);
+                assert_int_equal(L->state_bytes, 0);
+            } else {
+                assert_int_equal(L->kv_bytes_per_token, 0);
+                assert_int_equal(L->state_bytes, (3 * ch + o.n_heads * hd * hd) * 4);
+            }
+        }
+        ft_model_shape_free(g);
+        ft_model_shape_free(h);
+        ft_model_shape_free(c);
+    }
+}
+
 static void expect_err(const char *json, ft_status_code_t want, const char *needle)
 {
     ft_status_code_t code;
@@ -394,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_qwen3moe),  cmocka_unit_test(test_qwen3next),
         cmocka_unit_test(test_gptoss),    cmocka_unit_test(test_deepseek3),
         cmocka_unit_test(test_deepseek4), cmocka_unit_test(test_qwen3moe_matches_fixture_ir),
+        cmocka_unit_test(test_qwen35_gguf_plan_from_ir),
         cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,8 +30,9 @@
  *  - Qwen3-Next (qwen3next): the same model written with fused ssm_in /
  *    ssm_ba and grouped value heads imports to the same reference and runs
  *    to the Qwen3.5 reference on cpu and sim;
- *  - the cuda backend (fake driver) refuses the bundle at open naming
- *    DELTANET: it has no device kernel yet. */
+ *  - the cuda backend through the fake driver (the DeltaNet kernels, the
+ *    state in device memory) within the same tolerance with the same
+ *    greedy tokens, Qwen3.5 and Qwen3-Next; never run on a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +60,7 @@
 
 #define FT_Q35_TOL 1e-4
 #define FT_Q35_SMALL_VRAM (2300ull << 10) /* dense weights, KV, scratch and a few experts */
+#define FT_Q35_CUDA_SMALL_VRAM (2900ull << 10) /* the cuda backend: its buffers too */
 enum { N_PROMPT = 20, N_GEN = 32, N_CTX = 128, N_LONG = 70, N_CONT = 16 };
 static const int32_t k_prompt[N_PROMPT] = {17,  300, 5,   5,   120, 77, 562, 0,  42, 9,
                                            256, 31,  400, 401, 2,   88, 199, 17, 17, 500};
@@ -531,9 +533,17 @@ static void test_qwen3next(void **state)
     }
 }
 
-/* The cuda backend has no DeltaNet kernel yet: a bundle compiled for the
- * fake driver's sm_90 is refused at open, naming the op, not run wrong. */
-static void test_cuda_refuses(void **state)
+/* The cuda backend through the fake driver (which emulates each kernel
+ * as the GPU would compute it: f32 sums, the kernels' orders): the
+ * DeltaNet kernels (templates/deltanet.cuh, token by token, the state in
+ * device memory per session), the shared expert's gate, on Qwen3.5's tiled
+ * heads and Qwen3-Next's grouped ones, within the same tolerance of the
+ * reference with the same greedy tokens (a prompt, then decode steps
+ * replayed as graphs), everything resident and with experts through
+ * slots and the CPU; a second prompt in the same session after a rewind
+ * to 0 gives the first's logits (the state starts over). Not run on a
+ * GPU. */
+static void test_cuda(void **state)
 {
     (void)state;
     void *fake = dlopen(FT_CUDA_FAKE_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -542,23 +552,42 @@ static void test_cuda_refuses(void **state)
         FT_CUDA_TEST_SKIP(fake ? "no NVRTC" : "the fake CUDA driver does not load");
     setenv("FT_CUDA_LIB", FT_CUDA_FAKE_LIB, 1);
     setenv("FT_CUDA_FAKE_VRAM", "536870912", 1);
-    char src[4200], bundle[4300];
-    snprintf(src, sizeof(src), "%s/model.gguf", g_dir);
-    snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", g_dir);
-    FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
-    ft_engine_options_t eo;
-    ft_engine_options_init(&eo);
-    eo.backend = FT_BACKEND_CUDA;
-    eo.vram_bytes = 64ull << 20;
-    eo.plan_ctx = N_CTX;
-    ft_engine_t *e = NULL;
-    ft_status_t st = ft_engine_open(bundle, &eo, &e);
-    assert_null(e);
-    assert_non_null(st);
-    print_message("cuda: %s\n", ft_status_message(st));
-    assert_int_equal(ft_status_code(st), FT_STATUS_UNSUPPORTED);
-    assert_non_null(strstr(ft_status_message(st), "DELTANET"));
-    ft_status_free(st);
+    if (!g_ref.vocab) reference();
+    for (int next = 0; next < 2; next++) {
+        char src[4200], bundle[4300];
+        snprintf(src, sizeof(src), "%s/model.gguf", next ? g_next_dir : g_dir);
+        snprintf(bundle, sizeof(bundle), "%s/bundle-cuda", next ? g_next_dir : g_dir);
+        FT_REF_OK(ft_ref_build_cuda_bundle(src, bundle));
+        ft_ref_expect_cuda_runs(bundle, N_CTX, k_prompt, &g_ref, FT_Q35_TOL, g_hw,
+                                next ? 0 : FT_Q35_CUDA_SMALL_VRAM, next ? "qwen3next" : "qwen35moe");
+        if (next) continue;
+        ft_engine_options_t eo;
+        ft_engine_options_init(&eo);
+        eo.backend = FT_BACKEND_CUDA;
+        eo.vram_bytes = 64ull << 20;
+        eo.plan_ctx = N_CTX;
+        ft_engine_t *e = NULL;
+        FT_REF_OK(ft_engine_open(bundle, &eo, &e));
+        ft_session_options_t so;
+        ft_session_options_init(&so);
+        so.n_ctx = N_CTX;
+        ft_session_t *s = NULL;
+        FT_REF_OK(ft_session_create(e, &so, &s));
+        /* device KV only for the one full-attention block (2 KV heads of 16, f32, K and V) */
+        assert_int_equal(ft_session_kv_bytes(s), 2ull * N_CTX * 2 * 16 * 4);
+        const uint32_t V = ft_engine_info(e)->vocab_size;
+        float *a = malloc(sizeof(float) * N_PROMPT * V), *b = malloc(sizeof(float) * N_PROMPT * V);
+        assert_non_null(a);
+        assert_non_null(b);
+        FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, a));
+        FT_REF_OK(ft_session_rewind(s, 0));
+        FT_REF_OK(ft_session_eval(s, k_prompt, N_PROMPT, b));
+        assert_memory_equal(a, b, sizeof(float) * N_PROMPT * V);
+        free(a);
+        free(b);
+        ft_session_destroy(s);
+        ft_engine_close(e);
+    }
 }
 
 static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const char *needle)
@@ -604,7 +633,7 @@ int main(void)
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_qwen3next),
-        cmocka_unit_test(test_cuda_refuses),
+        cmocka_unit_test(test_cuda),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
