@@ -3,7 +3,7 @@
  * the non-linear IQ4_NL, IQ4_XS, the IQ grid formats IQ2_XXS, IQ2_XS,
  * IQ2_S, IQ3_XXS, IQ3_S (their codebooks are emitted ahead of the
  * templates, FTT_HAVE_IQ_GRIDS, only when a kernel needs them), the
- * ternary TQ1_0, TQ2_0, MXFP4 and FP8.
+ * ternary TQ1_0, TQ2_0, MXFP4 and FP8 (these two row by row, below).
  *
  * The numerics are the portable reference kernels' (runtime/backends/cpu/
  * dot_legacy.c, dot_k_low.c, dot_iq4.c, dot_iq_grid.c, dot_tq.c,
@@ -128,6 +128,72 @@ FTT_INLINE float ftt_bdot_iq4_nl(const ftt_unp_t *u, const uint8_t *x)
     return (u->d * ftt_f16(x)) * (float)ftt_idot(u->q, (const int8_t *)(x + 2), 32);
 }
 
+/* The 32-element formats' fused row dots (dot_legacy.c's and dot_iq4.c's
+ * loops: the levels meet the activations without a stored copy), which
+ * the row loop runs for a single token. */
+FTT_INLINE void ftt_legacy_sums(const uint8_t *qs, const uint8_t *qh, const int8_t *a, int32_t *qa,
+                                int32_t *sa)
+{
+    const uint32_t h = qh ? ftt_u32(qh) : 0;
+    int32_t s = 0, t = 0;
+    for (int j = 0; j < 16; j++) {
+        const int lo = (qs[j] & 0x0f) | (int)((h >> j) & 1) << 4;
+        const int hi = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+        s += lo * a[j] + hi * a[j + 16];
+    }
+    for (int j = 0; j < 32; j++)
+        t += a[j];
+    *qa = s, *sa = t;
+}
+
+FTT_INLINE float ftt_dot_q4_1(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_Q4_1_BYTES, x += FTT_Q8_0_BYTES) {
+        int32_t qa, sa;
+        ftt_legacy_sums(w + 4, NULL, (const int8_t *)(x + 2), &qa, &sa);
+        const float dx = ftt_f16(x);
+        sum += ftt_f16(w) * dx * (float)qa + ftt_f16(w + 2) * dx * (float)sa;
+    }
+    return sum;
+}
+
+FTT_INLINE float ftt_dot_q5_1(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_Q5_1_BYTES, x += FTT_Q8_0_BYTES) {
+        int32_t qa, sa;
+        ftt_legacy_sums(w + 8, w + 4, (const int8_t *)(x + 2), &qa, &sa);
+        const float dx = ftt_f16(x);
+        sum += ftt_f16(w) * dx * (float)qa + ftt_f16(w + 2) * dx * (float)sa;
+    }
+    return sum;
+}
+
+FTT_INLINE float ftt_dot_q5_0(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_Q5_0_BYTES, x += FTT_Q8_0_BYTES) {
+        int32_t qa, sa;
+        ftt_legacy_sums(w + 6, w + 2, (const int8_t *)(x + 2), &qa, &sa);
+        sum += (float)(qa - 16 * sa) * (ftt_f16(w) * ftt_f16(x));
+    }
+    return sum;
+}
+
+FTT_INLINE float ftt_dot_iq4_nl(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_IQ4_NL_BYTES, x += FTT_Q8_0_BYTES) {
+        const int8_t *a = (const int8_t *)(x + 2);
+        int32_t s = 0;
+        for (int j = 0; j < 16; j++)
+            s += ftt_kvalues_iq4nl[w[2 + j] & 0xf] * a[j] + ftt_kvalues_iq4nl[w[2 + j] >> 4] * a[j + 16];
+        sum += (ftt_f16(w) * ftt_f16(x)) * (float)s;
+    }
+    return sum;
+}
+
 /* E8M0 e -> half its value, 2^(e - 128) (ggml_e8m0_to_fp32_half). */
 FTT_INLINE float ftt_e8m0_half(uint8_t e)
 {
@@ -135,20 +201,6 @@ FTT_INLINE float ftt_e8m0_half(uint8_t e)
     float f;
     memcpy(&f, &b, 4);
     return f;
-}
-
-FTT_INLINE void ftt_unp_mxfp4(const uint8_t *w, ftt_unp_t *u)
-{
-    for (int j = 0; j < 16; j++) {
-        u->q[j] = ftt_e2m1_x2[w[1 + j] & 0x0f];
-        u->q[j + 16] = ftt_e2m1_x2[w[1 + j] >> 4];
-    }
-    u->d = ftt_e8m0_half(w[0]);
-}
-
-FTT_INLINE float ftt_bdot_mxfp4(const ftt_unp_t *u, const uint8_t *x)
-{
-    return (ftt_f16(x) * u->d) * (float)ftt_idot(u->q, (const int8_t *)(x + 2), 32);
 }
 
 /* ---- K-quants (256 elements, Q8_K activations) ---- */
@@ -399,6 +451,10 @@ FTT_INLINE float ftt_bdot_iq_grid(const ftt_unp_t *u, const uint8_t *x)
     {                                                                                          \
         const uint32_t nb = cols / (QK);                                                       \
         const size_t xrb = (size_t)nb * (XBLK);                                                \
+        if (n_tok == 1) { /* decode: the fused row dot */                                      \
+            FTT_ROWLOOP(ftt_dot_##F, cols, w, wrb, xp, xrb, n_tok, r0, r1, y, ldy);            \
+            return;                                                                            \
+        }                                                                                      \
         ftt_unp_t u;                                                                           \
         for (uint32_t r = r0; r < r1; r++) {                                                   \
             const uint8_t *wr = (const uint8_t *)w + (size_t)r * wrb;                          \
@@ -417,11 +473,77 @@ FTT_INLINE float ftt_bdot_iq_grid(const ftt_unp_t *u, const uint8_t *x)
         }                                                                                      \
     }
 
+/* The 256-element formats' row dot: unpack and dot block after block, as
+ * their reference does (it unpacks to int8 too). */
+#define FTT_DEFINE_UNPACKED_DOT(F, QK, WBLK, XBLK)                                             \
+    FTT_INLINE float ftt_dot_##F(uint32_t cols, const uint8_t *w, const uint8_t *x)            \
+    {                                                                                          \
+        ftt_unp_t u;                                                                           \
+        float sum = 0.0f;                                                                      \
+        for (uint32_t b = 0; b < cols / (QK); b++) {                                           \
+            ftt_unp_##F(w + (size_t)b * (WBLK), &u);                                           \
+            sum += ftt_bdot_##F(&u, x + (size_t)b * (XBLK));                                   \
+        }                                                                                      \
+        return sum;                                                                            \
+    }
+/* Q2_K's as dot_k_low.c writes it (its bsums copied out once: measured
+ * faster than reading them from the unpacked block at decode). */
+FTT_INLINE float ftt_dot_q2_k(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK_K; b++, w += FTT_Q2_K_BYTES, x += FTT_Q8_K_BYTES) {
+        int8_t q[FTT_QK_K];
+        ftt_unp_2bit(w + 16, q);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int16_t bsums[16];
+        memcpy(bsums, x + 4 + FTT_QK_K, sizeof(bsums));
+        int32_t sumi = 0, summ = 0;
+        for (int g = 0; g < 16; g++) {
+            sumi += (w[g] & 0xF) * ftt_idot(q + 16 * g, q8 + 16 * g, 16);
+            summ += (w[g] >> 4) * bsums[g];
+        }
+        const float xd = ftt_f32(x);
+        sum += ftt_f16(w + 80) * xd * (float)sumi - ftt_f16(w + 82) * xd * (float)summ;
+    }
+    return sum;
+}
+FTT_DEFINE_UNPACKED_DOT(q3_k, FTT_QK_K, FTT_Q3_K_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(q5_k, FTT_QK_K, FTT_Q5_K_BYTES, FTT_Q8_K_BYTES)
+/* IQ4_XS's as dot_iq4.c writes it: codebook values straight into the sums. */
+FTT_INLINE float ftt_dot_iq4_xs(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK_K; b++, w += FTT_IQ4_XS_BYTES, x += FTT_Q8_K_BYTES) {
+        const unsigned scales_h = (unsigned)w[2] | (unsigned)w[3] << 8;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t sumi = 0;
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = ((w[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | ((scales_h >> 2 * ib) & 3) << 4;
+            const uint8_t *qs = w + 8 + 16 * ib;
+            const int8_t *a = q8 + 32 * ib;
+            int32_t s = 0;
+            for (int j = 0; j < 16; j++)
+                s += ftt_kvalues_iq4nl[qs[j] & 0xf] * a[j] + ftt_kvalues_iq4nl[qs[j] >> 4] * a[j + 16];
+            sumi += (ls - 32) * s;
+        }
+        sum += ftt_f16(w) * ftt_f32(x) * (float)sumi;
+    }
+    return sum;
+}
+FTT_DEFINE_UNPACKED_DOT(tq1_0, FTT_QK_K, FTT_TQ1_0_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(tq2_0, FTT_QK_K, FTT_TQ2_0_BYTES, FTT_Q8_K_BYTES)
+#if defined(FTT_HAVE_IQ_GRIDS)
+FTT_DEFINE_UNPACKED_DOT(iq2_xxs, FTT_QK_K, FTT_IQ2_XXS_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(iq2_xs, FTT_QK_K, FTT_IQ2_XS_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(iq2_s, FTT_QK_K, FTT_IQ2_S_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(iq3_xxs, FTT_QK_K, FTT_IQ3_XXS_BYTES, FTT_Q8_K_BYTES)
+FTT_DEFINE_UNPACKED_DOT(iq3_s, FTT_QK_K, FTT_IQ3_S_BYTES, FTT_Q8_K_BYTES)
+#endif
+
 FTT_DEFINE_UNPACKED_MATMUL(q4_1, FTT_QK8_0, FTT_Q4_1_BYTES, FTT_Q8_0_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(q5_0, FTT_QK8_0, FTT_Q5_0_BYTES, FTT_Q8_0_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(q5_1, FTT_QK8_0, FTT_Q5_1_BYTES, FTT_Q8_0_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(iq4_nl, FTT_QK8_0, FTT_IQ4_NL_BYTES, FTT_Q8_0_BYTES)
-FTT_DEFINE_UNPACKED_MATMUL(mxfp4, FTT_QK8_0, FTT_MXFP4_BYTES, FTT_Q8_0_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(q2_k, FTT_QK_K, FTT_Q2_K_BYTES, FTT_Q8_K_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(q3_k, FTT_QK_K, FTT_Q3_K_BYTES, FTT_Q8_K_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(q5_k, FTT_QK_K, FTT_Q5_K_BYTES, FTT_Q8_K_BYTES)
@@ -436,8 +558,87 @@ FTT_DEFINE_UNPACKED_MATMUL(iq3_xxs, FTT_QK_K, FTT_IQ3_XXS_BYTES, FTT_Q8_K_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(iq3_s, FTT_QK_K, FTT_IQ3_S_BYTES, FTT_Q8_K_BYTES)
 #endif
 
-/* ---- FP8 (128 elements, float32 activations): dot_fp.c's eight
- * partial sums per block and their tree, then d times the block sum. ---- */
+/* ---- MXFP4 and FP8 row by row: the runtime's reference has an AVX2 tier
+ * for them (dot_fp_avx2.c), which the runtime runs on such machines. A
+ * module built for AVX2 or AVX-512 does its operations in its order
+ * (bit-identical to it); the portable module those of dot_fp.c. ---- */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+FTT_INLINE float ftt_hsum8_fp(__m256 v)
+{
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+/* 32 pairs of signed bytes -> eight int32 lanes of pair sums (exact). */
+FTT_INLINE __m256i ftt_dot_i8x32(__m256i a, __m256i b)
+{
+    const __m256i abs_a = _mm256_sign_epi8(a, a), b_signed = _mm256_sign_epi8(b, a);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), abs_a, b_signed);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_a, b_signed), _mm256_set1_epi16(1));
+#endif
+}
+
+FTT_INLINE float ftt_dot_mxfp4(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ftt_e2m1_x2));
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_MXFP4_BYTES, x += FTT_Q8_0_BYTES) {
+        /* low nibbles are elements 0..15, high 16..31: Q8_0's order */
+        const __m128i t = _mm_loadu_si128((const __m128i *)(w + 1));
+        const __m256i nib = _mm256_and_si256(
+            _mm256_insertf128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1), m4);
+        const __m256i p = ftt_dot_i8x32(_mm256_shuffle_epi8(kv, nib), _mm256_loadu_si256((const __m256i *)(x + 2)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(ftt_f16(x) * ftt_e8m0_half(w[0])), _mm256_cvtepi32_ps(p), acc);
+    }
+    return ftt_hsum8_fp(acc);
+}
+
+/* Eight E4M3 bytes -> eight float32, exactly (ftt_e4m3's rule). */
+FTT_INLINE __m256 ftt_e4m3x8(const uint8_t *p)
+{
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7f));
+    const __m256 normal =
+        _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(a, 20), _mm256_set1_epi32(120 << 23)));
+    const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(0x1.0p-9f));
+    __m256 v = _mm256_blendv_ps(normal, sub, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), a)));
+    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)),
+                         _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, _mm256_set1_epi32(0x7f))));
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x80)), 24);
+    return _mm256_or_ps(v, _mm256_castsi256_ps(sign));
+}
+
+FTT_INLINE float ftt_dot_fp8(uint32_t cols, const uint8_t *w, const uint8_t *xb)
+{
+    const float *x = (const float *)(const void *)xb;
+    __m256 acc = _mm256_setzero_ps();
+    for (uint32_t b = 0; b < cols / FTT_FP8_ELEMS; b++, w += FTT_FP8_BYTES, x += FTT_FP8_ELEMS) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+        for (int j = 0; j < FTT_FP8_ELEMS; j += 16) {
+            a0 = _mm256_fmadd_ps(ftt_e4m3x8(w + 4 + j), _mm256_loadu_ps(x + j), a0);
+            a1 = _mm256_fmadd_ps(ftt_e4m3x8(w + 12 + j), _mm256_loadu_ps(x + j + 8), a1);
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(ftt_f32(w)), _mm256_add_ps(a0, a1), acc);
+    }
+    return ftt_hsum8_fp(acc);
+}
+#else
+FTT_INLINE float ftt_dot_mxfp4(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_QK8_0; b++, w += FTT_MXFP4_BYTES, x += FTT_Q8_0_BYTES) {
+        int32_t sumi = 0;
+        for (int j = 0; j < 16; j++)
+            sumi += ftt_e2m1_x2[w[1 + j] & 0x0f] * (int8_t)x[2 + j] + ftt_e2m1_x2[w[1 + j] >> 4] * (int8_t)x[18 + j];
+        sum += (ftt_f16(x) * ftt_e8m0_half(w[0])) * (float)sumi;
+    }
+    return sum;
+}
 
 /* E4M3 -> float32, exact (minifloat.h's ft_e4m3_to_f32). */
 FTT_INLINE float ftt_e4m3(uint8_t v)
@@ -460,6 +661,8 @@ FTT_INLINE float ftt_e4m3(uint8_t v)
     return f;
 }
 
+/* dot_fp.c's eight partial sums per block and their tree, then d times
+ * the block sum. */
 FTT_INLINE float ftt_dot_fp8(uint32_t cols, const uint8_t *w, const uint8_t *x)
 {
     float sum = 0.0f;
@@ -475,5 +678,7 @@ FTT_INLINE float ftt_dot_fp8(uint32_t cols, const uint8_t *w, const uint8_t *x)
     }
     return sum;
 }
+#endif
 
+FTT_DEFINE_ROWLOOP_MATMUL(mxfp4, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
 FTT_DEFINE_ROWLOOP_MATMUL(fp8, (size_t)cols * 4)
