@@ -83,8 +83,16 @@ static double ft_qstar_mix_rate(const double *table, const ft_dtype_t fmt[3], co
 void ft_qstar_rates_from_hw_parts(const ft_hw_t *hw, ft_dtype_t format, const ft_dtype_t fmt[3],
                                   const uint64_t bytes[3], ft_qstar_rates_t *out)
 {
-    ft_qstar_rates_from_hw(hw, format, out);
-    if (!bytes[0] && !bytes[1] && !bytes[2])
+    /* one format throughout (or none known): that format's rates exactly */
+    ft_dtype_t only = FT_DTYPE_INVALID;
+    int mixed = 0;
+    for (int i = 0; i < 3; i++)
+        if (bytes[i]) {
+            mixed |= only != FT_DTYPE_INVALID && fmt[i] != only;
+            only = fmt[i];
+        }
+    ft_qstar_rates_from_hw(hw, only != FT_DTYPE_INVALID && !mixed ? only : format, out);
+    if (!mixed)
         return;
     double dram_ov = ft_qstar_pos(hw->dram_overlap_gbs);
     double dram = ft_qstar_pos(hw->dram_gbs);

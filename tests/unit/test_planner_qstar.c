@@ -298,6 +298,58 @@ static void test_qtable_per_layer_formats(void **state)
     free(res.qstar);
 }
 
+/* The decode prediction takes the same per-layer rates: on the CPU alone,
+ * a model whose experts' down matrices run at a tenth of the other parts'
+ * rate is predicted slower, by the CPU time of those bytes. */
+static void test_predict_per_layer_formats(void **state)
+{
+    (void)state;
+    ft_hw_t hw;
+    memset(&hw, 0, sizeof hw);
+    hw.n_cores = 8;
+    hw.dram_gbs = 60.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q4_K] = 40.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q2_K] = 4.0;
+    double tok_s[2];
+    for (int v = 0; v < 2; v++) {
+        ft_plan_layer_t layers[2];
+        memset(layers, 0, sizeof layers);
+        for (int l = 0; l < 2; l++) {
+            layers[l].is_moe = 1;
+            layers[l].n_experts = 64;
+            layers[l].n_used = 8;
+            layers[l].expert_bytes = 3u << 20;
+            layers[l].expert_params = 6u << 20;
+            layers[l].dense_bytes = 1u << 20;
+            layers[l].dense_params = 2u << 20;
+            for (int p = 0; p < 3; p++) {
+                layers[l].expert_part_format[p] = v && p == 2 ? FT_DTYPE_Q2_K : FT_DTYPE_Q4_K;
+                layers[l].expert_part_bytes[p] = 1u << 20;
+            }
+        }
+        ft_plan_model_t m;
+        memset(&m, 0, sizeof m);
+        m.n_layers = 2;
+        m.layers = layers;
+        m.expert_format = FT_DTYPE_Q4_K;
+        m.d_model = 1024;
+        m.vocab_size = 1000;
+        float hit[2] = {0.0f, 0.0f};
+        ft_plan_result_t res;
+        memset(&res, 0, sizeof res);
+        res.cpu_only = 1;
+        res.hit_rate = hit;
+        const ft_plan_budget_t b = {0, 0, 64, 1};
+        ft_planner_predict(&m, &hw, &b, &res);
+        tok_s[v] = res.predicted_decode_tok_s;
+    }
+    print_message("predicted decode: %.2f tok/s all Q4_K, %.2f with Q2_K downs\n", tok_s[0], tok_s[1]);
+    assert_true(tok_s[0] > 0.0 && tok_s[1] > 0.0 && tok_s[1] < tok_s[0]);
+    /* per step and layer, 8 experts' downs: 8 MiB at 4 instead of 40 GB/s */
+    const double extra = 2.0 * 8.0 * (double)(1u << 20) * (1.0 / 4e9 - 1.0 / 40e9);
+    assert_true(fabs((1.0 / tok_s[1] - 1.0 / tok_s[0]) - extra) < 1e-3 * extra);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_rates_from_hw),
         cmocka_unit_test(test_rates_mixed_parts),
         cmocka_unit_test(test_qtable_per_layer_formats),
+        cmocka_unit_test(test_predict_per_layer_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
