@@ -5,6 +5,7 @@
 #include "freetoken.h"
 #include "hwprofile.pb-c.h"
 #include "ir.h"
+#include "quant_mix.h"
 #include "../runtime/plan/planner.h"
 
 #include <stdint.h>
@@ -24,6 +25,9 @@ typedef void (*ft_stage_fn)(void *user, const char *what);
 
 typedef struct ft_compile_options {
     ft_dtype_t format;      /* weight format for matrices; FT_DTYPE_INVALID keeps the source's */
+    /* A quantization mix (quant_mix.h) instead: each matrix in the type
+     * llama-quantize gives it. Used when format is FT_DTYPE_INVALID. */
+    ft_quant_mix_t mix;
     /* The KV cache's element type, stored in the plan (kv_format) and used
      * by the planner and every backend: FT_DTYPE_F16 (the default: half
      * the KV memory) or FT_DTYPE_F32 (exact against the float64 reference

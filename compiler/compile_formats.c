@@ -18,7 +18,7 @@ ft_status_t ft_compile_check_formats(const ft_ir_model_t *model, const ft_compil
     for (uint32_t i = 0; i < model->n_tensors; i++) {
         const ft_ir_tensor_t *t = &model->tensors[i];
         if (t->n_dims < 2) continue; /* norms and biases are stored as f32 */
-        const ft_dtype_t d = ft_pack_target_dtype(t, opts);
+        const ft_dtype_t d = ft_pack_target_dtype(model, t, opts);
         char list[256];
         if (!ft_cpu_supports(d))
             return ft_status_make(FT_STATUS_UNSUPPORTED,

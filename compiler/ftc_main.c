@@ -184,9 +184,10 @@ static int ftc_compile_args(int argc, char **argv, ft_compile_options_t *opts,
         case 'o': *out_dir = optarg; break;
         case 'f':
             opts->format = ft_dtype_from_name(optarg);
-            if (!ft_dtype_has(opts->format, FT_DTYPE_FLAG_WEIGHT)) {
-                char list[256], what[300];
-                snprintf(what, sizeof(what), "--format: expected %s, not",
+            opts->mix = ft_quant_mix_from_name(optarg);
+            if (opts->mix == FT_QUANT_MIX_NONE && !ft_dtype_has(opts->format, FT_DTYPE_FLAG_WEIGHT)) {
+                char list[256], what[340];
+                snprintf(what, sizeof(what), "--format: expected a mix (q3_k_m, q4_k_m or q5_k_m) or %s, not",
                          ft_dtype_list(FT_DTYPE_FLAG_WEIGHT, "or", list, sizeof(list)));
                 return ftc_compile_bad(what, optarg);
             }

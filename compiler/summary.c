@@ -18,10 +18,45 @@ static void ft_summary_first_block(ft_summary_t *s, uint32_t n_heads, uint32_t n
     s->head_dim = head_dim;
 }
 
+static const char *const ft_summary_groups[FT_SUMMARY_N_GROUPS] = {
+    "embeddings", "attention", "recurrent", "experts", "shared experts",
+    "dense ffn",  "router",    "output",    "norms",   "other"};
+
+const char *ft_summary_group_name(int group)
+{
+    return group >= 0 && group < FT_SUMMARY_N_GROUPS ? ft_summary_groups[group] : "other";
+}
+
+int ft_summary_role_group(ft_tensor_role_t role)
+{
+    switch (role) {
+    case FT_ROLE_TOKEN_EMBD: return 0;
+    case FT_ROLE_ATTN_Q: case FT_ROLE_ATTN_K: case FT_ROLE_ATTN_V: case FT_ROLE_ATTN_O:
+    case FT_ROLE_ATTN_GATE:
+        return 1;
+    case FT_ROLE_SSM_QKV: case FT_ROLE_SSM_CONV: case FT_ROLE_SSM_DT_BIAS: case FT_ROLE_SSM_A:
+    case FT_ROLE_SSM_BETA: case FT_ROLE_SSM_ALPHA: case FT_ROLE_SSM_OUT:
+        return 2;
+    case FT_ROLE_FFN_GATE_EXPS: case FT_ROLE_FFN_UP_EXPS: case FT_ROLE_FFN_DOWN_EXPS: return 3;
+    case FT_ROLE_FFN_GATE_SHEXP: case FT_ROLE_FFN_UP_SHEXP: case FT_ROLE_FFN_DOWN_SHEXP: return 4;
+    case FT_ROLE_FFN_GATE: case FT_ROLE_FFN_UP: case FT_ROLE_FFN_DOWN: return 5;
+    case FT_ROLE_FFN_ROUTER: case FT_ROLE_FFN_ROUTER_BIAS: case FT_ROLE_FFN_EXP_PROBS_B:
+    case FT_ROLE_FFN_GATE_INP_SHEXP:
+        return 6;
+    case FT_ROLE_OUTPUT: return 7;
+    case FT_ROLE_OUTPUT_NORM: case FT_ROLE_ATTN_NORM: case FT_ROLE_FFN_NORM: case FT_ROLE_ATTN_Q_NORM:
+    case FT_ROLE_ATTN_K_NORM: case FT_ROLE_SSM_NORM:
+        return 8;
+    default: return 9;
+    }
+}
+
 static void ft_summary_count(ft_summary_t *s, ft_summary_tensor_t *t)
 {
-    if ((int)t->dtype > 0 && t->dtype < FT_DTYPE_COUNT)
+    if ((int)t->dtype > 0 && t->dtype < FT_DTYPE_COUNT) {
         s->format_counts[t->dtype]++;
+        s->group_format_counts[ft_summary_role_group(t->role)][t->dtype]++;
+    }
     s->weight_bytes += t->bytes;
 }
 
@@ -57,6 +92,7 @@ ft_status_t ft_summary_from_ir(const ft_ir_model_t *m, ft_summary_t *s)
         const ft_ir_tensor_t *t = &m->tensors[i];
         ft_summary_tensor_t *st = &s->tensors[i];
         st->name = t->name;
+        st->role = t->role;
         st->dtype = t->dtype;
         st->n_dims = t->n_dims;
         memcpy(st->shape, t->shape, sizeof(st->shape));
@@ -112,6 +148,7 @@ ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_f
         const Ftplan__Tensor *t = plan->tensors[i];
         ft_summary_tensor_t *st = &s->tensors[i];
         st->name = t->name;
+        st->role = (ft_tensor_role_t)t->role; /* plan.proto's TensorRole mirrors ir.h's */
         st->dtype = (ft_dtype_t)t->format;
         st->n_dims = (uint32_t)t->n_shape;
         for (size_t d = 0; d < t->n_shape && d < FT_MAX_DIMS; d++)
@@ -183,7 +220,25 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
     for (int d = 1; d < FT_DTYPE_COUNT; d++)
         if (s->format_counts[d])
             fprintf(out, " %s x %u", ft_dtype_name((ft_dtype_t)d), s->format_counts[d]);
-    fprintf(out, "\n%-11s", "weights");
+    fputc('\n', out);
+    /* the formats per group of roles, one line each */
+    int first = 1;
+    for (int g = 0; g < FT_SUMMARY_N_GROUPS; g++) {
+        int any = 0;
+        for (int d = 1; d < FT_DTYPE_COUNT; d++)
+            if (s->group_format_counts[g][d]) {
+                if (!any)
+                    fprintf(out, "%-11s%-15s", first ? "formats" : "", ft_summary_group_name(g));
+                fprintf(out, "%s%s x %u", any ? ", " : "", ft_dtype_name((ft_dtype_t)d),
+                        s->group_format_counts[g][d]);
+                any = 1;
+            }
+        if (any) {
+            fputc('\n', out);
+            first = 0;
+        }
+    }
+    fprintf(out, "%-11s", "weights");
     ft_print_bytes(out, s->weight_bytes);
     fprintf(out, "\n%-11s%s (pre %s), %u tokens, %u merges, bos %d, eos %d\n", "tokenizer",
             s->tok_model && *s->tok_model ? s->tok_model : "none",
@@ -281,6 +336,19 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
         if (s->format_counts[d])
             json_object_set_new(formats, ft_dtype_name((ft_dtype_t)d), json_integer(s->format_counts[d]));
     json_object_set_new(o, "tensor_formats", formats);
+    json_t *groups = json_object();
+    for (int g = 0; groups && g < FT_SUMMARY_N_GROUPS; g++) {
+        json_t *gf = NULL;
+        for (int d = 1; d < FT_DTYPE_COUNT; d++)
+            if (s->group_format_counts[g][d]) {
+                if (!gf)
+                    gf = json_object();
+                json_object_set_new(gf, ft_dtype_name((ft_dtype_t)d), json_integer(s->group_format_counts[g][d]));
+            }
+        if (gf)
+            json_object_set_new(groups, ft_summary_group_name(g), gf);
+    }
+    json_object_set_new(o, "role_formats", groups);
     json_object_set_new(o, "n_tensors", json_integer(s->n_tensors));
     json_object_set_new(o, "weight_bytes", json_integer((json_int_t)s->weight_bytes));
     json_object_set_new(o, "tokenizer", json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "model",

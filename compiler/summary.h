@@ -10,8 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Tensor roles grouped for the formats-per-role report: embeddings,
+ * attention, recurrent (Gated DeltaNet), experts, shared experts, dense
+ * FFN, router, output, norms, other (biases, sinks). */
+enum { FT_SUMMARY_N_GROUPS = 10 };
+const char *ft_summary_group_name(int group);
+int ft_summary_role_group(ft_tensor_role_t role);
+
 typedef struct ft_summary_tensor {
     const char *name;
+    ft_tensor_role_t role;
     ft_dtype_t dtype;
     uint32_t n_dims;
     uint64_t shape[FT_MAX_DIMS];
@@ -27,6 +35,8 @@ typedef struct ft_summary {
     float rope_theta, norm_eps;
     uint64_t total_params, active_params;
     uint32_t format_counts[FT_DTYPE_COUNT];
+    /* the same per group of roles (ft_summary_group_name) */
+    uint32_t group_format_counts[FT_SUMMARY_N_GROUPS][FT_DTYPE_COUNT];
     uint64_t weight_bytes; /* sum of tensor bytes */
     uint32_t n_tensors;
     ft_summary_tensor_t *tensors; /* [n_tensors], malloc'ed */

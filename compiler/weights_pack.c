@@ -36,7 +36,8 @@ static int ft_is_convertible_src(ft_dtype_t d)
     return ft_is_convertible(d) || d == FT_DTYPE_F8_E4M3 || d == FT_DTYPE_F8_E5M2;
 }
 
-ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts)
+ft_dtype_t ft_pack_target_dtype(const ft_ir_model_t *m, const ft_ir_tensor_t *t,
+                                const ft_compile_options_t *opts)
 {
     if (t->n_dims == 1)
         return FT_DTYPE_F32; /* norms: tiny, read every token, keep them exact */
@@ -50,6 +51,8 @@ ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_option
         return FT_DTYPE_F32;
     if (opts->format != FT_DTYPE_INVALID)
         return opts->format;
+    if (opts->mix != FT_QUANT_MIX_NONE)
+        return ft_quant_mix_dtype(m, t, opts->mix);
     /* The kernels have no plain FP8 rows: an F8_E4M3 matrix becomes FP8
      * blocks with scale 1 (same bytes), or bf16 when its rows are not whole
      * blocks; F8_E5M2 is the high byte of an fp16. Both exact. A scaled
@@ -388,7 +391,7 @@ FT_WARN_UNUSED static ft_status_t ft_layout_expert_layer(const ft_ir_model_t *m,
     for (int k = 0; k < 3; k++) {
         parts[k] = ft_ir_find(m, ft_pack_expert_roles[k], (int32_t)layer);
         pls[k] = &pw->placements[parts[k] - m->tensors];
-        pls[k]->dtype = ft_pack_target_dtype(parts[k], opts);
+        pls[k]->dtype = ft_pack_target_dtype(m, parts[k], opts);
         pls[k]->size = ft_rows_bytes(parts[k], pls[k]->dtype, parts[k]->shape[1]);
         part_off[k] = stride;
         uint64_t aligned;
@@ -426,10 +429,10 @@ ft_status_t ft_weights_layout(const ft_ir_model_t *m, const ft_compile_options_t
      * expert blocks, each on a 4 KiB boundary. */
     for (uint32_t i = 0; i < m->n_tensors && !st; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
-        if ((st = ft_pack_check(m, t, ft_pack_target_dtype(t, opts))) || ft_is_expert_stack(t))
+        if ((st = ft_pack_check(m, t, ft_pack_target_dtype(m, t, opts))) || ft_is_expert_stack(t))
             continue;
         ft_placement_t *pl = &out->placements[i];
-        pl->dtype = ft_pack_target_dtype(t, opts);
+        pl->dtype = ft_pack_target_dtype(m, t, opts);
         pl->size = ft_rows_bytes(t, pl->dtype, ft_ir_tensor_elems(t) / ft_row_elems(t));
         if (!ft_align_up_u64(cur, FT_PACK_ALIGN, &pl->offset) || !ft_add_u64(pl->offset, pl->size, &cur))
             st = ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: tensor '%s': offset overflows", m->source_name,

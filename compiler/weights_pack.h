@@ -32,10 +32,11 @@ typedef struct ft_packed_weights {
     uint8_t hash[16];
 } ft_packed_weights_t;
 
-/* The format a tensor is written in: 1-D tensors (norms) and float routers
- * are always F32, other matrices take opts->format when set, else keep the
- * source format. */
-ft_dtype_t ft_pack_target_dtype(const ft_ir_tensor_t *t, const ft_compile_options_t *opts);
+/* The format tensor t of model m is written in: 1-D tensors (norms) and
+ * float routers are always F32, other matrices take opts->format when set,
+ * else opts->mix's choice for them when set, else keep the source format. */
+ft_dtype_t ft_pack_target_dtype(const ft_ir_model_t *m, const ft_ir_tensor_t *t,
+                                const ft_compile_options_t *opts);
 
 /* Where every tensor will land (formats, sizes, offsets, the expert
  * blocks) without reading or writing weights, after checking each tensor

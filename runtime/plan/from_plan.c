@@ -96,6 +96,10 @@ static void ft_fp_tensor(const Ftplan__Tensor *t, ft_plan_model_t *m, uint64_t *
     const uint64_t elems = ft_fp_elems(t, ok);
     if (ft_fp_is_expert(t->role)) {
         *ok = *ok && ft_add_u64(L->expert_params, elems, &L->expert_params);
+        const int part = t->role == FTPLAN__TENSOR_ROLE__ROLE_FFN_GATE_EXPS ? 0
+                         : t->role == FTPLAN__TENSOR_ROLE__ROLE_FFN_UP_EXPS ? 1 : 2;
+        L->expert_part_format[part] = (ft_dtype_t)t->format;
+        L->expert_part_bytes[part] = t->size; /* one expert's slice */
         if (m->expert_format == FT_DTYPE_INVALID)
             m->expert_format = (ft_dtype_t)t->format;
         return;

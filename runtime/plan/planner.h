@@ -17,6 +17,12 @@ typedef struct ft_plan_layer {
     uint32_t n_experts, n_used;
     uint64_t expert_bytes;     /* one routed expert: gate + up + down */
     uint64_t expert_params;    /* parameters of one routed expert */
+    /* One routed expert's gate, up and down matrices: each one's format
+     * and bytes (mixes give them different formats: Q4_K_M's down is Q6_K
+     * in some layers); FT_DTYPE_INVALID / 0 where not known, and then the
+     * model's expert_format stands for the layer. */
+    ft_dtype_t expert_part_format[3];
+    uint64_t expert_part_bytes[3];
     uint64_t dense_bytes;      /* attention, norms, router, shared experts, dense FFN */
     uint64_t dense_params;
     uint64_t kv_bytes_per_token; /* K + V appended per token (0 for recurrent layers) */

@@ -18,12 +18,35 @@
 typedef struct ft_pred {
     const ft_plan_model_t *m;
     const ft_plan_result_t *res;
+    const ft_hw_t *hw;
     ft_qstar_rates_t ov;    /* expert-sized copies while the CPU computes */
     ft_qstar_rates_t alone; /* the CPU alone, for CPU layers */
     double dram_bps, hbm_bps, h2d_bps, launch_s;
     double s[4];            /* seconds by resource (ft_bottleneck_t) */
     double copy_bytes;
 } ft_pred_t;
+
+/* The rates of layer ly's experts in the formats they really have
+ * (ft_qstar_rates_from_hw_parts, as the q* table takes them): under
+ * overlap, or (alone) for the CPU without copies running, whose bandwidth
+ * is all of DRAM's. */
+static void ft_pred_layer_rates(const ft_pred_t *p, const ft_plan_layer_t *ly, int alone,
+                                ft_qstar_rates_t *out)
+{
+    if (!ly->expert_part_bytes[0] && !ly->expert_part_bytes[1] && !ly->expert_part_bytes[2]) {
+        *out = alone ? p->alone : p->ov;
+        return;
+    }
+    if (!alone) {
+        ft_qstar_rates_from_hw_parts(p->hw, p->m->expert_format, ly->expert_part_format,
+                                     ly->expert_part_bytes, out);
+        return;
+    }
+    ft_hw_t hw = *p->hw;
+    hw.dram_overlap_gbs = hw.dram_gbs;
+    ft_qstar_rates_from_hw_parts(&hw, p->m->expert_format, ly->expert_part_format, ly->expert_part_bytes,
+                                 out);
+}
 
 static int ft_pred_on_gpu(const ft_pred_t *p, uint32_t l)
 {
@@ -85,7 +108,9 @@ static double ft_pred_moe_gpu(ft_pred_t *p, uint32_t l, double tokens, int accou
     double d = ft_lru_expected_distinct(ly->n_experts, ly->n_used, tokens);
     double n = tokens * ly->n_used / d, h = p->res->hit_rate[l];
     ft_qstar_costs_t c;
-    ft_qstar_costs(&p->ov, (double)ly->expert_bytes, (double)ly->expert_params, n, h, &c);
+    ft_qstar_rates_t rates;
+    ft_pred_layer_rates(p, ly, 0, &rates);
+    ft_qstar_costs(&rates, (double)ly->expert_bytes, (double)ly->expert_params, n, h, &c);
     if (p->res->unified || p->res->n_slots == 0) /* no copies: CPU and GPU in parallel */
         c.t_pcie = 1e30;
     double hits = p->res->unified ? d : d * h, miss = d - hits, t = 0.0, k = 0.0;
@@ -117,7 +142,9 @@ static double ft_pred_moe_stream(const ft_pred_t *p, uint32_t l, double tokens)
     const ft_plan_layer_t *ly = &p->m->layers[l];
     double d = ft_lru_expected_distinct(ly->n_experts, ly->n_used, tokens);
     ft_qstar_costs_t c;
-    ft_qstar_costs(&p->ov, (double)ly->expert_bytes, (double)ly->expert_params,
+    ft_qstar_rates_t rates;
+    ft_pred_layer_rates(p, ly, 0, &rates);
+    ft_qstar_costs(&rates, (double)ly->expert_bytes, (double)ly->expert_params,
                    tokens * ly->n_used / d, 0.0, &c);
     double copy = (double)ly->n_experts * (double)ly->expert_bytes / p->h2d_bps;
     return fmax(copy, d * c.t_gpu);
@@ -128,7 +155,9 @@ static double ft_pred_moe_cpu(ft_pred_t *p, uint32_t l, double tokens)
     const ft_plan_layer_t *ly = &p->m->layers[l];
     double d = ft_lru_expected_distinct(ly->n_experts, ly->n_used, tokens);
     ft_qstar_costs_t c;
-    ft_qstar_costs(&p->alone, (double)ly->expert_bytes, (double)ly->expert_params,
+    ft_qstar_rates_t rates;
+    ft_pred_layer_rates(p, ly, 1, &rates);
+    ft_qstar_costs(&rates, (double)ly->expert_bytes, (double)ly->expert_params,
                    tokens * ly->n_used / d, 0.0, &c);
     double t = d * c.t_cpu;
     p->s[ft_pred_cpu_kind(&c)] += t;
@@ -230,7 +259,7 @@ static double ft_pred_prefill(ft_pred_t *p, double tokens)
 void ft_planner_predict(const ft_plan_model_t *m, const ft_hw_t *hw, const ft_plan_budget_t *b,
                      ft_plan_result_t *res)
 {
-    ft_pred_t p = {.m = m, .res = res};
+    ft_pred_t p = {.m = m, .res = res, .hw = hw};
     ft_qstar_rates_from_hw(hw, m->expert_format, &p.ov);
     p.dram_bps = hw->dram_gbs * 1e9;
     p.alone = p.ov;

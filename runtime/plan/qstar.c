@@ -61,6 +61,58 @@ void ft_qstar_rates_from_hw(const ft_hw_t *hw, ft_dtype_t format, ft_qstar_rates
     *out = r;
 }
 
+/* sum(bytes) / sum(bytes / rate), rate[i] 0 standing for fallback. */
+static double ft_qstar_mix_rate(const double *table, const ft_dtype_t fmt[3], const uint64_t bytes[3],
+                                double fallback)
+{
+    double b = 0.0, t = 0.0;
+    for (int i = 0; i < 3; i++) {
+        if (!bytes[i])
+            continue;
+        double r = ft_qstar_fmt_rate(table, fmt[i]);
+        if (r == 0.0)
+            r = fallback;
+        if (r <= 0.0)
+            return 0.0;
+        b += (double)bytes[i];
+        t += (double)bytes[i] / r;
+    }
+    return t > 0.0 ? b / t : 0.0;
+}
+
+void ft_qstar_rates_from_hw_parts(const ft_hw_t *hw, ft_dtype_t format, const ft_dtype_t fmt[3],
+                                  const uint64_t bytes[3], ft_qstar_rates_t *out)
+{
+    /* one format throughout (or none known): that format's rates exactly */
+    ft_dtype_t only = FT_DTYPE_INVALID;
+    int mixed = 0;
+    for (int i = 0; i < 3; i++)
+        if (bytes[i]) {
+            mixed |= only != FT_DTYPE_INVALID && fmt[i] != only;
+            only = fmt[i];
+        }
+    ft_qstar_rates_from_hw(hw, only != FT_DTYPE_INVALID && !mixed ? only : format, out);
+    if (!mixed)
+        return;
+    double dram_ov = ft_qstar_pos(hw->dram_overlap_gbs);
+    double dram = ft_qstar_pos(hw->dram_gbs);
+    if (dram_ov == 0.0 || (dram > 0.0 && dram_ov > dram))
+        dram_ov = dram;
+    /* as ft_qstar_rates_from_hw: the kernel's rate where below DRAM's */
+    double gemv = ft_qstar_mix_rate(hw->cpu_gemv_gbs, fmt, bytes, dram_ov);
+    out->cpu_bps = dram_ov * 1e9;
+    out->cpu_kernel_bound = 0;
+    if (gemv > 0.0 && gemv < dram_ov) {
+        out->cpu_bps = gemv * 1e9;
+        out->cpu_kernel_bound = 1;
+    }
+    if (hw->n_gpus > 0) {
+        double hbm = ft_qstar_pos(hw->gpu.hbm_gbs);
+        double ggemv = ft_qstar_mix_rate(hw->gpu.gemv_gbs, fmt, bytes, hbm);
+        out->gpu_bps = (ggemv > 0.0 ? ggemv : hbm) * 1e9;
+    }
+}
+
 void ft_qstar_costs(const ft_qstar_rates_t *r, double bytes, double params, double tokens,
                     double hit, ft_qstar_costs_t *out)
 {

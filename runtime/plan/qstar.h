@@ -65,6 +65,16 @@ typedef struct ft_qstar_rates {
  * PCIe rates are 0. */
 void ft_qstar_rates_from_hw(const ft_hw_t *hw, ft_dtype_t format, ft_qstar_rates_t *out);
 
+/* The same for experts whose gate, up and down matrices are in formats
+ * fmt[0..2] of bytes[0..2] bytes each (a mix): the GEMV rates (CPU, and
+ * the GPU's where the profile lists them per format) are each part's
+ * rate combined as the time of the whole, sum(bytes) / sum(bytes /
+ * rate); a part whose format has no measured rate counts at the rate the
+ * kernel-less path has (DRAM, HBM). With every byte count 0 this is
+ * ft_qstar_rates_from_hw for `format`. */
+void ft_qstar_rates_from_hw_parts(const ft_hw_t *hw, ft_dtype_t format, const ft_dtype_t fmt[3],
+                                  const uint64_t bytes[3], ft_qstar_rates_t *out);
+
 /* Per-expert costs for experts of `bytes` bytes and `params` parameters at
  * `tokens` tokens each (>= 1, may be fractional: an average), with the
  * reuse credit for a layer whose expected hit probability is `hit`.

@@ -28,10 +28,12 @@ ft_status_t ft_planner_qstar_table(const ft_plan_model_t *m, const ft_hw_t *hw,
     res->qstar = calloc((size_t)m->n_layers * FT_PLAN_MAX_BUCKETS, sizeof *res->qstar);
     if (!res->qstar)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "planner: q* table");
-    ft_qstar_rates_t rates;
-    ft_qstar_rates_from_hw(hw, m->expert_format, &rates);
     for (uint32_t l = 0; l < m->n_layers && l < res->n_gpu_layers && !res->cpu_only; l++) {
         const ft_plan_layer_t *ly = &m->layers[l];
+        /* the rates of the formats this layer's experts really have */
+        ft_qstar_rates_t rates;
+        ft_qstar_rates_from_hw_parts(hw, m->expert_format, ly->expert_part_format, ly->expert_part_bytes,
+                                     &rates);
         float *row = res->qstar + (size_t)l * FT_PLAN_MAX_BUCKETS;
         if (!ly->is_moe || (!res->unified && res->n_slots == 0))
             continue;

@@ -1,5 +1,6 @@
 /* codegen_bench: generated CPU kernels against the reference kernels, at
- * decode (n_tok = 1) and prefill (n_tok = 64) shapes, for Q8_0 and Q4_K.
+ * decode (n_tok = 1) and prefill (n_tok = 64) shapes, for Q8_0 and Q4_K
+ * or the formats --formats lists.
  *
  * For each format it emits and compiles a module for this machine's ISA
  * with one matmul kernel of the bench shape (expert-sized, 512 x 1024 and
@@ -9,7 +10,7 @@
  * reports weight bytes streamed per second (GB/s) for both tiers and their
  * fraction of the DRAM read bandwidth measured in the same run.
  *
- * Usage: codegen_bench [--threads N] [--mb MB] [--reps R]
+ * Usage: codegen_bench [--threads N] [--mb MB] [--reps R] [--formats q5_k,iq2_xxs,...]
  * A benchmark, not a test: it checks nothing. */
 #include "cg_cpu.h"
 #include "cg_cpu_internal.h"
@@ -73,7 +74,22 @@ int main(int argc, char **argv)
 {
     uint32_t threads = 2, mb = 256;
     int reps = 5;
+    ft_dtype_t fmts[FT_DTYPE_COUNT] = {FT_DTYPE_Q8_0, FT_DTYPE_Q4_K};
+    int n_fmts = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--formats")) {
+            n_fmts = 0;
+            char buf[512];
+            snprintf(buf, sizeof(buf), "%s", argv[i + 1]);
+            for (char *tok = strtok(buf, ","); tok && n_fmts < FT_DTYPE_COUNT; tok = strtok(NULL, ",")) {
+                const ft_dtype_t t = ft_dtype_from_name(tok);
+                if (!ft_cg_cpu_format_supported(t)) {
+                    fprintf(stderr, "codegen_bench: '%s' has no generated kernels\n", tok);
+                    return 2;
+                }
+                fmts[n_fmts++] = t;
+            }
+        }
         if (!strcmp(argv[i], "--threads")) threads = (uint32_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--mb")) mb = (uint32_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
@@ -86,10 +102,9 @@ int main(int argc, char **argv)
     }
     const char *isa = ft_cg_cpu_host_isa();
     printf("ISA %s, %u threads, DRAM read %.1f GB/s (median of %u)\n", isa, threads, bw.median_gbs, bw.n_runs);
-    printf("%-6s %-8s %5s %10s %10s %8s %8s %7s\n", "format", "phase", "n_tok", "ref GB/s", "gen GB/s",
+    printf("%-8s %-8s %5s %10s %10s %8s %8s %7s\n", "format", "phase", "n_tok", "ref GB/s", "gen GB/s",
            "ref %bw", "gen %bw", "speedup");
-    const ft_dtype_t fmts[] = {FT_DTYPE_Q8_0, FT_DTYPE_Q4_K};
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < n_fmts; f++) {
         const ft_dtype_t t = fmts[f];
         const uint32_t cols = 1024, rows_dec = 512, rows_pre = 2048;
         const ft_cg_kreq_t reqs[] = {{FT_KABI_OP_MATMUL, t, 0, rows_dec, cols}, {FT_KABI_OP_MATMUL, t, 0, rows_pre, cols}};
@@ -131,7 +146,7 @@ int main(int argc, char **argv)
             const double ref = bench(pool, &j, w, ph ? n_mats / 4 : n_mats, r);
             j.fn = ft_cpu_module_find_matmul(mod, t, rows, cols);
             const double gen = bench(pool, &j, w, ph ? n_mats / 4 : n_mats, r);
-            printf("%-6s %-8s %5u %10.2f %10.2f %7.0f%% %7.0f%% %6.2fx\n", ft_dtype_name(t),
+            printf("%-8s %-8s %5u %10.2f %10.2f %7.0f%% %7.0f%% %6.2fx\n", ft_dtype_name(t),
                    ph ? "prefill" : "decode", nt, ref, gen, 100 * ref / bw.median_gbs,
                    100 * gen / bw.median_gbs, gen / ref);
             free(x), free(xp), free(y);

@@ -11,9 +11,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../../runtime/plan/plan_internal.h"
 #include "../../runtime/plan/qstar.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -194,6 +196,160 @@ static void test_rates_from_hw(void **state)
     assert_true(r.pcie_bps == 0.0 && r.cpu_bps == 60e9);
 }
 
+static int same_rates(const ft_qstar_rates_t *a, const ft_qstar_rates_t *b)
+{
+    return a->cpu_bps == b->cpu_bps && a->cpu_flops == b->cpu_flops && a->pcie_bps == b->pcie_bps &&
+           a->gpu_bps == b->gpu_bps && a->gpu_flops == b->gpu_flops && a->launch_s == b->launch_s &&
+           a->cpu_kernel_bound == b->cpu_kernel_bound;
+}
+
+/* Experts in several formats (a mix): the CPU and GPU GEMV rates are the
+ * parts' combined as the time of the whole; one format throughout gives
+ * ft_qstar_rates_from_hw's figures; unknown parts (0 bytes) fall back to
+ * the model's format. */
+static void test_rates_mixed_parts(void **state)
+{
+    (void)state;
+    ft_hw_t hw;
+    memset(&hw, 0, sizeof hw);
+    hw.n_cores = 8;
+    hw.dram_gbs = 80.0;
+    hw.n_gpus = 1;
+    hw.gpu.hbm_gbs = 1000.0;
+    hw.gpu.h2d_gbs = 25.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q4_K] = 40.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q6_K] = 20.0;
+    hw.gpu.gemv_gbs[FT_DTYPE_Q4_K] = 800.0;
+    const ft_dtype_t same[3] = {FT_DTYPE_Q4_K, FT_DTYPE_Q4_K, FT_DTYPE_Q4_K};
+    const ft_dtype_t mix[3] = {FT_DTYPE_Q4_K, FT_DTYPE_Q4_K, FT_DTYPE_Q6_K};
+    const uint64_t bytes[3] = {1000, 1000, 1500}, none[3] = {0, 0, 0};
+    ft_qstar_rates_t a, b;
+    ft_qstar_rates_from_hw(&hw, FT_DTYPE_Q4_K, &a);
+    ft_qstar_rates_from_hw_parts(&hw, FT_DTYPE_Q4_K, same, bytes, &b);
+    assert_true(same_rates(&a, &b));
+    ft_qstar_rates_from_hw_parts(&hw, FT_DTYPE_Q4_K, mix, none, &b);
+    assert_true(same_rates(&a, &b));
+    ft_qstar_rates_from_hw_parts(&hw, FT_DTYPE_Q4_K, mix, bytes, &b);
+    /* 3500 bytes in 2000/40 + 1500/20 = 125 units: 28 GB/s */
+    assert_true(fabs(b.cpu_bps - 28e9) < 1e3 && b.cpu_kernel_bound);
+    /* the GPU lists Q4_K only: Q6_K's part at HBM speed */
+    assert_true(fabs(b.gpu_bps - 3500.0 / (2000.0 / 800.0 + 1500.0 / 1000.0) * 1e9) < 1e3);
+    assert_true(b.pcie_bps == a.pcie_bps && b.cpu_flops == a.cpu_flops);
+    /* a part in a format without a CPU figure streams at DRAM speed */
+    hw.cpu_gemv_gbs[FT_DTYPE_Q6_K] = 0.0;
+    ft_qstar_rates_from_hw_parts(&hw, FT_DTYPE_Q4_K, mix, bytes, &b);
+    assert_true(fabs(b.cpu_bps - 3500.0 / (2000.0 / 40.0 + 1500.0 / 80.0) * 1e9) < 1e3);
+}
+
+/* The q* table takes each layer's own expert formats: of two layers alike
+ * but for the down matrix's format, the one whose down runs slowly on the
+ * CPU copies at least as many of its misses to the GPU, and more in some
+ * bucket; with the formats unknown both follow the model's format. */
+static void test_qtable_per_layer_formats(void **state)
+{
+    (void)state;
+    ft_hw_t hw;
+    memset(&hw, 0, sizeof hw);
+    hw.n_cores = 8;
+    hw.dram_gbs = 60.0;
+    hw.n_gpus = 1;
+    hw.gpu.hbm_gbs = 300.0;
+    hw.gpu.h2d_gbs = 25.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q4_K] = 40.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q2_K] = 4.0;
+    ft_plan_layer_t layers[2];
+    memset(layers, 0, sizeof layers);
+    for (int l = 0; l < 2; l++) {
+        layers[l].is_moe = 1;
+        layers[l].n_experts = 64;
+        layers[l].n_used = 8;
+        layers[l].expert_bytes = 3u << 20;
+        layers[l].expert_params = 6u << 20;
+        for (int p = 0; p < 3; p++) {
+            layers[l].expert_part_format[p] = FT_DTYPE_Q4_K;
+            layers[l].expert_part_bytes[p] = 1u << 20;
+        }
+    }
+    layers[1].expert_part_format[2] = FT_DTYPE_Q2_K;
+    ft_plan_model_t m;
+    memset(&m, 0, sizeof m);
+    m.n_layers = 2;
+    m.layers = layers;
+    m.expert_format = FT_DTYPE_Q4_K;
+    float hit[2] = {0.3f, 0.3f};
+    ft_plan_result_t res;
+    memset(&res, 0, sizeof res);
+    res.n_slots = 16;
+    res.n_gpu_layers = 2;
+    res.hit_rate = hit;
+    assert_null(ft_planner_qstar_table(&m, &hw, &res));
+    int more = 0;
+    for (uint32_t b = 0; b < res.n_buckets; b++) {
+        const float q0 = res.qstar[b], q1 = res.qstar[FT_PLAN_MAX_BUCKETS + b];
+        assert_true(q1 >= q0);
+        more |= q1 > q0;
+    }
+    assert_true(more);
+    free(res.qstar);
+    memset(layers[1].expert_part_bytes, 0, sizeof layers[1].expert_part_bytes);
+    res.qstar = NULL;
+    assert_null(ft_planner_qstar_table(&m, &hw, &res));
+    assert_memory_equal(res.qstar, res.qstar + FT_PLAN_MAX_BUCKETS, FT_PLAN_MAX_BUCKETS * sizeof(float));
+    free(res.qstar);
+}
+
+/* The decode prediction takes the same per-layer rates: on the CPU alone,
+ * a model whose experts' down matrices run at a tenth of the other parts'
+ * rate is predicted slower, by the CPU time of those bytes. */
+static void test_predict_per_layer_formats(void **state)
+{
+    (void)state;
+    ft_hw_t hw;
+    memset(&hw, 0, sizeof hw);
+    hw.n_cores = 8;
+    hw.dram_gbs = 60.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q4_K] = 40.0;
+    hw.cpu_gemv_gbs[FT_DTYPE_Q2_K] = 4.0;
+    double tok_s[2];
+    for (int v = 0; v < 2; v++) {
+        ft_plan_layer_t layers[2];
+        memset(layers, 0, sizeof layers);
+        for (int l = 0; l < 2; l++) {
+            layers[l].is_moe = 1;
+            layers[l].n_experts = 64;
+            layers[l].n_used = 8;
+            layers[l].expert_bytes = 3u << 20;
+            layers[l].expert_params = 6u << 20;
+            layers[l].dense_bytes = 1u << 20;
+            layers[l].dense_params = 2u << 20;
+            for (int p = 0; p < 3; p++) {
+                layers[l].expert_part_format[p] = v && p == 2 ? FT_DTYPE_Q2_K : FT_DTYPE_Q4_K;
+                layers[l].expert_part_bytes[p] = 1u << 20;
+            }
+        }
+        ft_plan_model_t m;
+        memset(&m, 0, sizeof m);
+        m.n_layers = 2;
+        m.layers = layers;
+        m.expert_format = FT_DTYPE_Q4_K;
+        m.d_model = 1024;
+        m.vocab_size = 1000;
+        float hit[2] = {0.0f, 0.0f};
+        ft_plan_result_t res;
+        memset(&res, 0, sizeof res);
+        res.cpu_only = 1;
+        res.hit_rate = hit;
+        const ft_plan_budget_t b = {0, 0, 64, 1};
+        ft_planner_predict(&m, &hw, &b, &res);
+        tok_s[v] = res.predicted_decode_tok_s;
+    }
+    print_message("predicted decode: %.2f tok/s all Q4_K, %.2f with Q2_K downs\n", tok_s[0], tok_s[1]);
+    assert_true(tok_s[0] > 0.0 && tok_s[1] > 0.0 && tok_s[1] < tok_s[0]);
+    /* per step and layer, 8 experts' downs: 8 MiB at 4 instead of 40 GB/s */
+    const double extra = 2.0 * 8.0 * (double)(1u << 20) * (1.0 / 4e9 - 1.0 / 40e9);
+    assert_true(fabs((1.0 / tok_s[1] - 1.0 / tok_s[0]) - extra) < 1e-3 * extra);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +360,9 @@ int main(void)
         cmocka_unit_test(test_reuse_tips_ties),
         cmocka_unit_test(test_step_time_pipeline),
         cmocka_unit_test(test_rates_from_hw),
+        cmocka_unit_test(test_rates_mixed_parts),
+        cmocka_unit_test(test_qtable_per_layer_formats),
+        cmocka_unit_test(test_predict_per_layer_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
