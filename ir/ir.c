@@ -93,6 +93,7 @@ const char *ft_arch_name(ft_arch_t arch)
         return "qwen35moe";
     case FT_ARCH_QWEN3NEXT:
         return "qwen3next";
+    case FT_ARCH_OLMOE: return "olmoe";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -298,9 +299,12 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
             (b->attn.has_out_gate || ft_ir_find(m, FT_ROLE_ATTN_GATE, L)) &&
             (st = ft_ir_expect(m, FT_ROLE_ATTN_GATE, L, 2, o, d, 0)))
             return st;
+        const uint64_t qn = b->attn.qk_norm_full ? (uint64_t)b->attn.n_heads * b->attn.head_dim : b->attn.head_dim;
+        const uint64_t kn = b->attn.qk_norm_full ? (uint64_t)b->attn.n_kv_heads * b->attn.head_dim
+                                                 : b->attn.head_dim;
         if (b->attn.qk_norm &&
-            ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
-             (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))
+            ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, qn, 0, 0)) ||
+             (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, kn, 0, 0))))
             return st;
         if (b->is_moe) {
             const uint64_t E = b->moe.n_experts, F = b->moe.expert_ffn;
@@ -369,6 +373,8 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
                     b->moe.has_sel_bias);
         if (b->attn.has_out_gate)
             fprintf(out, "block %u out_gate 1\n", l);
+        if (b->attn.qk_norm_full)
+            fprintf(out, "block %u qk_norm_full 1\n", l);
         if (b->attn.kind == FT_ATTN_GATED_DELTANET)
             fprintf(out, "block %u deltanet conv %u tiled %d\n", l, b->attn.conv_kernel,
                     b->attn.heads_tiled);

@@ -25,6 +25,7 @@ typedef enum ft_arch {
     FT_ARCH_GLM4MOE = 4,   /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
     FT_ARCH_QWEN35MOE = 5, /* Qwen3.5/3.6 MoE hybrids: GGUF "qwen35moe" */
     FT_ARCH_QWEN3NEXT = 6, /* Qwen3-Next: GGUF "qwen3next" */
+    FT_ARCH_OLMOE = 7,     /* OLMoE: GGUF "olmoe", HF OlmoeForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -131,6 +132,10 @@ typedef struct ft_ir_attention {
     ft_attn_kind_t kind;
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
+    /* The q and k norms span the whole projection (OLMoE, MiniMax-M2):
+     * weights [n_heads * head_dim] and [n_kv_heads * head_dim], one RMS over
+     * each row, instead of one [head_dim] weight per head. With qk_norm. */
+    int qk_norm_full;
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
     int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
     int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */

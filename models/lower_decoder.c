@@ -206,6 +206,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
             hn.eps = m->hp.norm_eps;
             hn.head_dim = a->head_dim;
             hn.n_heads = i == 0 ? a->n_heads : a->n_kv_heads;
+            if (a->qk_norm_full) { /* one "head" as wide as the projection (OLMoE, MiniMax-M2) */
+                hn.head_dim *= hn.n_heads;
+                hn.n_heads = 1;
+            }
             if ((st = ft_op_weight(m, &hn, roles[i], li)) || (st = ft_sched_push(m, ops, &hn)))
                 return st;
         }

@@ -25,6 +25,8 @@ static const char *ft_src_arch(const ft_src_model_t *src)
         return "gpt-oss";
     if (hf && strcmp(hf, "Glm4MoeForCausalLM") == 0)
         return "glm4moe";
+    if (hf && strcmp(hf, "OlmoeForCausalLM") == 0)
+        return "olmoe";
     const char *model_type = ft_meta_get_string(&src->meta, "model_type");
     if (model_type && strcmp(model_type, "qwen3_moe") == 0)
         return "qwen3moe";
@@ -32,6 +34,8 @@ static const char *ft_src_arch(const ft_src_model_t *src)
         return "mixtral";
     if (model_type && strcmp(model_type, "glm4_moe") == 0)
         return "glm4moe";
+    if (model_type && strcmp(model_type, "olmoe") == 0)
+        return "olmoe";
     return hf ? hf : model_type;
 }
 
@@ -55,11 +59,12 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
         build = ft_glm4moe_build;
     if (strcmp(arch, "qwen35moe") == 0) build = ft_qwen35moe_build;
     if (strcmp(arch, "qwen3next") == 0) build = ft_qwen3next_build;
+    if (strcmp(arch, "olmoe") == 0) build = ft_olmoe_build;
     if (!build)
         return ft_status_make(
             FT_STATUS_UNSUPPORTED,
             "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss, "
-            "glm4moe, qwen35moe, qwen3next)",
+            "glm4moe, qwen35moe, qwen3next, olmoe)",
             src->path, arch);
     ft_ir_model_t *model = NULL;
     ft_status_t st = ft_ir_model_create(&model);
@@ -86,6 +91,7 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
     case FT_ARCH_QWEN35MOE: /* and Gated DeltaNet blocks beside gated attention, a gated shared
                                expert */
     case FT_ARCH_QWEN3NEXT: /* the same, value heads grouped */
+    case FT_ARCH_OLMOE:     /* q/k norms over the whole projection: one wide HEAD_NORM each */
         return ft_lower_moe_decoder(model, out);
     case FT_ARCH_UNKNOWN:
         break;

@@ -232,9 +232,15 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s,
 {
     char name[64];
     ft_status_t st = FT_OK;
-    const uint32_t dims[2] = {sp->d_model, sp->head_dim};
-    for (int i = 0; i < 2 && !st; i++) {
-        if (i == 1 && dims[1] == dims[0]) break;
+    /* the block norms, the per-head q/k norms, and whole-projection q/k
+     * norms where the model has them, each width once */
+    const uint32_t dims[4] = {sp->d_model, sp->head_dim, sp->qk_norm_full ? sp->n_heads * sp->head_dim : 0,
+                              sp->qk_norm_full ? sp->n_kv_heads * sp->head_dim : 0};
+    for (int i = 0; i < 4 && !st; i++) {
+        int seen = dims[i] == 0;
+        for (int j = 0; j < i; j++)
+            seen |= dims[j] == dims[i];
+        if (seen) continue;
         FT_CG_NAME(ft_cuda_kernel_rmsnorm_name(dims[i], name, sizeof(name)), "RMSNorm");
         st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_RMSNORM, FT_DTYPE_INVALID, dims[i], 256, name,
                                "extern \"C\" __global__ void __launch_bounds__(256)\n"

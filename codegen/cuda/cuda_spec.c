@@ -81,6 +81,7 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
         if (b->attn.has_bias) sp->variants |= FT_CG_CUDA_VAR_BIAS;
         if (b->act == FT_ACT_SWIGLU_OAI) sp->variants |= FT_CG_CUDA_VAR_SWIGLU_OAI;
         if (b->attn.has_out_gate) sp->variants |= FT_CG_CUDA_VAR_OUT_GATE;
+        if (b->attn.qk_norm && b->attn.qk_norm_full) sp->qk_norm_full = 1;
         if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
             b->attn.head_dim != sp->head_dim || b->attn.value_head_dim != b0->attn.value_head_dim)
             return ft_status_make(FT_STATUS_UNSUPPORTED,

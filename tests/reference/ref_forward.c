@@ -272,6 +272,11 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_add_bias(q, L->bq, L->n_heads * hd);
     ref_add_bias(k, L->bk, L->n_kv_heads * hd);
     ref_add_bias(v, L->bv, L->n_kv_heads * vd);
+    const int head_norm = L->qk_norm && !L->qk_norm_full;
+    if (L->qk_norm_full) { /* before RoPE, like the per-head form */
+        ft_ref_rmsnorm(q, L->q_norm, L->n_heads * hd, m->norm_eps, q);
+        ft_ref_rmsnorm(k, L->k_norm, L->n_kv_heads * hd, m->norm_eps, k);
+    }
     void (*rope)(double *, uint32_t, uint32_t, double) =
         m->rope_interleaved ? ft_ref_rope_norm : ft_ref_rope_neox;
     if (m->rope_yarn_factor != 0.0) { /* NeoX with YaRN's frequencies and scale */
@@ -282,12 +287,12 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
         rope = NULL;
     }
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
-        if (L->qk_norm)
+        if (head_norm)
             ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
         if (rope) rope(q + hq * hd, m->rope_dim, pos, m->rope_theta);
     }
     for (uint32_t hk = 0; hk < L->n_kv_heads; hk++) {
-        if (L->qk_norm)
+        if (head_norm)
             ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
         if (rope) rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
     }

@@ -12,8 +12,9 @@
  *   per layer:
  *     h = RMSNorm(x) * attn_norm
  *     q, k, v = Wq h + bq, Wk h + bk, Wv h + bv (biases where the model has
- *       them); per-head RMSNorm of q, k (q_norm, k_norm;
- *       Qwen3-MoE only)
+ *       them); per-head RMSNorm of q, k (q_norm, k_norm; Qwen3-MoE,
+ *       GLM-4.5), or one RMSNorm over all of q and one over all of k
+ *       (OLMoE)
  *     RoPE on q, k at the token's position: NeoX (pairs (i, i + d/2)), or
  *       interleaved (pairs (2i, 2i+1)) for weights in llama.cpp's permuted
  *       llama layout (Mixtral from GGUF)
@@ -61,6 +62,7 @@ typedef struct ft_ref_layer {
     uint32_t n_groups, n_groups_used; /* group-limited choice (sum of each group's two best); 0: none */
     double routed_scaling;   /* the chosen weights times this (1 after loading) */
     int qk_norm;             /* q_norm / k_norm present and applied */
+    int qk_norm_full;        /* ... over the whole projection (OLMoE, MiniMax-M2), not per head */
     uint32_t sliding_window; /* a query sees its last this many positions; 0: all */
     double *attn_norm;       /* [d_model] */
     double *wq;              /* [n_heads * head_dim, d_model] */
@@ -76,7 +78,8 @@ typedef struct ft_ref_layer {
     double *router_bias, *b_gate, *b_up, *b_down;
     int act_oai;
     double act_alpha, act_limit;
-    double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
+    double *q_norm, *k_norm; /* [head_dim] ([n_heads / n_kv_heads * head_dim] when qk_norm_full);
+                                NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
     double *sel_bias;        /* [n_experts] added to the scores for the choice only; NULL: none */

@@ -149,6 +149,7 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
     L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
+    L->qk_norm_full = b->attn.qk_norm && b->attn.qk_norm_full;
     L->act_oai = b->act == FT_ACT_SWIGLU_OAI;
     L->act_alpha = b->act_alpha;
     L->act_limit = b->act_limit;
@@ -226,8 +227,10 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_EXP_PROBS_B, li, E, &L->sel_bias, NULL)))
         return st;
     if (L->qk_norm &&
-        ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
-         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
+        ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, L->qk_norm_full ? L->n_heads * hd : hd,
+                             &L->q_norm, NULL)) ||
+         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, L->qk_norm_full ? L->n_kv_heads * hd : hd,
+                             &L->k_norm, NULL))))
         return st;
     return FT_OK;
 }
@@ -237,10 +240,10 @@ static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
     const ft_ir_hparams_t *hp = &ir->hp;
     if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL &&
          hp->arch != FT_ARCH_GPT_OSS && hp->arch != FT_ARCH_GLM4MOE &&
-         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT) ||
+         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT && hp->arch != FT_ARCH_OLMOE) ||
         hp->norm != FT_NORM_RMS || (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next "
+                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next / olmoe "
                               "with RMS norms and NeoX or interleaved RoPE");
     m->n_layers = hp->n_layers;
     m->d_model = hp->d_model;
