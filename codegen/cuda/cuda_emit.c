@@ -234,9 +234,10 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s,
     ft_status_t st = FT_OK;
     /* the block norms, the per-head q/k norms, and whole-projection q/k
      * norms where the model has them, each width once */
-    const uint32_t dims[4] = {sp->d_model, sp->head_dim, sp->qk_norm_full ? sp->n_heads * sp->head_dim : 0,
-                              sp->qk_norm_full ? sp->n_kv_heads * sp->head_dim : 0};
-    for (int i = 0; i < 4 && !st; i++) {
+    const uint32_t dims[6] = {sp->d_model, sp->head_dim, sp->qk_norm_full ? sp->n_heads * sp->head_dim : 0,
+                              sp->qk_norm_full ? sp->n_kv_heads * sp->head_dim : 0, sp->q_lora_rank,
+                              sp->kv_lora_rank};
+    for (int i = 0; i < 6 && !st; i++) {
         int seen = dims[i] == 0;
         for (int j = 0; j < i; j++)
             seen |= dims[j] == dims[i];

@@ -82,6 +82,10 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
         if (b->act == FT_ACT_SWIGLU_OAI) sp->variants |= FT_CG_CUDA_VAR_SWIGLU_OAI;
         if (b->attn.has_out_gate) sp->variants |= FT_CG_CUDA_VAR_OUT_GATE;
         if (b->attn.qk_norm && b->attn.qk_norm_full) sp->qk_norm_full = 1;
+        if (b->attn.kind == FT_ATTN_MLA) { /* the MLA op itself has no kernel: the backend refuses it */
+            sp->q_lora_rank = b->attn.q_lora_rank;
+            sp->kv_lora_rank = b->attn.kv_lora_rank;
+        }
         if (b->attn.n_heads != sp->n_heads || b->attn.n_kv_heads != sp->n_kv_heads ||
             b->attn.head_dim != sp->head_dim || b->attn.value_head_dim != b0->attn.value_head_dim)
             return ft_status_make(FT_STATUS_UNSUPPORTED,

@@ -107,7 +107,7 @@ FT_WARN_UNUSED static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftpl
 {
     const int stack = op->kind == FTPLAN__OP_KIND__OP_MOE;
     const int mat = stack || op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
-                    op->kind == FTPLAN__OP_KIND__OP_ROUTER;
+                    op->kind == FTPLAN__OP_KIND__OP_ROUTER || op->kind == FTPLAN__OP_KIND__OP_MLA;
     /* A ROUTER's second weight is its selection bias, a vector. */
     const size_t n_mats = op->kind == FTPLAN__OP_KIND__OP_ROUTER ? 1 : op->n_weights;
     for (size_t j = 0; mat && j < n_mats; j++) {
@@ -191,6 +191,7 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
             m->rope_neox = (l == 0 || m->rope_neox) && op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
             break;
         case FTPLAN__OP_KIND__OP_ATTENTION:
+        case FTPLAN__OP_KIND__OP_MLA: /* one compressed KV head */
             L->n_heads = op->n_heads;
             L->n_kv_heads = op->n_kv_heads;
             L->head_dim = op->head_dim;

@@ -110,6 +110,18 @@ typedef struct ft_ref_layer {
     double *dn_norm;    /* [head_dim] */
     double *dn_out;     /* [d_model, n_heads * head_dim] */
     ft_dtype_t fmt_dn_qkv, fmt_dn_z, fmt_dn_beta, fmt_dn_alpha, fmt_dn_out;
+    /* Multi-head latent attention (mla 1, DeepSeek V2/V3) instead of
+     * q/k/v: head_dim = nope + the model's rope_dim, value_head_dim wide
+     * values, n_kv_heads 1; q = Wq_b rmsnorm(Wq_a h) (q_lora > 0) or Wq h,
+     * per head [q_nope | q_rope]; c = rmsnorm(Wkv_a h), kr = Wk_rope h;
+     * RoPE on q_rope and kr; the cache row [c | kr]; per head the expanded
+     * form (ref_mla.h) with softmax scale attn_scale; then Wo. wkb is
+     * [n_heads * nope][kv_lora] whatever the checkpoint's layout. */
+    int mla;
+    uint32_t q_lora, kv_lora, nope;
+    double attn_scale;
+    double *wq_a, *q_a_norm, *wq_b, *wkv_a, *wk_rope, *kv_a_norm, *wkb, *wvb;
+    ft_dtype_t fmt_wq_a, fmt_wq_b, fmt_wkv_a, fmt_wk_rope;
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
     ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_w_gate, fmt_router, fmt_gate, fmt_up, fmt_down;
     ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;
@@ -124,6 +136,7 @@ typedef struct ft_ref_model {
      * cos/sin scale 1 + 0.1 ln factor. */
     double rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
     uint32_t rope_yarn_orig_ctx;
+    double rope_yarn_mscale; /* the cos/sin scale where the family sets it (DeepSeek); 0: 1 + 0.1 ln factor */
     int tie_embeddings;
     double *tok_embd;       /* [vocab_size, d_model] */
     double *output_norm;    /* [d_model] */
