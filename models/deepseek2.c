@@ -259,6 +259,12 @@ FT_WARN_UNUSED static ft_status_t ft_ds_moe(const ft_src_model_t *src, ft_ir_blo
             strcmp(method, "group_limited_greedy") != 0)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: topk_method '%s' is not supported",
                                   src->path, method);
+        uint32_t freq = 1; /* V2/V3: every layer after the dense ones is MoE */
+        if ((st = ft_ds_u32(src, "", "moe_layer_freq", 1, 4096, 0, &freq)))
+            return st;
+        if (freq != 1)
+            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: moe_layer_freq %u (MoE in every "
+                                  "layer after first_k_dense_replace is supported)", src->path, freq);
         if (method && strcmp(method, "greedy") == 0)
             groups = groups_used = 1;
         if (method && strcmp(method, "group_limited_greedy") == 0 && groups > 1)

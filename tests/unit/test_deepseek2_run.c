@@ -289,6 +289,9 @@ static void test_hostile(void **state)
     assert_null(ft_meta_add_string(&s->meta, "topk_method", "group_limited_greedy", 20));
     expect_refused(s, FT_STATUS_UNSUPPORTED, "group_limited_greedy");
     s = source(1);
+    assert_null(ft_meta_add_int(&s->meta, "moe_layer_freq", 2));
+    expect_refused(s, FT_STATUS_UNSUPPORTED, "moe_layer_freq");
+    s = source(1);
     assert_null(ft_meta_add_string(&s->meta, "rope_scaling.type", "longrope", 8));
     expect_refused(s, FT_STATUS_UNSUPPORTED, "longrope");
     s = source(1);
