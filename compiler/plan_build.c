@@ -52,6 +52,10 @@ static Ftplan__Block *ft_pb_block(const ft_ir_block_t *b, uint32_t index, ft_are
     at->head_dim = b->attn.head_dim;
     at->value_head_dim = b->attn.value_head_dim;
     at->qk_norm = b->attn.qk_norm;
+    at->qk_norm_full = b->attn.qk_norm_full;
+    at->q_lora_rank = b->attn.q_lora_rank;
+    at->kv_lora_rank = b->attn.kv_lora_rank;
+    at->nope_head_dim = b->attn.nope_head_dim;
     at->sliding_window = b->attn.sliding_window;
     at->has_sinks = b->attn.has_sinks;
     at->has_bias = b->attn.has_bias;

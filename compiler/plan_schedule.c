@@ -63,6 +63,10 @@ static Ftplan__Op *ft_ps_op(const ft_ir_op_t *o, ft_arena_t *a)
     p->expert_ffn = o->expert_ffn;
     p->conv_kernel = o->conv_kernel;
     p->heads_tiled = o->heads_tiled;
+    p->kv_lora_rank = o->kv_lora_rank;
+    p->value_head_dim = o->value_head_dim;
+    p->attn_scale = o->attn_scale;
+    p->rope_mscale = o->rope_mscale;
     return p;
 }
 

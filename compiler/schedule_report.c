@@ -96,6 +96,10 @@ static void ft_sr_params(const Ftplan__Op *op, FILE *out)
     case FTPLAN__OP_KIND__OP_GLU:
         fprintf(out, "  %s", ft_sr_act_name(op->act));
         break;
+    case FTPLAN__OP_KIND__OP_MLA:
+        fprintf(out, "  %u heads of %u (rope %u) over a compressed KV of %u, values of %u, scale %g", op->n_heads,
+                op->head_dim, op->rope_dim, op->kv_lora_rank, op->value_head_dim, (double)op->attn_scale);
+        break;
     case FTPLAN__OP_KIND__OP_DELTANET:
         fprintf(out, "  %u value heads, %u key heads (%s) of %u, conv of %u taps", op->n_heads,
                 op->n_kv_heads, op->heads_tiled ? "tiled" : "grouped", op->head_dim,
@@ -220,6 +224,13 @@ static json_t *ft_sr_op_json(const Ftplan__Plan *p, const Ftplan__Op *op)
         break;
     case FTPLAN__OP_KIND__OP_GLU:
         json_object_set_new(o, "act", json_string(ft_sr_act_name(op->act)));
+        break;
+    case FTPLAN__OP_KIND__OP_MLA:
+        json_object_set_new(o, "n_heads", json_integer(op->n_heads));
+        json_object_set_new(o, "head_dim", json_integer(op->head_dim));
+        json_object_set_new(o, "rope_dim", json_integer(op->rope_dim));
+        json_object_set_new(o, "kv_lora_rank", json_integer(op->kv_lora_rank));
+        json_object_set_new(o, "value_head_dim", json_integer(op->value_head_dim));
         break;
     case FTPLAN__OP_KIND__OP_DELTANET:
         json_object_set_new(o, "n_heads", json_integer(op->n_heads));

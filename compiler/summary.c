@@ -75,6 +75,11 @@ ft_status_t ft_summary_from_ir(const ft_ir_model_t *m, ft_summary_t *s)
     if (m->hp.n_layers) {
         const ft_ir_block_t *b = &m->blocks[0];
         ft_summary_first_block(s, b->attn.n_heads, b->attn.n_kv_heads, b->attn.head_dim);
+        if (b->attn.kind == FT_ATTN_MLA) {
+            s->kv_lora_rank = b->attn.kv_lora_rank;
+            s->q_lora_rank = b->attn.q_lora_rank;
+            s->nope_head_dim = b->attn.nope_head_dim;
+        }
         for (uint32_t l = 0; l < m->hp.n_layers; l++)
             if (m->blocks[l].is_moe) {
                 s->n_experts = m->blocks[l].moe.n_experts;
@@ -132,6 +137,11 @@ ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_f
     if (plan->n_blocks && plan->blocks[0]->attn) {
         const Ftplan__Attention *a = plan->blocks[0]->attn;
         ft_summary_first_block(s, a->n_heads, a->n_kv_heads, a->head_dim);
+        if (a->kind == FTPLAN__ATTN_KIND__ATTN_MLA) {
+            s->kv_lora_rank = a->kv_lora_rank;
+            s->q_lora_rank = a->q_lora_rank;
+            s->nope_head_dim = a->nope_head_dim;
+        }
     }
     for (size_t l = 0; l < plan->n_blocks; l++)
         if (plan->blocks[l]->is_moe && plan->blocks[l]->moe) {
@@ -211,6 +221,9 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
     fprintf(out, "%-11s%u heads, %u KV heads, head_dim %u, rope theta %g, norm eps %g\n",
             "attention", s->n_heads, s->n_kv_heads, s->head_dim, (double)s->rope_theta,
             (double)s->norm_eps);
+    if (s->kv_lora_rank)
+        fprintf(out, "%-11slatent (MLA): a cached row of kv rank %u + rope %u per token and layer, q rank %u\n",
+                "", s->kv_lora_rank, s->head_dim - s->nope_head_dim, s->q_lora_rank);
     fprintf(out, "%-11s%u per layer, %u used per token, expert FFN %u\n", "experts", s->n_experts,
             s->n_experts_used, s->expert_ffn);
     ft_print_count(out, "params     ", s->total_params);

@@ -33,6 +33,9 @@ typedef struct ft_summary {
     uint32_t n_layers, d_model, n_heads, n_kv_heads, head_dim, n_experts, n_experts_used,
         expert_ffn, vocab_size, context_length;
     float rope_theta, norm_eps;
+    /* latent attention (DeepSeek): the KV's compressed rank (0: none), the
+     * low-rank q's, and the part of each head without RoPE */
+    uint32_t kv_lora_rank, q_lora_rank, nope_head_dim;
     uint64_t total_params, active_params;
     uint32_t format_counts[FT_DTYPE_COUNT];
     /* the same per group of roles (ft_summary_group_name) */

@@ -73,6 +73,15 @@ static const char *const ft_role_names[FT_ROLE_COUNT] = {
     [FT_ROLE_SSM_NORM] = "ssm_norm",
     [FT_ROLE_SSM_OUT] = "ssm_out",
     [FT_ROLE_FFN_GATE_INP_SHEXP] = "ffn_gate_inp_shexp",
+    [FT_ROLE_ATTN_Q_A] = "attn_q_a",
+    [FT_ROLE_ATTN_Q_A_NORM] = "attn_q_a_norm",
+    [FT_ROLE_ATTN_Q_B] = "attn_q_b",
+    [FT_ROLE_ATTN_KV_A] = "attn_kv_a",
+    [FT_ROLE_ATTN_K_ROPE] = "attn_k_rope",
+    [FT_ROLE_ATTN_KV_A_NORM] = "attn_kv_a_norm",
+    [FT_ROLE_ATTN_K_B] = "attn_k_b",
+    [FT_ROLE_ATTN_V_B] = "attn_v_b",
+    [FT_ROLE_ATTN_K_B_T] = "attn_k_b_t",
 };
 
 const char *ft_tensor_role_name(ft_tensor_role_t role)
@@ -93,6 +102,9 @@ const char *ft_arch_name(ft_arch_t arch)
         return "qwen35moe";
     case FT_ARCH_QWEN3NEXT:
         return "qwen3next";
+    case FT_ARCH_OLMOE: return "olmoe";
+    case FT_ARCH_DEEPSEEK2: return "deepseek2";
+    case FT_ARCH_MINIMAX_M2: return "minimax-m2";
     case FT_ARCH_UNKNOWN: break;
     }
     return "unknown";
@@ -307,6 +319,44 @@ FT_WARN_UNUSED static ft_status_t ft_ir_expect_deltanet(const ft_ir_model_t *m,
     return FT_OK;
 }
 
+/* A multi-head latent attention block's tensors (ir.h, FT_ROLE_ATTN_*_A /
+ * _B): H heads of head_dim = nope + rope, values of value_head_dim, the
+ * low-rank q when q_lora_rank, W_kb and W_vb in either layout. */
+FT_WARN_UNUSED static ft_status_t ft_ir_expect_mla(const ft_ir_model_t *m, const ft_ir_block_t *b, int32_t L)
+{
+    const ft_ir_attention_t *a = &b->attn;
+    const uint64_t d = m->hp.d_model, H = a->n_heads, rope = m->hp.rope_dim, nope = a->nope_head_dim;
+    const uint64_t v = a->value_head_dim, r = a->kv_lora_rank, ql = a->q_lora_rank;
+    if (!H || !r || !v || !rope || rope % 2 || a->head_dim != nope + rope || a->n_kv_heads != 1)
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: layer %d: latent attention of %u heads, head size %u = %u + rope %u, values "
+                              "of %u, compressed KV of %u (one shared KV head, an even RoPE part)",
+                              m->source_name, (int)L, a->n_heads, a->head_dim, a->nope_head_dim, m->hp.rope_dim,
+                              a->value_head_dim, a->kv_lora_rank);
+    ft_status_t st;
+    if (ql && ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_A, L, 2, ql, d, 0)) ||
+               (st = ft_ir_expect(m, FT_ROLE_ATTN_Q_A_NORM, L, 1, ql, 0, 0)) ||
+               (st = ft_ir_expect(m, FT_ROLE_ATTN_Q_B, L, 2, H * a->head_dim, ql, 0))))
+        return st;
+    if (!ql && (st = ft_ir_expect(m, FT_ROLE_ATTN_Q, L, 2, H * a->head_dim, d, 0)))
+        return st;
+    if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_KV_A, L, 2, r, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_K_ROPE, L, 2, rope, d, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_KV_A_NORM, L, 1, r, 0, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_O, L, 2, d, H * v, 0)))
+        return st;
+    const int kb_t = ft_ir_find(m, FT_ROLE_ATTN_K_B_T, L) != NULL;
+    if (kb_t && ft_ir_find(m, FT_ROLE_ATTN_K_B, L))
+        return ft_status_make(FT_STATUS_FORMAT, "%s: layer %d has W_kb twice (attn_k_b and attn_k_b_t)",
+                              m->source_name, (int)L);
+    if ((st = kb_t ? ft_ir_expect(m, FT_ROLE_ATTN_K_B_T, L, 2, H * r, nope, 0)
+                   : ft_ir_expect(m, FT_ROLE_ATTN_K_B, L, 2, H * nope, r, 0)) ||
+        (st = ft_ir_expect(m, FT_ROLE_ATTN_V_B, L, 2, H * v, r, 0)))
+        return st;
+    return FT_OK;
+}
+
 ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
 {
     const ft_ir_hparams_t *hp = &m->hp;
@@ -336,6 +386,8 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
         const uint64_t o = (uint64_t)b->attn.n_heads * b->attn.value_head_dim;
         if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
             if ((st = ft_ir_expect_deltanet(m, b, L))) return st;
+        } else if (b->attn.kind == FT_ATTN_MLA) {
+            if ((st = ft_ir_expect_mla(m, b, L))) return st;
         } else if ((st = ft_ir_expect(m, FT_ROLE_ATTN_NORM, L, 1, d, 0, 0)) ||
                    (st = ft_ir_expect(m, FT_ROLE_ATTN_Q, L, 2, q, d, 0)) ||
                    (st = ft_ir_expect(m, FT_ROLE_ATTN_K, L, 2, k, d, 0)) ||
@@ -368,9 +420,12 @@ ft_status_t ft_ir_model_validate(const ft_ir_model_t *m)
             (b->attn.has_out_gate || ft_ir_find(m, FT_ROLE_ATTN_GATE, L)) &&
             (st = ft_ir_expect(m, FT_ROLE_ATTN_GATE, L, 2, o, d, 0)))
             return st;
+        const uint64_t qn = b->attn.qk_norm_full ? (uint64_t)b->attn.n_heads * b->attn.head_dim : b->attn.head_dim;
+        const uint64_t kn = b->attn.qk_norm_full ? (uint64_t)b->attn.n_kv_heads * b->attn.head_dim
+                                                 : b->attn.head_dim;
         if (b->attn.qk_norm &&
-            ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, b->attn.head_dim, 0, 0)) ||
-             (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, b->attn.head_dim, 0, 0))))
+            ((st = ft_ir_expect(m, FT_ROLE_ATTN_Q_NORM, L, 1, qn, 0, 0)) ||
+             (st = ft_ir_expect(m, FT_ROLE_ATTN_K_NORM, L, 1, kn, 0, 0))))
             return st;
         if (b->is_moe) {
             const uint64_t E = b->moe.n_experts, F = b->moe.expert_ffn;
@@ -439,6 +494,11 @@ void ft_ir_model_print(const ft_ir_model_t *m, FILE *out)
                     b->moe.has_sel_bias);
         if (b->attn.has_out_gate)
             fprintf(out, "block %u out_gate 1\n", l);
+        if (b->attn.qk_norm_full)
+            fprintf(out, "block %u qk_norm_full 1\n", l);
+        if (b->attn.kind == FT_ATTN_MLA)
+            fprintf(out, "block %u mla q_lora %u kv_lora %u nope %u scale %.9g\n", l, b->attn.q_lora_rank,
+                    b->attn.kv_lora_rank, b->attn.nope_head_dim, (double)b->attn.attn_scale);
         if (b->attn.kind == FT_ATTN_GATED_DELTANET)
             fprintf(out, "block %u deltanet conv %u tiled %d\n", l, b->attn.conv_kernel,
                     b->attn.heads_tiled);

@@ -25,6 +25,9 @@ typedef enum ft_arch {
     FT_ARCH_GLM4MOE = 4,   /* GLM-4.5/4.6/4.7: GGUF "glm4moe", HF Glm4MoeForCausalLM */
     FT_ARCH_QWEN35MOE = 5, /* Qwen3.5/3.6 MoE hybrids: GGUF "qwen35moe" */
     FT_ARCH_QWEN3NEXT = 6, /* Qwen3-Next: GGUF "qwen3next" */
+    FT_ARCH_OLMOE = 7,     /* OLMoE: GGUF "olmoe", HF OlmoeForCausalLM */
+    FT_ARCH_DEEPSEEK2 = 8, /* DeepSeek V3/R1: GGUF "deepseek2", HF DeepseekV3ForCausalLM */
+    FT_ARCH_MINIMAX_M2 = 9, /* MiniMax-M2: GGUF "minimax-m2", HF MiniMaxM2ForCausalLM */
 } ft_arch_t;
 
 typedef enum ft_norm_kind { FT_NORM_RMS = 0, FT_NORM_LAYER = 1 } ft_norm_kind_t;
@@ -101,6 +104,23 @@ typedef enum ft_tensor_role {
     /* [1, d_model]: the shared expert's output times sigmoid(this . h)
      * (Qwen3.5/3.6, Qwen3-Next; GGUF stores it as a vector [d_model]). */
     FT_ROLE_FFN_GATE_INP_SHEXP = 43,
+    /* Multi-head latent attention (attn.kind FT_ATTN_MLA, DeepSeek V2/V3):
+     * H heads, q/k head_dim = nope + rope (rope = hp.rope_dim), value
+     * heads of value_head_dim, a compressed KV of kv_lora_rank. */
+    FT_ROLE_ATTN_Q_A = 44,      /* [q_lora_rank, d_model] (with q_lora_rank; else ATTN_Q) */
+    FT_ROLE_ATTN_Q_A_NORM = 45, /* [q_lora_rank] */
+    FT_ROLE_ATTN_Q_B = 46,      /* [H * head_dim, q_lora_rank]: per head q_nope | q_rope */
+    FT_ROLE_ATTN_KV_A = 47,     /* [kv_lora_rank, d_model]: the compressed KV's rows of kv_a_mqa */
+    FT_ROLE_ATTN_K_ROPE = 48,   /* [rope, d_model]: the shared RoPE key's rows of kv_a_mqa */
+    FT_ROLE_ATTN_KV_A_NORM = 49, /* [kv_lora_rank] */
+    /* k_nope = W_kb c per head: [H * nope, kv_lora_rank] (rows of kv_b) */
+    FT_ROLE_ATTN_K_B = 50,
+    /* v = W_vb c per head: [H * value_head_dim, kv_lora_rank] (rows of kv_b,
+     * or llama.cpp's attn_v_b [H, value_head_dim, kv_lora_rank], the same) */
+    FT_ROLE_ATTN_V_B = 51,
+    /* W_kb transposed per head: [H * kv_lora_rank, nope] (llama.cpp's
+     * attn_k_b [H, kv_lora_rank, nope]), instead of ATTN_K_B */
+    FT_ROLE_ATTN_K_B_T = 52,
     FT_ROLE_COUNT
 } ft_tensor_role_t;
 
@@ -121,6 +141,10 @@ typedef struct ft_ir_hparams {
     float rope_yarn_factor;
     uint32_t rope_yarn_orig_ctx;
     float rope_yarn_beta_fast, rope_yarn_beta_slow;
+    /* YaRN's cos/sin scale where a family sets it (DeepSeek: mscale(factor,
+     * mscale) / mscale(factor, mscale_all_dim)); 0: llama.cpp's
+     * 1 + 0.1 ln(factor). */
+    float rope_yarn_mscale;
     int tie_embeddings;
     /* Multi-token-prediction blocks the checkpoint carries after the
      * n_layers it runs (GLM-4.5 nextn): their tensors are skipped. */
@@ -131,6 +155,10 @@ typedef struct ft_ir_attention {
     ft_attn_kind_t kind;
     uint32_t n_heads, n_kv_heads, head_dim, value_head_dim;
     int qk_norm;
+    /* The q and k norms span the whole projection (OLMoE, MiniMax-M2):
+     * weights [n_heads * head_dim] and [n_kv_heads * head_dim], one RMS over
+     * each row, instead of one [head_dim] weight per head. With qk_norm. */
+    int qk_norm_full;
     uint32_t sliding_window; /* tokens a query sees; 0: all (full attention) */
     int has_sinks; /* a per-head sink logit in the softmax (FT_ROLE_ATTN_SINKS) */
     int has_bias; /* any of the q/k/v/o projections has a bias (FT_ROLE_ATTN_*_BIAS) */
@@ -140,6 +168,12 @@ typedef struct ft_ir_attention {
      * h / (n_heads / n_kv_heads) (grouped: Qwen3-Next). */
     uint32_t conv_kernel;
     int heads_tiled;
+    /* FT_ATTN_MLA: the low-rank q (0: a plain q projection), the compressed
+     * KV's rank, the part of each q/k head without RoPE (head_dim = nope +
+     * hp.rope_dim), and the softmax scale (DeepSeek's YaRN mscale^2 /
+     * sqrt(head_dim); 0: 1 / sqrt(head_dim)). */
+    uint32_t q_lora_rank, kv_lora_rank, nope_head_dim;
+    float attn_scale;
 } ft_ir_attention_t;
 
 typedef struct ft_ir_moe {

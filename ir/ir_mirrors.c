@@ -24,6 +24,9 @@ FT_MIRROR(ARCH, ARCH, GPT_OSS);
 FT_MIRROR(ARCH, ARCH, GLM4MOE);
 FT_MIRROR(ARCH, ARCH, QWEN35MOE);
 FT_MIRROR(ARCH, ARCH, QWEN3NEXT);
+FT_MIRROR(ARCH, ARCH, OLMOE);
+FT_MIRROR(ARCH, ARCH, DEEPSEEK2);
+FT_MIRROR(ARCH, ARCH, MINIMAX_M2);
 
 /* ft_norm_kind_t and plan.proto's NormKind */
 FT_MIRROR(NORM_KIND, NORM, RMS);
@@ -93,6 +96,15 @@ FT_MIRROR(TENSOR_ROLE, ROLE, SSM_ALPHA);
 FT_MIRROR(TENSOR_ROLE, ROLE, SSM_NORM);
 FT_MIRROR(TENSOR_ROLE, ROLE, SSM_OUT);
 FT_MIRROR(TENSOR_ROLE, ROLE, FFN_GATE_INP_SHEXP);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_Q_A);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_Q_A_NORM);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_Q_B);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_KV_A);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_ROPE);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_KV_A_NORM);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_B);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_V_B);
+FT_MIRROR(TENSOR_ROLE, ROLE, ATTN_K_B_T);
 
 /* ft_op_kind_t and plan.proto's OpKind */
 FT_MIRROR(OP_KIND, OP, INVALID);
@@ -108,6 +120,7 @@ FT_MIRROR(OP_KIND, OP, ROUTER);
 FT_MIRROR(OP_KIND, OP, MOE);
 FT_MIRROR(OP_KIND, OP, GLU);
 FT_MIRROR(OP_KIND, OP, DELTANET);
+FT_MIRROR(OP_KIND, OP, MLA);
 
 /* A LINEAR weight without a bias: the same marker in the IR and the plan. */
 _Static_assert(FT_OP_NO_BIAS == FT_PLAN_NO_BIAS, "FT_OP_NO_BIAS must equal plan.proto's NO_BIAS");
@@ -118,9 +131,9 @@ FT_MIRROR(BUFFER_KIND, BUF, LOGITS);
 
 /* Appending a role or an op to the IR fails here until plan.proto has it
  * (and its line above). */
-_Static_assert(FT_ROLE_COUNT == FT_ROLE_FFN_GATE_INP_SHEXP + 1,
+_Static_assert(FT_ROLE_COUNT == FT_ROLE_ATTN_K_B_T + 1,
                "a new ft_tensor_role_t value needs plan.proto's TensorRole");
-_Static_assert(FT_OP_COUNT == FT_OP_DELTANET + 1,
+_Static_assert(FT_OP_COUNT == FT_OP_MLA + 1,
                "a new ft_op_kind_t value needs plan.proto's OpKind");
 
 /* Token types: the plan stores the IR's ft_token_type_t bytes, and the

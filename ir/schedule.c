@@ -56,7 +56,7 @@ const char *ft_op_kind_name(ft_op_kind_t kind)
 {
     static const char *const names[FT_OP_COUNT] = {
         "invalid",   "embed", "rmsnorm", "linear", "head_norm", "rope",     "kv_append",
-        "attention", "add",   "router",  "moe",    "glu",       "deltanet",
+        "attention", "add",   "router",  "moe",    "glu",       "deltanet", "mla",
     };
     return (unsigned)kind < FT_OP_COUNT ? names[kind] : "?";
 }

@@ -29,6 +29,7 @@ typedef enum ft_op_kind {
     FT_OP_MOE = 10,
     FT_OP_GLU = 11,
     FT_OP_DELTANET = 12,
+    FT_OP_MLA = 13,
     FT_OP_COUNT
 } ft_op_kind_t;
 
@@ -67,6 +68,10 @@ typedef struct ft_ir_op {
     float rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
     uint32_t rope_yarn_orig_ctx;
     uint32_t conv_kernel; /* DELTANET: the causal conv's taps */
+    /* MLA: the compressed KV's rank, the value heads' width, the softmax
+     * scale and RoPE's cos/sin scale (0: the defaults, plan.proto's Op) */
+    uint32_t kv_lora_rank, value_head_dim;
+    float attn_scale, rope_mscale;
     int heads_tiled;      /* DELTANET: value head h reads key head h % n_kv_heads */
 } ft_ir_op_t;
 

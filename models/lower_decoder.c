@@ -39,6 +39,9 @@ typedef struct ft_lower_bufs {
     /* Gated DeltaNet blocks (all of one shape): the conv's q | k | v rows,
      * z, beta's logits, alpha and the output; ~0u: no such block. */
     uint32_t dn_qkv, dn_z, dn_b, dn_a, dn_o;
+    /* Latent attention blocks (all of one shape): the low-rank q, the
+     * compressed KV, the RoPE key and the heads' values; ~0u: none. */
+    uint32_t mla_qa, mla_c, mla_kr, mla_o;
     /* A dense FFN's gate and up rows, one pair per distinct width. */
     uint32_t n_ffn, ffn_width[FT_LOWER_MAX_FFN_WIDTHS], fg[FT_LOWER_MAX_FFN_WIDTHS], fu[FT_LOWER_MAX_FFN_WIDTHS];
 } ft_lower_bufs_t;
@@ -63,9 +66,17 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
 {
     uint32_t q_dim = 0, kv_dim = 0;
     int gated = 0, sh_gated = 0;
-    const ft_ir_attention_t *dn = NULL;
+    const ft_ir_attention_t *dn = NULL, *mla = NULL;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const ft_ir_attention_t *a = &m->blocks[l].attn;
+        if (a->kind == FT_ATTN_MLA) {
+            if (mla && (mla->n_heads != a->n_heads || mla->head_dim != a->head_dim ||
+                        mla->value_head_dim != a->value_head_dim || mla->kv_lora_rank != a->kv_lora_rank ||
+                        mla->q_lora_rank != a->q_lora_rank))
+                return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: layer %u: latent attention layers of different "
+                                      "shapes", m->source_name, l);
+            mla = a;
+        }
         sh_gated |= m->blocks[l].is_moe && m->blocks[l].moe.shared_gate;
         if (a->kind == FT_ATTN_GATED_DELTANET) {
             if (dn && (dn->n_heads != a->n_heads || dn->n_kv_heads != a->n_kv_heads ||
@@ -112,6 +123,14 @@ FT_WARN_UNUSED static ft_status_t ft_lower_buffers(const ft_ir_model_t *m, ft_ir
             (st = ft_sched_buffer(s, "dn_o", FT_BUF_ACTIVATION, o, &b->dn_o)))
             return st;
     }
+    b->mla_qa = b->mla_c = b->mla_kr = b->mla_o = ~0u;
+    if (mla && ((mla->q_lora_rank && (st = ft_sched_buffer(s, "mla_qa", FT_BUF_ACTIVATION, mla->q_lora_rank,
+                                                            &b->mla_qa))) ||
+                (st = ft_sched_buffer(s, "mla_c", FT_BUF_ACTIVATION, mla->kv_lora_rank, &b->mla_c)) ||
+                (st = ft_sched_buffer(s, "mla_kr", FT_BUF_ACTIVATION, m->hp.rope_dim, &b->mla_kr)) ||
+                (st = ft_sched_buffer(s, "mla_o", FT_BUF_ACTIVATION, mla->n_heads * mla->value_head_dim,
+                                      &b->mla_o))))
+        return st;
     b->n_ffn = 0;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const uint32_t w = ft_lower_ffn_width(&m->blocks[l]);
@@ -206,6 +225,10 @@ FT_WARN_UNUSED static ft_status_t ft_lower_attention(const ft_ir_model_t *m, uin
             hn.eps = m->hp.norm_eps;
             hn.head_dim = a->head_dim;
             hn.n_heads = i == 0 ? a->n_heads : a->n_kv_heads;
+            if (a->qk_norm_full) { /* one "head" as wide as the projection (OLMoE, MiniMax-M2) */
+                hn.head_dim *= hn.n_heads;
+                hn.n_heads = 1;
+            }
             if ((st = ft_op_weight(m, &hn, roles[i], li)) || (st = ft_sched_push(m, ops, &hn)))
                 return st;
         }
@@ -310,6 +333,77 @@ FT_WARN_UNUSED static ft_status_t ft_lower_deltanet(const ft_ir_model_t *m, uint
     const ft_ir_op_t *seq[] = {&norm, &in, &alpha, &dn, &hn, &glu, &out, &add};
     for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
         if ((st = ft_sched_push(m, ops, seq[i]))) return st;
+    return FT_OK;
+}
+
+/* A multi-head latent attention block's mixer (DeepSeek V2/V3):
+ *
+ *   h = rmsnorm(x) ; qa = h Wq_a ; head_rmsnorm(qa) ; q = qa Wq_b  (or q = h Wq) ;
+ *   c, kr = h Wkv_a, h Wk_rope ; head_rmsnorm(c) ;
+ *   o = mla(q, c, kr) [RoPE on q's and kr's rope parts, the row c | kr into
+ *                      the cache, attention through W_kb and W_vb] ;
+ *   x += o Wo
+ *
+ * (a norm over one whole vector is a HEAD_NORM of one head). */
+FT_WARN_UNUSED static ft_status_t ft_lower_mla(const ft_ir_model_t *m, uint32_t l, const ft_lower_bufs_t *b,
+                                               ft_ir_ops_t *ops)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const int32_t li = (int32_t)l;
+    ft_status_t st;
+    ft_ir_op_t norm = ft_op(FT_OP_RMSNORM, b->x, b->h);
+    norm.eps = m->hp.norm_eps;
+    if ((st = ft_op_weight(m, &norm, FT_ROLE_ATTN_NORM, li)) || (st = ft_sched_push(m, ops, &norm)))
+        return st;
+    if (a->q_lora_rank) {
+        ft_ir_op_t qa = ft_op(FT_OP_LINEAR, b->h, b->mla_qa);
+        ft_ir_op_t qn = ft_op(FT_OP_HEAD_NORM, b->mla_qa, ~0u);
+        qn.eps = m->hp.norm_eps;
+        qn.n_heads = 1;
+        qn.head_dim = a->q_lora_rank;
+        ft_ir_op_t qb = ft_op(FT_OP_LINEAR, b->mla_qa, b->q);
+        if ((st = ft_op_weight(m, &qa, FT_ROLE_ATTN_Q_A, li)) || (st = ft_sched_push(m, ops, &qa)) ||
+            (st = ft_op_weight(m, &qn, FT_ROLE_ATTN_Q_A_NORM, li)) || (st = ft_sched_push(m, ops, &qn)) ||
+            (st = ft_op_weight(m, &qb, FT_ROLE_ATTN_Q_B, li)) || (st = ft_sched_push(m, ops, &qb)))
+            return st;
+    } else {
+        ft_ir_op_t q = ft_op(FT_OP_LINEAR, b->h, b->q);
+        if ((st = ft_op_weight(m, &q, FT_ROLE_ATTN_Q, li)) || (st = ft_sched_push(m, ops, &q)))
+            return st;
+    }
+    ft_ir_op_t kv = ft_op(FT_OP_LINEAR, b->h, b->mla_c);
+    kv.outputs[kv.n_outputs++] = b->mla_kr;
+    ft_ir_op_t cn = ft_op(FT_OP_HEAD_NORM, b->mla_c, ~0u);
+    cn.eps = m->hp.norm_eps;
+    cn.n_heads = 1;
+    cn.head_dim = a->kv_lora_rank;
+    ft_ir_op_t att = ft_op(FT_OP_MLA, b->q, b->mla_o);
+    att.inputs[att.n_inputs++] = b->mla_c;
+    att.inputs[att.n_inputs++] = b->mla_kr;
+    att.n_heads = a->n_heads;
+    att.n_kv_heads = 1;
+    att.head_dim = a->head_dim;
+    att.value_head_dim = a->value_head_dim;
+    att.kv_lora_rank = a->kv_lora_rank;
+    att.attn_scale = a->attn_scale;
+    att.rope = m->hp.rope;
+    att.rope_dim = m->hp.rope_dim;
+    att.rope_theta = m->hp.rope_theta;
+    att.rope_yarn_factor = m->hp.rope_yarn_factor;
+    att.rope_yarn_orig_ctx = m->hp.rope_yarn_orig_ctx;
+    att.rope_yarn_beta_fast = m->hp.rope_yarn_beta_fast;
+    att.rope_yarn_beta_slow = m->hp.rope_yarn_beta_slow;
+    att.rope_mscale = m->hp.rope_yarn_mscale;
+    ft_ir_op_t wo = ft_op(FT_OP_LINEAR, b->mla_o, b->o);
+    ft_ir_op_t add = ft_op(FT_OP_ADD, b->o, b->x);
+    if ((st = ft_op_weight(m, &kv, FT_ROLE_ATTN_KV_A, li)) || (st = ft_op_weight(m, &kv, FT_ROLE_ATTN_K_ROPE, li)) ||
+        (st = ft_sched_push(m, ops, &kv)) || (st = ft_op_weight(m, &cn, FT_ROLE_ATTN_KV_A_NORM, li)) ||
+        (st = ft_sched_push(m, ops, &cn)) || (st = ft_op_weight(m, &att, ft_ir_find(m, FT_ROLE_ATTN_K_B_T, li) ? FT_ROLE_ATTN_K_B_T : FT_ROLE_ATTN_K_B,
+                           li)) ||
+        (st = ft_op_weight(m, &att, FT_ROLE_ATTN_V_B, li)) || (st = ft_sched_push(m, ops, &att)) ||
+        (st = ft_op_weight(m, &wo, FT_ROLE_ATTN_O, li)) || (st = ft_sched_push(m, ops, &wo)) ||
+        (st = ft_sched_push(m, ops, &add)))
+        return st;
     return FT_OK;
 }
 
@@ -424,7 +518,9 @@ ft_status_t ft_lower_moe_decoder(const ft_ir_model_t *m, ft_ir_schedule_t *s)
         return st;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) {
         const int recurrent = m->blocks[l].attn.kind == FT_ATTN_GATED_DELTANET;
+        const int mla = m->blocks[l].attn.kind == FT_ATTN_MLA;
         if ((st = recurrent ? ft_lower_deltanet(m, l, &b, &s->blocks[l])
+                  : mla     ? ft_lower_mla(m, l, &b, &s->blocks[l])
                             : ft_lower_attention(m, l, &b, &s->blocks[l])) ||
             (st = m->blocks[l].is_moe ? ft_lower_moe(m, l, &b, &s->blocks[l])
                                       : ft_lower_dense(m, l, &b, &s->blocks[l])))

@@ -104,7 +104,7 @@ static const char *ft_role_hf_name(const ft_ir_model_t *m, const ft_role_names_t
         for (size_t i = 0; i < sizeof(ft_q35_hf_roles) / sizeof(ft_q35_hf_roles[0]); i++)
             if (ft_q35_hf_roles[i].role == rn->role)
                 return ft_q35_hf_roles[i].hf;
-    if (m->hp.arch == FT_ARCH_MIXTRAL)
+    if (m->hp.arch == FT_ARCH_MIXTRAL || m->hp.arch == FT_ARCH_MINIMAX_M2) /* MiniMax-M2 names its MoE block as Mixtral does */
         for (size_t i = 0; i < sizeof(ft_mixtral_hf_roles) / sizeof(ft_mixtral_hf_roles[0]); i++)
             if (ft_mixtral_hf_roles[i].role == rn->role)
                 return ft_mixtral_hf_roles[i].hf;
@@ -190,16 +190,17 @@ static int ft_role_is_expert(ft_tensor_role_t r)
 /* Does block b use this role? */
 static int ft_role_wanted(const ft_ir_block_t *b, ft_tensor_role_t r)
 {
-    const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
+    const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET, mla = b->attn.kind == FT_ATTN_MLA;
     switch (r) {
     case FT_ROLE_ATTN_Q:
     case FT_ROLE_ATTN_K:
     case FT_ROLE_ATTN_V:
+        return !dn && !mla; /* MLA: ft_take_mla */
     case FT_ROLE_ATTN_O:
         return !dn;
     case FT_ROLE_ATTN_Q_NORM:
     case FT_ROLE_ATTN_K_NORM:
-        return !dn && b->attn.qk_norm;
+        return !dn && !mla && b->attn.qk_norm;
     case FT_ROLE_SSM_QKV:
     case FT_ROLE_ATTN_GATE: /* in this table: z; a full-attention gate is split from attn_q */
     case FT_ROLE_SSM_CONV:
@@ -497,7 +498,10 @@ FT_WARN_UNUSED static ft_status_t ft_take_sel_bias(ft_name_index_t *ix, const ft
     char sname[256], iname[256];
     snprintf(iname, sizeof(iname), "blk.%u.exp_probs_b.bias", l);
     if (src->kind == FT_SRC_HF)
-        snprintf(sname, sizeof(sname), "model.layers.%u.mlp.gate.e_score_correction_bias", l);
+        snprintf(sname, sizeof(sname),
+                 m->hp.arch == FT_ARCH_MINIMAX_M2 ? "model.layers.%u.block_sparse_moe.e_score_correction_bias"
+                                                 : "model.layers.%u.mlp.gate.e_score_correction_bias",
+                 l);
     else
         snprintf(sname, sizeof(sname), "%s", iname);
     int found;
@@ -664,6 +668,120 @@ FT_WARN_UNUSED ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_m
     return FT_OK;
 }
 
+/* A source tensor that must be there: 2-D (or n_dims) with rows of whole
+ * blocks, its row length in *row_bytes. */
+FT_WARN_UNUSED static ft_status_t ft_take_matrix(ft_name_index_t *ix, const ft_src_model_t *src,
+                                                 const char *name, uint32_t n_dims,
+                                                 const ft_src_tensor_t **out, uint64_t *row_bytes)
+{
+    const ft_src_tensor_t *s = ft_name_take(ix, name);
+    *out = s;
+    if (!s) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+    uint64_t rows = 1;
+    for (uint32_t i = 0; i + 1 < s->n_dims; i++)
+        rows *= s->shape[i];
+    if (s->n_dims != n_dims || !ft_dtype_row_bytes(s->dtype, s->shape[s->n_dims - 1], row_bytes) ||
+        s->n_bytes != rows * *row_bytes)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is not a %u-D tensor of whole rows", src->path,
+                              name, n_dims);
+    return FT_OK;
+}
+
+/* A multi-head latent attention block's projections (DeepSeek V2/V3):
+ *   q: q_a, q_a_norm and q_b (or q alone without q_lora_rank);
+ *   kv_a_proj_with_mqa [kv_lora + rope, d]: rows c | k_rope, split into
+ *     ATTN_KV_A and ATTN_K_ROPE (row ranges of the same bytes);
+ *   kv_a_norm;
+ *   W_kb and W_vb: kv_b [H (nope + v), kv_lora] (per head k_nope | v rows,
+ *     split into ATTN_K_B and ATTN_V_B, a piece per head), or llama.cpp's
+ *     attn_k_b [H, kv_lora, nope] and attn_v_b [H, v, kv_lora] as they are
+ *     (a file with both keeps kv_b and claims the split pair unused).
+ * HF names: self_attn.{q_a_proj, q_a_layernorm, q_b_proj, q_proj,
+ * kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj}. */
+FT_WARN_UNUSED static ft_status_t ft_take_mla(ft_name_index_t *ix, const ft_src_model_t *src, ft_ir_model_t *m,
+                                              uint32_t l)
+{
+    const ft_ir_attention_t *a = &m->blocks[l].attn;
+    const int hf = src->kind == FT_SRC_HF;
+    const uint64_t H = a->n_heads, nope = a->nope_head_dim, v = a->value_head_dim, r = a->kv_lora_rank;
+    const uint64_t rope = m->hp.rope_dim;
+    char name[256], iname[256];
+    ft_status_t st;
+    int found;
+    static const struct {
+        ft_tensor_role_t role;
+        const char *gguf, *hf;
+        int lora; /* 1: with q_lora_rank only, -1: without, 0: always */
+    } plain[] = {
+        {FT_ROLE_ATTN_Q_A, "attn_q_a.weight", "self_attn.q_a_proj.weight", 1},
+        {FT_ROLE_ATTN_Q_A_NORM, "attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight", 1},
+        {FT_ROLE_ATTN_Q_B, "attn_q_b.weight", "self_attn.q_b_proj.weight", 1},
+        {FT_ROLE_ATTN_Q, "attn_q.weight", "self_attn.q_proj.weight", -1},
+        {FT_ROLE_ATTN_KV_A_NORM, "attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", 0},
+    };
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+        if (plain[i].lora && (plain[i].lora > 0) != (a->q_lora_rank > 0)) continue;
+        snprintf(name, sizeof(name), hf ? "model.layers.%u.%s" : "blk.%u.%s", l, hf ? plain[i].hf : plain[i].gguf);
+        snprintf(iname, sizeof(iname), "blk.%u.%s", l, plain[i].gguf);
+        if ((st = ft_take_plain(ix, m, name, iname, plain[i].role, (int32_t)l, &found))) return st;
+        if (!found) return ft_status_make(FT_STATUS_FORMAT, "%s: missing tensor '%s'", src->path, name);
+    }
+    const ft_src_tensor_t *s;
+    uint64_t rb, first;
+    snprintf(name, sizeof(name), hf ? "model.layers.%u.self_attn.kv_a_proj_with_mqa.weight"
+                                    : "blk.%u.attn_kv_a_mqa.weight", l);
+    if ((st = ft_take_matrix(ix, src, name, 2, &s, &rb))) return st;
+    if (s->shape[0] != r + rope)
+        return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has %" PRIu64 " rows, not kv_lora_rank %" PRIu64
+                              " + rope %" PRIu64, src->path, name, s->shape[0], r, rope);
+    first = 0;
+    snprintf(iname, sizeof(iname), "blk.%u.attn_kv_a.weight", l);
+    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_KV_A, l, 1, &first, r))) return st;
+    first = r;
+    snprintf(iname, sizeof(iname), "blk.%u.attn_k_rope.weight", l);
+    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_K_ROPE, l, 1, &first, rope))) return st;
+    char kb_name[128], vb_name[128];
+    snprintf(kb_name, sizeof(kb_name), "blk.%u.attn_k_b.weight", l);
+    snprintf(vb_name, sizeof(vb_name), "blk.%u.attn_v_b.weight", l);
+    snprintf(name, sizeof(name), hf ? "model.layers.%u.self_attn.kv_b_proj.weight" : "blk.%u.attn_kv_b.weight", l);
+    if (hf || ft_src_find_tensor(src, name)) {
+        if ((st = ft_take_matrix(ix, src, name, 2, &s, &rb))) return st;
+        if (s->shape[0] != H * (nope + v) || s->shape[1] != r || H > 65536)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is [%" PRIu64 ", %" PRIu64 "], not the [%" PRIu64
+                                  ", %" PRIu64 "] of %" PRIu64 " heads' k_nope | v rows",
+                                  src->path, name, s->shape[0], s->shape[1], H * (nope + v), r, H);
+        uint64_t *firsts = ft_arena_array(m->arena, H, sizeof(uint64_t));
+        if (!firsts) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (uint64_t h = 0; h < H; h++) firsts[h] = h * (nope + v);
+        if (nope && (st = ft_take_rows(m, s, rb, kb_name, FT_ROLE_ATTN_K_B, l, (uint32_t)H, firsts, nope)))
+            return st;
+        for (uint64_t h = 0; h < H; h++) firsts[h] = h * (nope + v) + nope;
+        if ((st = ft_take_rows(m, s, rb, vb_name, FT_ROLE_ATTN_V_B, l, (uint32_t)H, firsts, v))) return st;
+        if (!hf) { /* the same weights split, where a converter wrote both */
+            ft_name_take(ix, kb_name);
+            ft_name_take(ix, vb_name);
+        }
+        return FT_OK;
+    }
+    /* llama.cpp's split pair, 3-D [H, kv_lora, nope] and [H, v, kv_lora]:
+     * as the 2-D matrices of the same bytes, W_kb's transposed per head */
+    const char *names[2] = {kb_name, vb_name};
+    const ft_tensor_role_t roles[2] = {FT_ROLE_ATTN_K_B_T, FT_ROLE_ATTN_V_B};
+    const uint64_t want[2][2] = {{r, nope}, {v, r}};
+    for (int j = 0; j < 2; j++) {
+        if ((st = ft_take_matrix(ix, src, names[j], 3, &s, &rb)))
+            return ft_status_annotate(st, "(or blk.%u.attn_kv_b.weight)", l);
+        if (s->shape[0] != H || s->shape[1] != want[j][0] || s->shape[2] != want[j][1])
+            return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is [%" PRIu64 ", %" PRIu64 ", %" PRIu64
+                                  "], not [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", src->path, names[j], s->shape[0],
+                                  s->shape[1], s->shape[2], H, want[j][0], want[j][1]);
+        first = 0;
+        if ((st = ft_take_rows(m, s, rb, names[j], roles[j], l, 1, &first, H * want[j][0]))) return st;
+        m->tensors[m->n_tensors - 1].shape[1] = want[j][1];
+    }
+    return FT_OK;
+}
+
 /* A Gated DeltaNet block's two vectors without the ".weight" suffix, as
  * llama.cpp names them: blk.L.ssm_dt.bias and blk.L.ssm_a. */
 FT_WARN_UNUSED static ft_status_t
@@ -712,7 +830,7 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
     const size_t n_layer_roles = sizeof(ft_layer_roles) / sizeof(ft_layer_roles[0]);
     const size_t n_bias_roles = sizeof(ft_bias_roles) / sizeof(ft_bias_roles[0]);
     /* + sinks, exp_probs_b, a split gate, ssm_dt.bias and ssm_a */
-    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 5);
+    uint64_t cap = 3 + (uint64_t)m->hp.n_layers * (n_layer_roles + n_bias_roles + 5 + 8 /* MLA */);
     m->tensors = ft_arena_array(m->arena, cap, sizeof(ft_ir_tensor_t));
     if (!m->tensors)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "%s: out of memory", src->path);
@@ -770,6 +888,7 @@ FT_WARN_UNUSED static ft_status_t ft_collect_tensors(ft_name_index_t *ix, const 
         const int dn = b->attn.kind == FT_ATTN_GATED_DELTANET;
         int fused_in = 0, fused_ba = 0; /* Qwen3-Next's ssm_in and ssm_ba, split */
         if (q_gate && (st = ft_take_q_gate(ix, src, m, l))) return st;
+        if (b->attn.kind == FT_ATTN_MLA && (st = ft_take_mla(ix, src, m, l))) return st;
         if (dn && !hf && (st = ft_take_ssm_vectors(ix, src, m, l))) return st;
         if (dn && hf && qwen) { /* every DeltaNet role, HF's layout rewritten */
             if ((st = ft_take_q35_hf_deltanet(ix, src, m, l))) return st;

@@ -29,6 +29,12 @@ static const char *ft_src_arch(const ft_src_model_t *src)
                strcmp(hf, "Qwen3_5MoeForConditionalGeneration") == 0)) /* its text model */
         return "qwen35moe";
     if (hf && strcmp(hf, "Qwen3NextForCausalLM") == 0) return "qwen3next";
+    if (hf && strcmp(hf, "OlmoeForCausalLM") == 0)
+        return "olmoe";
+    if (hf && (strcmp(hf, "DeepseekV3ForCausalLM") == 0 || strcmp(hf, "DeepseekV2ForCausalLM") == 0))
+        return "deepseek2";
+    if (hf && strcmp(hf, "MiniMaxM2ForCausalLM") == 0)
+        return "minimax-m2";
     const char *model_type = ft_meta_get_string(&src->meta, "model_type");
     if (model_type && strcmp(model_type, "qwen3_moe") == 0)
         return "qwen3moe";
@@ -40,6 +46,12 @@ static const char *ft_src_arch(const ft_src_model_t *src)
                        strcmp(model_type, "qwen3_5_moe") == 0))
         return "qwen35moe";
     if (model_type && strcmp(model_type, "qwen3_next") == 0) return "qwen3next";
+    if (model_type && strcmp(model_type, "olmoe") == 0)
+        return "olmoe";
+    if (model_type && (strcmp(model_type, "deepseek_v3") == 0 || strcmp(model_type, "deepseek_v2") == 0))
+        return "deepseek2";
+    if (model_type && strcmp(model_type, "minimax_m2") == 0)
+        return "minimax-m2";
     return hf ? hf : model_type;
 }
 
@@ -63,11 +75,14 @@ ft_status_t ft_model_build_ir(const ft_src_model_t *src, ft_ir_model_t **out_mod
         build = ft_glm4moe_build;
     if (strcmp(arch, "qwen35moe") == 0) build = ft_qwen35moe_build;
     if (strcmp(arch, "qwen3next") == 0) build = ft_qwen3next_build;
+    if (strcmp(arch, "olmoe") == 0) build = ft_olmoe_build;
+    if (strcmp(arch, "deepseek2") == 0) build = ft_deepseek2_build;
+    if (strcmp(arch, "minimax-m2") == 0) build = ft_minimax_m2_build;
     if (!build)
         return ft_status_make(
             FT_STATUS_UNSUPPORTED,
             "%s: architecture '%s' is not supported (supported: qwen3moe, mixtral, gpt-oss, "
-            "glm4moe, qwen35moe, qwen3next)",
+            "glm4moe, qwen35moe, qwen3next, olmoe, deepseek2, minimax-m2)",
             src->path, arch);
     ft_ir_model_t *model = NULL;
     ft_status_t st = ft_ir_model_create(&model);
@@ -94,6 +109,9 @@ ft_status_t ft_model_lower(const ft_ir_model_t *model, ft_ir_schedule_t *out)
     case FT_ARCH_QWEN35MOE: /* and Gated DeltaNet blocks beside gated attention, a gated shared
                                expert */
     case FT_ARCH_QWEN3NEXT: /* the same, value heads grouped */
+    case FT_ARCH_OLMOE:     /* q/k norms over the whole projection: one wide HEAD_NORM each */
+    case FT_ARCH_DEEPSEEK2: /* latent attention blocks (the MLA op) beside the MoE FFNs */
+    case FT_ARCH_MINIMAX_M2: /* OLMoE's whole-projection q/k norms, GLM's biased sigmoid router */
         return ft_lower_moe_decoder(model, out);
     case FT_ARCH_UNKNOWN:
         break;

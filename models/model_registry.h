@@ -23,5 +23,8 @@ FT_WARN_UNUSED ft_status_t ft_gptoss_build(const ft_src_model_t *src, ft_ir_mode
 FT_WARN_UNUSED ft_status_t ft_glm4moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
 FT_WARN_UNUSED ft_status_t ft_qwen35moe_build(const ft_src_model_t *src, ft_ir_model_t *model);
 FT_WARN_UNUSED ft_status_t ft_qwen3next_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_olmoe_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_deepseek2_build(const ft_src_model_t *src, ft_ir_model_t *model);
+FT_WARN_UNUSED ft_status_t ft_minimax_m2_build(const ft_src_model_t *src, ft_ir_model_t *model);
 
 #endif

@@ -33,7 +33,7 @@ FT_WARN_UNUSED static ft_status_t ft_shape_ir_tensor(ft_shape_ctx_t *c, const ft
     return FT_OK;
 }
 
-static void ft_shape_ir_block(ft_shape_ctx_t *c, const ft_ir_block_t *b, ft_plan_layer_t *L)
+static void ft_shape_ir_block(ft_shape_ctx_t *c, const ft_ir_block_t *b, uint32_t rope_dim, ft_plan_layer_t *L)
 {
     L->is_moe = b->is_moe;
     if (b->is_moe) {
@@ -58,6 +58,8 @@ static void ft_shape_ir_block(ft_shape_ctx_t *c, const ft_ir_block_t *b, ft_plan
                                          FT_SHAPE_STATE_ELEM_BYTES);
         L->state_bytes = ft_shape_add(c, conv, S);
     }
+    if (a->kind == FT_ATTN_MLA) /* the compressed row [c | k_rope], shared by the heads */
+        L->kv_bytes_per_token = ft_shape_mul(c, (uint64_t)a->kv_lora_rank + rope_dim, FT_SHAPE_KV_ELEM_BYTES);
 }
 
 ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert_format,
@@ -76,7 +78,7 @@ ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert
                                     hp->n_layers, hp->d_model, hp->vocab_size, &m);
     if (st) return st;
     for (uint32_t l = 0; l < hp->n_layers; l++)
-        ft_shape_ir_block(&c, &model->blocks[l], &m->layers[l]);
+        ft_shape_ir_block(&c, &model->blocks[l], hp->rope_dim, &m->layers[l]);
     for (uint32_t i = 0; i < model->n_tensors && !st; i++) {
         const ft_ir_tensor_t *t = &model->tensors[i];
         if (t->layer >= 0 && (uint32_t)t->layer < hp->n_layers)

@@ -101,6 +101,11 @@ typedef struct ft_cg_cuda_spec {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
     double rope_theta;
     float norm_eps;
+    /* q/k norms over the whole projection (OLMoE, MiniMax-M2): RMSNorm
+     * kernels of n_heads * head_dim and n_kv_heads * head_dim too */
+    int qk_norm_full;
+    /* latent attention (DeepSeek): RMSNorm kernels of its q and KV ranks */
+    uint32_t q_lora_rank, kv_lora_rank;
     uint32_t n_experts, n_experts_used; /* 0 experts: no router kernel */
     int norm_topk_prob;
     unsigned variants; /* FT_CG_CUDA_VAR_* */

@@ -232,10 +232,17 @@ FT_WARN_UNUSED static ft_status_t ft_cg_cuda_emit_layer(ft_cg_cuda_source_t *s,
 {
     char name[64];
     ft_status_t st = FT_OK;
-    /* d_model, the attention's head (q/k norms), a DeltaNet head (its gated norm) */
-    const uint32_t dims[3] = {sp->d_model, sp->head_dim, sp->dn_head_dim};
-    for (int i = 0; i < 3 && !st; i++) {
-        if (!dims[i] || (i >= 1 && dims[i] == dims[0]) || (i == 2 && dims[2] == dims[1])) continue;
+    /* the block norms, the per-head q/k norms, whole-projection q/k norms
+     * and MLA's low-rank norms where the model has them, a DeltaNet head
+     * (its gated norm): each width once */
+    const uint32_t dims[7] = {sp->d_model, sp->head_dim, sp->qk_norm_full ? sp->n_heads * sp->head_dim : 0,
+                              sp->qk_norm_full ? sp->n_kv_heads * sp->head_dim : 0, sp->q_lora_rank,
+                              sp->kv_lora_rank, sp->dn_head_dim};
+    for (int i = 0; i < 7 && !st; i++) {
+        int seen = dims[i] == 0;
+        for (int j = 0; j < i; j++)
+            seen |= dims[j] == dims[i];
+        if (seen) continue;
         FT_CG_NAME(ft_cuda_kernel_rmsnorm_name(dims[i], name, sizeof(name)), "RMSNorm");
         st = ft_cg_cuda_kernel(s, FT_CG_CUDA_OP_RMSNORM, FT_DTYPE_INVALID, dims[i], 256, name,
                                "extern \"C\" __global__ void __launch_bounds__(256)\n"

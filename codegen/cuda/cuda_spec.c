@@ -97,6 +97,11 @@ ft_status_t ft_cg_cuda_spec_from_ir(const ft_ir_model_t *model, ft_cg_cuda_spec_
         if (b->act == FT_ACT_SWIGLU_OAI) sp->variants |= FT_CG_CUDA_VAR_SWIGLU_OAI;
         if (b->attn.has_out_gate) sp->variants |= FT_CG_CUDA_VAR_OUT_GATE;
         if (b->is_moe && b->moe.shared_gate) sp->variants |= FT_CG_CUDA_VAR_SHARED_GATE;
+        if (b->attn.qk_norm && b->attn.qk_norm_full) sp->qk_norm_full = 1;
+        if (b->attn.kind == FT_ATTN_MLA) { /* the MLA op itself has no kernel: the backend refuses it */
+            sp->q_lora_rank = b->attn.q_lora_rank;
+            sp->kv_lora_rank = b->attn.kv_lora_rank;
+        }
         if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
             if (!dn0) dn0 = b;
             if (b->attn.head_dim > FT_CUDA_DELTANET_MAX_HD)

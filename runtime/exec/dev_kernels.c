@@ -222,6 +222,10 @@ FT_WARN_UNUSED static ft_status_t ft_dev_bind_op(ft_dev_engine_t *ce, const ft_x
         return ft_dev_bind_router(ce, x, o, what);
     case FTPLAN__OP_KIND__OP_MOE:
         return ft_dev_bind_experts(ce, x, o, what);
+    case FTPLAN__OP_KIND__OP_MLA:
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "cuda: %s: multi-head latent attention (DeepSeek) has no CUDA kernel yet; run "
+                              "this model on the cpu or sim backend", what);
     default:
         return ft_status_make(FT_STATUS_UNSUPPORTED, "cuda: %s has no device implementation", what);
     }

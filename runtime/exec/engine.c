@@ -86,9 +86,28 @@ FT_WARN_UNUSED static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_eng
  * with the device's free VRAM unless --vram says otherwise, and then
  * polling free VRAM to re-plan. The q* split uses the profile given, else
  * the bundle's, else generic figures. */
+/* The ops the cuda backend has no kernel for, refused by name before the
+ * device or the plan's CUDA module is touched (dev_kernels.c refuses them
+ * too, should a list get there). */
+FT_WARN_UNUSED static ft_status_t ft_engine_cuda_ops(const ft_engine_t *e)
+{
+    const ft_program_t *p = e->model->prog;
+    for (uint32_t l = 0; l < p->n_blocks; l++)
+        for (uint32_t i = 0; i < p->blocks[l].n; i++)
+            if (p->blocks[l].ops[i].kind == FTPLAN__OP_KIND__OP_MLA)
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "%s: cuda: block %u OP_MLA: multi-head latent attention (DeepSeek) has no "
+                                      "CUDA kernel yet; run this model on the cpu or sim backend",
+                                      e->bundle->plan_file->path, l);
+    return FT_OK;
+}
+
 FT_WARN_UNUSED static ft_status_t ft_engine_cuda(ft_engine_t *e, const ft_engine_options_t *opts)
 {
     const Ftplan__Plan *plan = e->bundle->plan;
+    ft_status_t ops = ft_engine_cuda_ops(e);
+    if (ops)
+        return ops;
     ft_hw_t hw;
     int have_hw = 0;
     ft_status_t st = FT_OK;

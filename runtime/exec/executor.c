@@ -229,6 +229,12 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
     case FTPLAN__OP_KIND__OP_DELTANET:
         ft_run_deltanet(st, x);
         break;
+    case FTPLAN__OP_KIND__OP_MLA: { /* RoPE rotated its q and k_rope inputs in place */
+        ft_status_t s = ft_xop_mla(st, x);
+        ft_prep_clear(w);
+        if (s) return s;
+        break;
+    }
     case FTPLAN__OP_KIND__OP_ROUTER: {
         const int prepared = ft_prep_find(w, x, x->L->router.dtype) == 1;
         ft_xop_router(st, x, prepared);

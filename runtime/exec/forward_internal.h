@@ -50,6 +50,8 @@ void ft_xop_head_norm(ft_step_t *st, const ft_xop_t *x);
 void ft_xop_rope(ft_step_t *st, const ft_xop_t *x);
 void ft_xop_kv_append(ft_step_t *st, const ft_xop_t *x);
 void ft_xop_attention(ft_step_t *st, const ft_xop_t *x);
+/* MLA: allocates its scratch per run (an OUT_OF_MEMORY status). */
+FT_WARN_UNUSED ft_status_t ft_xop_mla(ft_step_t *st, const ft_xop_t *x);
 /* ROUTER into w->sel / w->sel_w; prepared: the input's rows are in w->xp
  * for the router's format. */
 void ft_xop_router(ft_step_t *st, const ft_xop_t *x, int prepared);

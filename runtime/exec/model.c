@@ -107,7 +107,7 @@ FT_WARN_UNUSED static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftpl
 {
     const int stack = op->kind == FTPLAN__OP_KIND__OP_MOE;
     const int mat = stack || op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
-                    op->kind == FTPLAN__OP_KIND__OP_ROUTER;
+                    op->kind == FTPLAN__OP_KIND__OP_ROUTER || op->kind == FTPLAN__OP_KIND__OP_MLA;
     /* A ROUTER's second weight is its selection bias, a vector. */
     const size_t n_mats = op->kind == FTPLAN__OP_KIND__OP_ROUTER ? 1 : op->n_weights;
     for (size_t j = 0; mat && j < n_mats; j++) {
@@ -152,7 +152,9 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
     const Ftplan__BlockOps *blk = c->b->plan->schedule->blocks[l];
     const float **norm_slot[2] = {&L->attn_norm, &L->ffn_norm};
     uint32_t n_norms = 0, q_buf = ~0u, k_buf = ~0u, att_buf = ~0u;
-    int recurrent = 0;
+    int recurrent = 0, mla = 0;
+    for (size_t i = 0; i < blk->n_ops; i++)
+        mla |= blk->ops[i]->kind == FTPLAN__OP_KIND__OP_MLA;
     for (size_t i = 0; i < blk->n_ops; i++) {
         const Ftplan__Op *op = blk->ops[i];
         ft_status_t st = ft_op_mats(c, op, m);
@@ -175,6 +177,9 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
                 k_buf = op->outputs[1];
             } else if (op->inputs[0] == att_buf) {
                 L->wo = m->mats[op->weights[0]];
+            } else if (mla && att_buf == ~0u) { /* the projections before the MLA op */
+                for (size_t j = 0; j < op->n_weights; j++)
+                    L->mla_bytes += ft_mat_bytes(&m->mats[op->weights[j]]);
             }
             break;
         case FTPLAN__OP_KIND__OP_HEAD_NORM:
@@ -191,6 +196,9 @@ FT_WARN_UNUSED static ft_status_t ft_layer_gather(const ft_model_ctx_t *c, ft_mo
             m->rope_neox = (l == 0 || m->rope_neox) && op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
             break;
         case FTPLAN__OP_KIND__OP_ATTENTION:
+        case FTPLAN__OP_KIND__OP_MLA: /* one compressed KV head */
+            if (op->kind == FTPLAN__OP_KIND__OP_MLA)
+                L->mla_bytes += ft_mat_bytes(&m->mats[op->weights[0]]) + ft_mat_bytes(&m->mats[op->weights[1]]);
             L->n_heads = op->n_heads;
             L->n_kv_heads = op->n_kv_heads;
             L->head_dim = op->head_dim;
@@ -236,7 +244,7 @@ static void ft_model_sizes(ft_model_t *m)
         m->max_used = FT_MAX(m->max_used, L->n_used);
         m->max_ffn = FT_MAX(m->max_ffn, L->expert_ffn);
         uint64_t expert = ft_mat_bytes(&L->gate) + ft_mat_bytes(&L->up) + ft_mat_bytes(&L->down);
-        per_token += ft_mat_bytes(&L->wq) + ft_mat_bytes(&L->wk) + ft_mat_bytes(&L->wv) +
+        per_token += L->mla_bytes + ft_mat_bytes(&L->wq) + ft_mat_bytes(&L->wk) + ft_mat_bytes(&L->wv) +
                      ft_mat_bytes(&L->wo) + ft_mat_bytes(&L->router) + (uint64_t)L->n_used * expert +
                      (2ull * m->d_model + 2ull * L->head_dim) * 4;
     }

@@ -50,6 +50,9 @@ typedef struct ft_layer {
     const float *attn_norm, *ffn_norm; /* [d_model] */
     const float *q_norm, *k_norm;      /* [head_dim] */
     ft_mat_t wq, wk, wv, wo;
+    /* a latent attention block's (MLA) other matrices' bytes, every one read
+     * per token: q_a, q_b (or q), kv_a and k_rope, W_kb, W_vb */
+    uint64_t mla_bytes;
     ft_mat_t router;                   /* [n_experts, d_model] */
     ft_mat_t gate, up, down;           /* stacks: [ffn, d], [ffn, d], [d, ffn] */
     /* The FTW expert block: expert e's gate, up and down together are the

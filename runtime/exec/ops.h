@@ -39,6 +39,33 @@ void ft_op_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float l
  * in descending order of value. */
 void ft_op_topk(const float *x, uint32_t n, uint32_t k, int32_t *out_idx);
 
+/* ---- Multi-head latent attention (op_mla.c) ----------------------------- */
+
+#define FT_MLA_MAX_ROW 8192u /* kv_lora_rank + rope of a compressed cache row, at most */
+
+/* One latent attention layer's head shape: n_heads heads, each q/k head
+ * nope + rope wide, values v wide, a compressed KV of kv_lora; the softmax
+ * scale. */
+typedef struct ft_mla_shape {
+    uint32_t n_heads, nope, rope, kv_lora, v;
+    float scale;
+} ft_mla_shape_t;
+
+/* One head of one query over n_pos positions in the absorbed form: wk
+ * [nope][kv_lora] (W_kb), wv [v][kv_lora] (W_vb), q [nope + rope] (its
+ * RoPE part rotated), g [n_pos][kv_lora + rope] the compressed rows (c,
+ * then the rotated RoPE key); scratch: 2 kv_lora + n_pos doubles; out [v]. */
+void ft_op_mla_absorbed(const ft_mla_shape_t *sh, const float *wk, const float *wv, const float *q,
+                        const float *g, uint32_t n_pos, double *scratch, float *out);
+/* The expanded form: first the positions' keys kn [n_pos][nope] = W_kb c_j
+ * and values v [n_pos][v] = W_vb c_j of one head, then each query over
+ * them (and the RoPE keys in g); scratch: n_pos + v doubles. The two forms
+ * agree to float rounding (tests/unit/test_mla_kernel.c states how far). */
+void ft_op_mla_decompress(const ft_mla_shape_t *sh, const float *wk, const float *wv, const float *g,
+                          uint32_t n_pos, float *kn, float *v);
+void ft_op_mla_expanded(const ft_mla_shape_t *sh, const float *q, const float *kn, const float *v,
+                        const float *g, uint32_t n_pos, double *scratch, float *out);
+
 /* ---- Gated DeltaNet (op_deltanet.c) ------------------------------------- */
 
 /* One linear-attention layer's shape: n_v_heads value heads, n_k_heads key

@@ -139,6 +139,45 @@ static float ft_rope_freqs(const Ftplan__Op *op, float *inv_freq)
     return factor != 0.0 ? (float)(1.0 + 0.1 * log(factor)) : 1.0f;
 }
 
+/* An MLA: its buffers against its heads, W_kb (either layout, by the
+ * tensor's role) and W_vb, RoPE's table, and the cache rows' width. */
+FT_WARN_UNUSED static ft_status_t ft_bind_mla(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i, ft_xop_t *x)
+{
+    if (c->layer < 0)
+        return FT_BIND_ERR("%s", "the KV cache belongs to a block: not in the prologue or epilogue");
+    const uint32_t H = op->n_heads, hd = op->head_dim, rope = op->rope_dim, r = op->kv_lora_rank,
+                   v = op->value_head_dim, nope = hd - rope; /* validated: rope < head_dim */
+    if (ft_width(c, x->in[0]) != (uint64_t)H * hd || ft_width(c, x->in[1]) != r || ft_width(c, x->in[2]) != rope ||
+        ft_width(c, x->out[0]) != (uint64_t)H * v)
+        return FT_BIND_ERR("%u heads of %u (rope %u), kv_lora_rank %u and values of %u do not fit buffers of "
+                           "width %u, %u, %u -> %u", H, hd, rope, r, v, ft_width(c, x->in[0]),
+                           ft_width(c, x->in[1]), ft_width(c, x->in[2]), ft_width(c, x->out[0]));
+    if ((uint64_t)r + rope > FT_MLA_MAX_ROW || (r + rope + 1) / 2 > c->p->max_kv_width)
+        return FT_BIND_ERR("a compressed row of %u + %u (at most %u, in K and V rows of %u)", r, rope,
+                           FT_MLA_MAX_ROW, c->p->max_kv_width);
+    x->mla_kb_t = c->b->plan->tensors[op->weights[0]]->role == FTPLAN__TENSOR_ROLE__ROLE_ATTN_K_B_T;
+    const ft_mat_t *kb = x->w[0], *vb = x->w[1];
+    if ((x->mla_kb_t ? kb->rows != (uint64_t)H * r || kb->cols != nope
+                     : kb->rows != (uint64_t)H * nope || kb->cols != r) ||
+        vb->rows != (uint64_t)H * v || vb->cols != r)
+        return FT_BIND_ERR("W_kb [%u, %u] and W_vb [%u, %u] are not %u heads' [%u, %u]%s and [%u, %u]", kb->rows,
+                           kb->cols, vb->rows, vb->cols, H, x->mla_kb_t ? r : nope, x->mla_kb_t ? nope : r,
+                           x->mla_kb_t ? " (transposed)" : "", v, r);
+    if (rope / 2 > FT_ROPE_MSCALE_MAX_HALF)
+        return FT_BIND_ERR("RoPE over %u dims (at most %u)", rope, 2 * FT_ROPE_MSCALE_MAX_HALF);
+    x->rope_neox = op->rope == FTPLAN__ROPE_KIND__ROPE_NEOX;
+    x->rope_dim = rope;
+    x->inv_freq = c->inv_freq;
+    x->rope_mscale = ft_rope_freqs(op, c->inv_freq);
+    if (op->rope_mscale != 0.0f)
+        x->rope_mscale = op->rope_mscale; /* the family's own (DeepSeek's) */
+    c->inv_freq += rope / 2;
+    x->mla_kv_lora = r;
+    x->mla_v_dim = v;
+    x->mla_scale = op->attn_scale != 0.0f ? op->attn_scale : (float)(1.0 / sqrt((double)hd));
+    return FT_OK;
+}
+
 /* A DELTANET: its buffers' widths against its heads, its taps, dt_bias
  * and A widened to f32, and the next slice of the recurrent state. */
 FT_WARN_UNUSED static ft_status_t ft_bind_deltanet(ft_bind_ctx_t *c, const Ftplan__Op *op, size_t i,
@@ -242,6 +281,8 @@ FT_WARN_UNUSED static ft_status_t ft_bind_params(ft_bind_ctx_t *c, const Ftplan_
         return FT_OK;
     case FTPLAN__OP_KIND__OP_DELTANET:
         return ft_bind_deltanet(c, op, i, x);
+    case FTPLAN__OP_KIND__OP_MLA:
+        return ft_bind_mla(c, op, i, x);
     case FTPLAN__OP_KIND__OP_ROUTER:
     case FTPLAN__OP_KIND__OP_MOE:
         if (c->layer < 0)
@@ -314,7 +355,8 @@ FT_WARN_UNUSED static ft_status_t ft_bind_list(ft_bind_ctx_t *c, Ftplan__Op *con
         ft_status_t st;
         if (op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM && op->n_heads == 0)
             return FT_BIND_ERR("%s", "no heads");
-        if (op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED)
+        if (op->kind == FTPLAN__OP_KIND__OP_LINEAR || op->kind == FTPLAN__OP_KIND__OP_EMBED ||
+            op->kind == FTPLAN__OP_KIND__OP_MLA)
             if ((st = ft_bind_mats(c, op, i, x)) || (st = ft_bind_biases(c, op, i, x)))
                 return st;
         if ((st = ft_bind_params(c, op, i, x)))
@@ -329,7 +371,8 @@ static size_t ft_rope_floats(const Ftplan__Schedule *s)
     size_t n = 0;
     for (size_t l = 0; l < s->n_blocks; l++)
         for (size_t i = 0; i < s->blocks[l]->n_ops; i++)
-            if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_ROPE)
+            if (s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_ROPE ||
+                s->blocks[l]->ops[i]->kind == FTPLAN__OP_KIND__OP_MLA)
                 n += s->blocks[l]->ops[i]->rope_dim / 2;
     return n;
 }
@@ -372,6 +415,21 @@ static int32_t ft_kv_buffer(const Ftplan__Schedule *s)
     return -1;
 }
 
+/* The K (and V) row width an MLA needs: half its compressed row, rounded
+ * up; 0 without MLA ops. */
+static uint32_t ft_mla_kv_width(const Ftplan__Schedule *s)
+{
+    uint64_t w = 0;
+    for (size_t l = 0; l < s->n_blocks; l++)
+        for (size_t i = 0; i < s->blocks[l]->n_ops; i++) {
+            const Ftplan__Op *op = s->blocks[l]->ops[i];
+            const uint64_t half = ((uint64_t)op->kv_lora_rank + op->rope_dim + 1) / 2;
+            if (op->kind == FTPLAN__OP_KIND__OP_MLA && half > w)
+                w = half;
+        }
+    return w > FT_MLA_MAX_ROW ? FT_MLA_MAX_ROW : (uint32_t)w;
+}
+
 ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const ft_allocator_t *a,
                               ft_program_t **out)
 {
@@ -405,13 +463,16 @@ ft_status_t ft_program_create(const ft_bundle_t *b, const ft_model_t *m, const f
         }
     }
     const int32_t kv = ft_kv_buffer(s);
-    if (p->logits_buf < 0 || kv < 0) {
+    const uint32_t mla_w = ft_mla_kv_width(s);
+    if (p->logits_buf < 0 || (kv < 0 && !mla_w)) {
         st = ft_status_make(FT_STATUS_UNSUPPORTED, "%s: the schedule has no %s", where,
-                            p->logits_buf < 0 ? "logits buffer" : "KV_APPEND op");
+                            p->logits_buf < 0 ? "logits buffer" : "KV_APPEND or MLA op");
         goto fail;
     }
-    p->kv_buf = (uint32_t)kv;
-    p->max_kv_width = p->widths[kv];
+    p->kv_buf = kv < 0 ? UINT32_MAX : (uint32_t)kv;
+    p->max_kv_width = kv < 0 ? 0 : p->widths[kv];
+    if (mla_w > p->max_kv_width) /* a compressed row over a layer's K and V rows */
+        p->max_kv_width = mla_w;
     ft_bind_ctx_t c = {b, m, p, where, "prologue", -1, p->inv_freq, p->bias_floats};
     if ((st = ft_bind_list(&c, s->prologue, s->n_prologue, a, &p->prologue)))
         goto fail;

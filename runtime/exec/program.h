@@ -74,6 +74,13 @@ typedef struct ft_xop {
      * [n_v_heads] (widened to f32), and where its state lies in the
      * session's recurrent region: [rstate_off, + rstate_bytes). */
     ft_deltanet_shape_t dn;
+    /* MLA: the compressed KV's rank, the value heads' width, the softmax
+     * scale, and whether w[0] is W_kb transposed per head ([H * kv_lora,
+     * nope]) rather than [H * nope, kv_lora]; w[1] W_vb; the RoPE fields
+     * above (over the rope_dim last floats of each head). */
+    uint32_t mla_kv_lora, mla_v_dim;
+    float mla_scale;
+    int mla_kb_t;
     const float *dn_conv, *dn_dt_bias, *dn_a;
     size_t rstate_off, rstate_bytes;
 } ft_xop_t;

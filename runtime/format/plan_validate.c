@@ -111,6 +111,14 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_attn(const Ftplan__Attention *a,
                               "%s: blocks[%zu].attn.head_dim %u is smaller than hparams.rope_dim "
                               "%u",
                               name, i, a->head_dim, rope_dim);
+    if (a->kind == FTPLAN__ATTN_KIND__ATTN_MLA &&
+        (a->nope_head_dim >= a->head_dim || a->kv_lora_rank < 1 || a->kv_lora_rank > FT_PLAN_MAX_HEAD_DIM ||
+         a->q_lora_rank > FT_PLAN_MAX_HEAD_DIM))
+        return ft_status_make(FT_STATUS_OUT_OF_RANGE,
+                              "%s: blocks[%zu].attn: latent attention of head_dim %u, nope_head_dim %u, ranks %u "
+                              "(kv) and %u (q), expected nope < head_dim and ranks up to %u",
+                              name, i, a->head_dim, a->nope_head_dim, a->kv_lora_rank, a->q_lora_rank,
+                              FT_PLAN_MAX_HEAD_DIM);
     return FT_OK;
 }
 

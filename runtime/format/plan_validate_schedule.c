@@ -33,6 +33,7 @@ static const ft_op_arity_t ft_arity[] = {
     [FTPLAN__OP_KIND__OP_GLU] = {2, 2, 1, 1, 0, 0},
     [FTPLAN__OP_KIND__OP_DELTANET] = {3, 3, 1, 1, 3,
                                       3}, /* qkv, beta, alpha -> o; conv, dt_bias, A */
+    [FTPLAN__OP_KIND__OP_MLA] = {3, 3, 1, 1, 2, 2}, /* q, c, k_rope -> o; W_kb, W_vb */
 };
 
 typedef struct ft_sched_ctx {
@@ -156,6 +157,27 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "swiglu_oai alpha %g, limit %g (both in (0, 1e6))",
                              (double)op->act_alpha, (double)op->act_limit);
         break;
+    case FTPLAN__OP_KIND__OP_MLA:
+        if (!ft_plan_enum_ok(&ftplan__rope_kind__descriptor, op->rope) || op->rope == FTPLAN__ROPE_KIND__ROPE_NONE)
+            return FT_OP_ERR(FT_STATUS_FORMAT, "rope kind %d is not a rotary embedding", (int)op->rope);
+        if (!(op->rope_theta >= 1.0f && isfinite(op->rope_theta)) || op->rope_dim == 0 || op->rope_dim % 2 ||
+            op->rope_dim >= op->head_dim || op->kv_lora_rank == 0 || op->kv_lora_rank > FT_PLAN_MAX_HEAD_DIM ||
+            op->value_head_dim == 0 || op->value_head_dim > FT_PLAN_MAX_HEAD_DIM || op->n_kv_heads != 1 ||
+            !(op->attn_scale >= 0.0f && op->attn_scale < 1e3f) || !(op->rope_mscale >= 0.0f && op->rope_mscale < 1e3f))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "rope %u of head_dim %u (theta %g), kv_lora_rank %u, value "
+                             "heads of %u, %u KV heads, scales %g / %g (one KV head, an even RoPE part below "
+                             "head_dim, ranks and widths in 1..%u, scales in [0, 1e3))",
+                             op->rope_dim, op->head_dim, (double)op->rope_theta, op->kv_lora_rank,
+                             op->value_head_dim, op->n_kv_heads, (double)op->attn_scale, (double)op->rope_mscale,
+                             FT_PLAN_MAX_HEAD_DIM);
+        if (op->rope_yarn_factor != 0.0f &&
+            !(op->rope_yarn_factor >= 1.0f && op->rope_yarn_factor <= 1e6f && op->rope_yarn_orig_ctx >= 1 &&
+              op->rope_yarn_beta_fast > 0.0f && op->rope_yarn_beta_fast <= 1e6f &&
+              op->rope_yarn_beta_slow > 0.0f && op->rope_yarn_beta_slow <= op->rope_yarn_beta_fast))
+            return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "YaRN factor %g, original context %u, beta_fast %g, beta_slow %g",
+                             (double)op->rope_yarn_factor, op->rope_yarn_orig_ctx, (double)op->rope_yarn_beta_fast,
+                             (double)op->rope_yarn_beta_slow);
+        break;
     case FTPLAN__OP_KIND__OP_DELTANET:
         if (!(op->eps > 0.0f && op->eps < 1.0f))
             return FT_OP_ERR(FT_STATUS_OUT_OF_RANGE, "eps = %g is outside (0, 1)", (double)op->eps);
@@ -207,7 +229,7 @@ FT_WARN_UNUSED static ft_status_t ft_check_params(const ft_sched_ctx_t *c, const
                              op->n_heads);
     }
     const int heads = op->kind == FTPLAN__OP_KIND__OP_ROPE ||
-                      op->kind == FTPLAN__OP_KIND__OP_ATTENTION ||
+                      op->kind == FTPLAN__OP_KIND__OP_ATTENTION || op->kind == FTPLAN__OP_KIND__OP_MLA ||
                       op->kind == FTPLAN__OP_KIND__OP_DELTANET;
     const int kv = heads || op->kind == FTPLAN__OP_KIND__OP_KV_APPEND;
     const int hd = kv || op->kind == FTPLAN__OP_KIND__OP_HEAD_NORM;

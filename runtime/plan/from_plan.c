@@ -64,6 +64,15 @@ FT_WARN_UNUSED static ft_status_t ft_fp_block(const Ftplan__Plan *plan, uint32_t
         L->state_bytes = (k * ch + (uint64_t)a->n_heads * hd * hd) * 4;
         return FT_OK;
     }
+    if (a->kind == FTPLAN__ATTN_KIND__ATTN_MLA) {
+        /* the compressed row [c | k_rope] per position (runtime/exec/op_mla.c),
+         * k_rope the head's part beside nope_head_dim; bounded by the validator */
+        if (a->nope_head_dim >= a->head_dim || !a->kv_lora_rank)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: block %u: latent attention of head_dim %u, nope %u, "
+                                  "kv_lora_rank %u", name, l, a->head_dim, a->nope_head_dim, a->kv_lora_rank);
+        L->kv_bytes_per_token = ((uint64_t)a->kv_lora_rank + a->head_dim - a->nope_head_dim) * kv_elem;
+        return FT_OK;
+    }
     if (a->kind != FTPLAN__ATTN_KIND__ATTN_GQA)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: block %u: no KV size rule for attention kind %d",
                               name, l, (int)a->kind);

@@ -4,6 +4,7 @@
 #include "ref_forward.h"
 
 #include "ref_dequant.h"
+#include "ref_mla.h"
 #include "ref_ops.h"
 
 #include "../../runtime/format/convert.h"
@@ -53,6 +54,7 @@ static int ref_scratch_alloc(ft_ref_session_t *s)
         if (L->n_experts > e) e = L->n_experts;
         if (L->expert_ffn > f) f = L->expert_ffn;
         if (L->shared_ffn > f) f = L->shared_ffn;
+        if (L->mla && L->q_lora > f) f = L->q_lora; /* Wq_b's input, rounded with emulate_act_quant */
     }
     const size_t d = m->d_model;
     s->n_round = d > att ? d : att;
@@ -110,7 +112,9 @@ ft_status_t ft_ref_session_create(const ft_ref_model_t *m, uint32_t n_ctx,
                 calloc((size_t)L->n_heads * L->head_dim * L->head_dim + 1, sizeof(double));
             ok = s->dn_window[l] && s->dn_state[l];
         }
-        s->k_cache[l] = malloc((size_t)n_ctx * L->n_kv_heads * L->head_dim * sizeof(double) + 1);
+        /* a latent attention layer's rows: [c | kr] */
+        const size_t k_row = L->mla ? (size_t)L->kv_lora + m->rope_dim : (size_t)L->n_kv_heads * L->head_dim;
+        s->k_cache[l] = malloc((size_t)n_ctx * k_row * sizeof(double) + 1);
         s->v_cache[l] =
             malloc((size_t)n_ctx * L->n_kv_heads * L->value_head_dim * sizeof(double) + 1);
         ok = s->k_cache[l] && s->v_cache[l];
@@ -272,6 +276,11 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_add_bias(q, L->bq, L->n_heads * hd);
     ref_add_bias(k, L->bk, L->n_kv_heads * hd);
     ref_add_bias(v, L->bv, L->n_kv_heads * vd);
+    const int head_norm = L->qk_norm && !L->qk_norm_full;
+    if (L->qk_norm_full) { /* before RoPE, like the per-head form */
+        ft_ref_rmsnorm(q, L->q_norm, L->n_heads * hd, m->norm_eps, q);
+        ft_ref_rmsnorm(k, L->k_norm, L->n_kv_heads * hd, m->norm_eps, k);
+    }
     void (*rope)(double *, uint32_t, uint32_t, double) =
         m->rope_interleaved ? ft_ref_rope_norm : ft_ref_rope_neox;
     if (m->rope_yarn_factor != 0.0) { /* NeoX with YaRN's frequencies and scale */
@@ -282,12 +291,12 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
         rope = NULL;
     }
     for (uint32_t hq = 0; hq < L->n_heads; hq++) {
-        if (L->qk_norm)
+        if (head_norm)
             ft_ref_rmsnorm(q + hq * hd, L->q_norm, hd, m->norm_eps, q + hq * hd);
         if (rope) rope(q + hq * hd, m->rope_dim, pos, m->rope_theta);
     }
     for (uint32_t hk = 0; hk < L->n_kv_heads; hk++) {
-        if (L->qk_norm)
+        if (head_norm)
             ft_ref_rmsnorm(k + hk * hd, L->k_norm, hd, m->norm_eps, k + hk * hd);
         if (rope) rope(k + hk * hd, m->rope_dim, pos, m->rope_theta);
     }
@@ -325,6 +334,46 @@ static void ref_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double 
     ref_add_bias(o, L->bo, d);
     for (uint32_t i = 0; i < d; i++)
         x[i] += o[i];
+}
+
+/* x += MLA(RMSNorm(x)) for the token at position pos of layer l: its row
+ * [c | kr] into the cache, each head in the expanded form (ref_mla.h). */
+static void ref_mla_attention(ft_ref_session_t *s, uint32_t l, uint32_t pos, double *x)
+{
+    const ft_ref_model_t *m = s->m;
+    const ft_ref_layer_t *L = &m->layers[l];
+    const uint32_t d = m->d_model, H = L->n_heads, hd = L->head_dim, rope = m->rope_dim, r = L->kv_lora,
+                   v = L->value_head_dim, row = r + rope;
+    double *h = s->h, *q = s->q, *att = s->att, *c = s->k_cache[l] + (size_t)pos * row;
+    ft_ref_rmsnorm(x, L->attn_norm, d, m->norm_eps, h);
+    if (L->q_lora) {
+        double *qa = malloc(L->q_lora * sizeof(double));
+        if (!qa) abort();
+        ref_mv(s, L->wq_a, L->fmt_wq_a, L->q_lora, d, h, qa);
+        ft_ref_rmsnorm(qa, L->q_a_norm, L->q_lora, m->norm_eps, qa);
+        ref_mv(s, L->wq_b, L->fmt_wq_b, H * hd, L->q_lora, qa, q);
+        free(qa);
+    } else {
+        ref_mv(s, L->wq, L->fmt_wq, H * hd, d, h, q);
+    }
+    ref_mv(s, L->wkv_a, L->fmt_wkv_a, r, d, h, c);
+    ft_ref_rmsnorm(c, L->kv_a_norm, r, m->norm_eps, c);
+    ref_mv(s, L->wk_rope, L->fmt_wk_rope, rope, d, h, c + r);
+    const double mscale = m->rope_yarn_factor == 0.0    ? 1.0
+                          : m->rope_yarn_mscale != 0.0 ? m->rope_yarn_mscale
+                                                       : 1.0 + 0.1 * log(m->rope_yarn_factor);
+    for (uint32_t hq = 0; hq <= H; hq++) /* the heads' q_rope, then the shared kr */
+        ft_ref_mla_rope(hq < H ? q + (size_t)hq * hd + L->nope : c + r, rope, m->rope_interleaved, pos,
+                        m->rope_theta, m->rope_yarn_factor, m->rope_yarn_orig_ctx, m->rope_yarn_beta_fast,
+                        m->rope_yarn_beta_slow, mscale);
+    const ft_ref_mla_dims_t dm = {L->nope, rope, r, v, L->attn_scale};
+    for (uint32_t hq = 0; hq < H; hq++)
+        if (!ft_ref_mla_head_expanded(&dm, L->wkb + (size_t)hq * L->nope * r, L->wvb + (size_t)hq * v * r,
+                                      q + (size_t)hq * hd, s->k_cache[l], pos + 1, att + (size_t)hq * v))
+            abort(); /* out of memory in test code */
+    ref_mv(s, L->wo, L->fmt_wo, d, H * v, att, s->o);
+    for (uint32_t i = 0; i < d; i++)
+        x[i] += s->o[i];
 }
 
 /* x += GatedDeltaNet(RMSNorm(x)) for the next token of layer l. */
@@ -530,6 +579,8 @@ static void ref_token(ft_ref_session_t *s, int32_t token, double *logits)
     for (uint32_t l = 0; l < m->n_layers; l++) {
         if (m->layers[l].deltanet)
             ref_deltanet(s, l, x);
+        else if (m->layers[l].mla)
+            ref_mla_attention(s, l, s->n_past, x);
         else
             ref_attention(s, l, s->n_past, x);
         ref_moe(s, l, x);

@@ -12,8 +12,9 @@
  *   per layer:
  *     h = RMSNorm(x) * attn_norm
  *     q, k, v = Wq h + bq, Wk h + bk, Wv h + bv (biases where the model has
- *       them); per-head RMSNorm of q, k (q_norm, k_norm;
- *       Qwen3-MoE only)
+ *       them); per-head RMSNorm of q, k (q_norm, k_norm; Qwen3-MoE,
+ *       GLM-4.5), or one RMSNorm over all of q and one over all of k
+ *       (OLMoE)
  *     RoPE on q, k at the token's position: NeoX (pairs (i, i + d/2)), or
  *       interleaved (pairs (2i, 2i+1)) for weights in llama.cpp's permuted
  *       llama layout (Mixtral from GGUF)
@@ -61,6 +62,7 @@ typedef struct ft_ref_layer {
     uint32_t n_groups, n_groups_used; /* group-limited choice (sum of each group's two best); 0: none */
     double routed_scaling;   /* the chosen weights times this (1 after loading) */
     int qk_norm;             /* q_norm / k_norm present and applied */
+    int qk_norm_full;        /* ... over the whole projection (OLMoE, MiniMax-M2), not per head */
     uint32_t sliding_window; /* a query sees its last this many positions; 0: all */
     double *attn_norm;       /* [d_model] */
     double *wq;              /* [n_heads * head_dim, d_model] */
@@ -76,7 +78,8 @@ typedef struct ft_ref_layer {
     double *router_bias, *b_gate, *b_up, *b_down;
     int act_oai;
     double act_alpha, act_limit;
-    double *q_norm, *k_norm; /* [head_dim]; NULL without qk_norm */
+    double *q_norm, *k_norm; /* [head_dim] ([n_heads / n_kv_heads * head_dim] when qk_norm_full);
+                                NULL without qk_norm */
     double *ffn_norm;        /* [d_model] */
     double *router;          /* [n_experts, d_model] */
     double *sel_bias;        /* [n_experts] added to the scores for the choice only; NULL: none */
@@ -107,6 +110,18 @@ typedef struct ft_ref_layer {
     double *dn_norm;    /* [head_dim] */
     double *dn_out;     /* [d_model, n_heads * head_dim] */
     ft_dtype_t fmt_dn_qkv, fmt_dn_z, fmt_dn_beta, fmt_dn_alpha, fmt_dn_out;
+    /* Multi-head latent attention (mla 1, DeepSeek V2/V3) instead of
+     * q/k/v: head_dim = nope + the model's rope_dim, value_head_dim wide
+     * values, n_kv_heads 1; q = Wq_b rmsnorm(Wq_a h) (q_lora > 0) or Wq h,
+     * per head [q_nope | q_rope]; c = rmsnorm(Wkv_a h), kr = Wk_rope h;
+     * RoPE on q_rope and kr; the cache row [c | kr]; per head the expanded
+     * form (ref_mla.h) with softmax scale attn_scale; then Wo. wkb is
+     * [n_heads * nope][kv_lora] whatever the checkpoint's layout. */
+    int mla;
+    uint32_t q_lora, kv_lora, nope;
+    double attn_scale;
+    double *wq_a, *q_a_norm, *wq_b, *wkv_a, *wk_rope, *kv_a_norm, *wkb, *wvb;
+    ft_dtype_t fmt_wq_a, fmt_wq_b, fmt_wkv_a, fmt_wk_rope;
     /* The bundle's storage format of each matrix (see emulate_act_quant). */
     ft_dtype_t fmt_wq, fmt_wk, fmt_wv, fmt_wo, fmt_w_gate, fmt_router, fmt_gate, fmt_up, fmt_down;
     ft_dtype_t fmt_sh_gate, fmt_sh_up, fmt_sh_down;
@@ -121,6 +136,7 @@ typedef struct ft_ref_model {
      * cos/sin scale 1 + 0.1 ln factor. */
     double rope_yarn_factor, rope_yarn_beta_fast, rope_yarn_beta_slow;
     uint32_t rope_yarn_orig_ctx;
+    double rope_yarn_mscale; /* the cos/sin scale where the family sets it (DeepSeek); 0: 1 + 0.1 ln factor */
     int tie_embeddings;
     double *tok_embd;       /* [vocab_size, d_model] */
     double *output_norm;    /* [d_model] */

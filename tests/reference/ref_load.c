@@ -209,7 +209,9 @@ void ft_ref_model_free(ft_ref_model_t *m)
             L->bq,          L->bk,       L->bv,          L->bo,     L->sinks,    L->w_gate,
             L->router_bias, L->b_gate,   L->b_up,        L->b_down, L->sel_bias, L->sh_gate,
             L->sh_up,       L->sh_down,  L->sh_gate_inp, L->dn_qkv, L->dn_z,     L->dn_beta,
-            L->dn_alpha,    L->dn_conv,  L->dn_dt_bias,  L->dn_a,   L->dn_norm,  L->dn_out};
+            L->dn_alpha,    L->dn_conv,  L->dn_dt_bias,  L->dn_a,   L->dn_norm,  L->dn_out,
+            L->wq_a,        L->q_a_norm, L->wq_b,        L->wkv_a,  L->wk_rope,  L->kv_a_norm,
+            L->wkb,         L->wvb};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
             free(all[i]);
     }

@@ -148,7 +148,7 @@ static ft_status_t ref_ir_block_check(const ft_ir_block_t *b, uint32_t l)
 {
     const ft_ir_attention_t *a = &b->attn;
     const ft_ir_moe_t *m = &b->moe;
-    if ((a->kind != FT_ATTN_GQA && a->kind != FT_ATTN_GATED_DELTANET) || !a->n_kv_heads ||
+    if ((a->kind != FT_ATTN_GQA && a->kind != FT_ATTN_GATED_DELTANET && a->kind != FT_ATTN_MLA) || !a->n_kv_heads ||
         a->n_heads % a->n_kv_heads)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "layer %u: only GQA or Gated DeltaNet", l);
     if (!b->is_moe) {
@@ -187,6 +187,50 @@ static ft_status_t ref_ir_deltanet(const ft_ir_model_t *ir, const ft_ir_block_t 
     return FT_OK;
 }
 
+/* A latent attention block's tensors; W_kb transposed to [H * nope][kv_lora]
+ * when the checkpoint stores it per head the other way (ATTN_K_B_T). */
+static ft_status_t ref_ir_mla(const ft_ir_model_t *ir, const ft_ir_block_t *b, uint32_t l, ft_ref_layer_t *L,
+                              uint64_t d, uint32_t rope)
+{
+    const int32_t li = (int32_t)l;
+    const ft_ir_attention_t *a = &b->attn;
+    const uint64_t H = a->n_heads, hd = a->head_dim, r = a->kv_lora_rank, nope = a->nope_head_dim,
+                   v = a->value_head_dim, ql = a->q_lora_rank;
+    L->mla = 1;
+    L->q_lora = a->q_lora_rank;
+    L->kv_lora = a->kv_lora_rank;
+    L->nope = a->nope_head_dim;
+    L->attn_scale = a->attn_scale != 0.0f ? a->attn_scale : 1.0 / sqrt((double)hd);
+    ft_status_t st;
+    if (ql && ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_A, li, ql * d, &L->wq_a, &L->fmt_wq_a)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_A_NORM, li, ql, &L->q_a_norm, NULL)) ||
+               (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_B, li, H * hd * ql, &L->wq_b, &L->fmt_wq_b))))
+        return st;
+    if (!ql && (st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q, li, H * hd * d, &L->wq, &L->fmt_wq)))
+        return st;
+    if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_KV_A, li, r * d, &L->wkv_a, &L->fmt_wkv_a)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_ROPE, li, (uint64_t)rope * d, &L->wk_rope, &L->fmt_wk_rope)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_KV_A_NORM, li, r, &L->kv_a_norm, NULL)) ||
+        (st = ref_ir_tensor(ir, FT_ROLE_ATTN_V_B, li, H * v * r, &L->wvb, NULL)))
+        return st;
+    if (!ft_ir_find(ir, FT_ROLE_ATTN_K_B_T, li))
+        return ref_ir_tensor(ir, FT_ROLE_ATTN_K_B, li, H * nope * r, &L->wkb, NULL);
+    double *t = NULL;
+    if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_B_T, li, H * r * nope, &t, NULL)))
+        return st;
+    L->wkb = malloc(H * nope * r * sizeof(double));
+    if (!L->wkb) {
+        free(t);
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "layer %u: out of memory", l);
+    }
+    for (uint64_t h = 0; h < H; h++) /* [h][c][i] -> [h][i][c] */
+        for (uint64_t c = 0; c < r; c++)
+            for (uint64_t i = 0; i < nope; i++)
+                L->wkb[(h * nope + i) * r + c] = t[(h * r + c) * nope + i];
+    free(t);
+    return FT_OK;
+}
+
 static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_model_t *m)
 {
     const ft_ir_block_t *b = &ir->blocks[l];
@@ -209,6 +253,7 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     L->n_groups_used = dense ? 0 : b->moe.n_groups_used;
     L->routed_scaling = dense || b->moe.routed_scaling == 0.0f ? 1.0 : b->moe.routed_scaling;
     L->qk_norm = b->attn.qk_norm;
+    L->qk_norm_full = b->attn.qk_norm && b->attn.qk_norm_full;
     L->act_oai = b->act == FT_ACT_SWIGLU_OAI;
     L->act_alpha = b->act_alpha;
     L->act_limit = b->act_limit;
@@ -219,7 +264,13 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
     const uint64_t d = m->d_model, hd = L->head_dim, vd = L->value_head_dim;
     const uint64_t E = L->n_experts, F = L->expert_ffn;
     const int32_t li = (int32_t)l;
-    if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
+    if (b->attn.kind == FT_ATTN_MLA) {
+        if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
+            (st = ref_ir_mla(ir, b, l, L, d, m->rope_dim)) ||
+            (st = ref_ir_tensor(ir, FT_ROLE_ATTN_O, li, d * L->n_heads * vd, &L->wo, &L->fmt_wo)) ||
+            (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
+            return st;
+    } else if (b->attn.kind == FT_ATTN_GATED_DELTANET) {
         if ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_NORM, li, d, &L->attn_norm, NULL)) ||
             (st = ref_ir_deltanet(ir, b, l, L, d)) ||
             (st = ref_ir_tensor(ir, FT_ROLE_FFN_NORM, li, d, &L->ffn_norm, NULL)))
@@ -286,8 +337,10 @@ static ft_status_t ref_ir_layer(const ft_ir_model_t *ir, uint32_t l, ft_ref_mode
         (st = ref_ir_tensor(ir, FT_ROLE_FFN_EXP_PROBS_B, li, E, &L->sel_bias, NULL)))
         return st;
     if (L->qk_norm &&
-        ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, hd, &L->q_norm, NULL)) ||
-         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, hd, &L->k_norm, NULL))))
+        ((st = ref_ir_tensor(ir, FT_ROLE_ATTN_Q_NORM, li, L->qk_norm_full ? L->n_heads * hd : hd,
+                             &L->q_norm, NULL)) ||
+         (st = ref_ir_tensor(ir, FT_ROLE_ATTN_K_NORM, li, L->qk_norm_full ? L->n_kv_heads * hd : hd,
+                             &L->k_norm, NULL))))
         return st;
     return FT_OK;
 }
@@ -297,10 +350,11 @@ static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
     const ft_ir_hparams_t *hp = &ir->hp;
     if ((hp->arch != FT_ARCH_QWEN3MOE && hp->arch != FT_ARCH_MIXTRAL &&
          hp->arch != FT_ARCH_GPT_OSS && hp->arch != FT_ARCH_GLM4MOE &&
-         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT) ||
+         hp->arch != FT_ARCH_QWEN35MOE && hp->arch != FT_ARCH_QWEN3NEXT && hp->arch != FT_ARCH_OLMOE &&
+         hp->arch != FT_ARCH_DEEPSEEK2 && hp->arch != FT_ARCH_MINIMAX_M2) ||
         hp->norm != FT_NORM_RMS || (hp->rope != FT_ROPE_NEOX && hp->rope != FT_ROPE_NORM))
         return ft_status_make(FT_STATUS_UNSUPPORTED,
-                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next "
+                              "only qwen3moe / mixtral / gpt-oss / glm4moe / qwen35moe / qwen3next / olmoe / deepseek2 / minimax-m2 "
                               "with RMS norms and NeoX or interleaved RoPE");
     m->n_layers = hp->n_layers;
     m->d_model = hp->d_model;
@@ -314,7 +368,9 @@ static ft_status_t ref_ir_load(const ft_ir_model_t *ir, ft_ref_model_t *m)
     m->rope_yarn_orig_ctx = hp->rope_yarn_orig_ctx;
     m->rope_yarn_beta_fast = hp->rope_yarn_beta_fast;
     m->rope_yarn_beta_slow = hp->rope_yarn_beta_slow;
-    if (m->rope_yarn_factor != 0.0 && m->rope_interleaved)
+    m->rope_yarn_mscale = hp->rope_yarn_mscale;
+    const int mla = hp->n_layers && ir->blocks[0].attn.kind == FT_ATTN_MLA; /* ref_mla.h's RoPE takes both */
+    if (m->rope_yarn_factor != 0.0 && m->rope_interleaved && !mla)
         return ft_status_make(FT_STATUS_UNSUPPORTED, "YaRN with interleaved RoPE pairs");
     m->tie_embeddings = hp->tie_embeddings;
     const uint64_t d = m->d_model, V = m->vocab_size;

@@ -158,7 +158,7 @@ static void test_weight_format_proto(void **state)
 static void test_ir_enums_proto(void **state)
 {
     (void)state;
-    assert_int_equal(ftplan__arch__descriptor.n_values, FT_ARCH_QWEN3NEXT + 1);
+    assert_int_equal(ftplan__arch__descriptor.n_values, FT_ARCH_MINIMAX_M2 + 1);
     assert_int_equal(ftplan__norm_kind__descriptor.n_values, FT_NORM_LAYER + 1);
     assert_int_equal(ftplan__rope_kind__descriptor.n_values, FT_ROPE_NEOX + 1);
     assert_int_equal(ftplan__attn_kind__descriptor.n_values, FT_ATTN_GATED_DELTANET + 1);
