@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang jq
       libprotobuf-c-dev protobuf-c-compiler libzstd-dev libcmocka-dev
       libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libxxhash-dev
-      libxml2-utils groff-base unicode-data bzip2 python3-jinja2)
+      libxml2-utils groff-base unicode-data bzip2 python3-jinja2
+      chromium) # chromium: the chat page test (tests/e2e/test_serve_page_chromium.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

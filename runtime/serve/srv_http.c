@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "srv_chat.h"
+#include "srv_page.h"
 
 #define FT_SRV_KEEPALIVE_S 10.0
 #define FT_SRV_N_TTFT_BUCKETS 10
@@ -610,6 +611,7 @@ static enum MHD_Result ft_srv_route(ft_srv_t *srv, struct MHD_Connection *conn, 
         return ft_srv_reply_error(conn, proto, &err);
     }
     if (!strcmp(url, "/health") && get) return ft_srv_health(srv, conn);
+    if (ft_srv_page_path(url)) return ft_srv_page_reply(conn, url, method);
     if (!ft_srv_authorized(srv, conn)) {
         ft_srv_error_set(
             &err, 401, "authentication_error", "",
