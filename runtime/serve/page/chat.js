@@ -11,6 +11,7 @@
 const $ = (id) => document.getElementById(id);
 const convo = []; // the conversation sent with each request: {role, content}
 let running = null; // the AbortController of the request in flight
+let epoch = 0; // counts "New chat": a reply that ends after one is not kept
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -88,6 +89,7 @@ async function send(text) {
 
   const ac = new AbortController();
   running = ac;
+  const myEpoch = epoch;
   setRunning(true);
   const headers = {'Content-Type': 'application/json'};
   const key = $('key').value.trim();
@@ -146,6 +148,7 @@ async function send(text) {
     if (e.name === 'AbortError') {
       outcome = 'stopped';
     } else {
+      ac.abort(); // the connection closes: the server stops generating
       outcome = 'error';
       reply.m.classList.add('error');
       reply.body.textContent = content + (content ? '\n' : '') + 'Error: ' + e.message;
@@ -155,8 +158,10 @@ async function send(text) {
   setRunning(false);
   // The reply stays in the conversation (a stopped one as far as it got);
   // reasoning is not sent back, as the chat templates drop it from earlier turns.
-  if (outcome !== 'error') convo.push({role: 'assistant', content});
-  else convo.pop();
+  if (myEpoch === epoch) {
+    if (outcome !== 'error') convo.push({role: 'assistant', content});
+    else convo.pop();
+  }
   const parts = [];
   const n = usage ? usage.completion_tokens : deltas;
   parts.push(n + ' tokens');
@@ -191,7 +196,7 @@ function init() {
     send(text);
   });
   $('input').addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey) {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       $('form').requestSubmit();
     }
@@ -199,6 +204,7 @@ function init() {
   $('stop').addEventListener('click', () => { if (running) running.abort(); });
   $('clear').addEventListener('click', () => {
     if (running) running.abort();
+    epoch++;
     convo.length = 0;
     $('log').replaceChildren();
   });
