@@ -90,11 +90,11 @@ FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
     if (k->op == FT_KABI_OP_DELTANET) {
         const uint32_t hk = k->format_aux & ~FT_KABI_DELTANET_TILED;
-        if (k->format != FT_KABI_FMT_F32 || hk == 0 || k->rows == 0 || k->rows % hk || k->cols == 0 ||
-            k->rows > 4096 || k->cols > 1024)
+        if (k->format != FT_KABI_FMT_F32 || hk == 0 || k->rows == 0 || k->rows % hk ||
+            k->cols == 0 || k->rows > 4096 || k->cols > 1024)
             return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
-                                  "codegen: DeltaNet kernel of %u value heads, %u key heads of %u (format %u) "
-                                  "is not generated",
+                                  "codegen: DeltaNet kernel of %u value heads, %u key heads of %u "
+                                  "(format %u) is not generated",
                                   k->rows, hk, k->cols, k->format);
         return FT_OK;
     }
@@ -257,7 +257,8 @@ static void ft_cg_emit_iq_grids(FILE *o)
 static int ft_cg_needs_iq_grids(const ft_cg_kreq_t *reqs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if ((reqs[i].op != FT_KABI_OP_ATTN && reqs[i].op != FT_KABI_OP_DELTANET && ft_iq_is_grid((ft_dtype_t)reqs[i].format)) ||
+        if ((reqs[i].op != FT_KABI_OP_ATTN && reqs[i].op != FT_KABI_OP_DELTANET &&
+             ft_iq_is_grid((ft_dtype_t)reqs[i].format)) ||
             (reqs[i].op == FT_KABI_OP_EXPERT && ft_iq_is_grid((ft_dtype_t)reqs[i].format_aux)))
             return 1;
     return 0;

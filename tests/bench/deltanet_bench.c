@@ -63,8 +63,8 @@ static void chunk_worker(void *ctx, uint32_t ti, uint32_t nt)
     bench_t *c = ctx;
     const size_t sc = ft_deltanet_chunk_scratch_floats(&c->sh);
     for (uint32_t h = ti; h < HV; h += nt)
-        ft_op_deltanet_chunked_head(&c->sh, h, c->y, c->g, c->beta, c->n, c->state, c->scratch + ti * sc,
-                                    c->out);
+        ft_op_deltanet_chunked_head(&c->sh, h, c->y, c->g, c->beta, c->n, c->state,
+                                    c->scratch + ti * sc, c->out);
 }
 
 static void gen_worker(void *ctx, uint32_t ti, uint32_t nt)
@@ -79,14 +79,17 @@ static void gen_worker(void *ctx, uint32_t ti, uint32_t nt)
 /* One call of variant v over tokens [t0, t0 + n) of the input; seconds. */
 static double run(bench_t *c, ft_threadpool_t *pool, int v, uint32_t t0, uint32_t n)
 {
-    const float *x = c->qkv + (size_t)t0 * c->C, *b = c->b + (size_t)t0 * HV, *a = c->a + (size_t)t0 * HV;
+    const float *x = c->qkv + (size_t)t0 * c->C, *b = c->b + (size_t)t0 * HV,
+                *a = c->a + (size_t)t0 * HV;
     const double s = now_s();
     if (v == 0) {
         for (uint32_t t = 0; t < n; t++)
-            ft_op_deltanet_token(&c->sh, c->conv, c->dt, c->A, x + (size_t)t * c->C, b + (size_t)t * HV,
-                                 a + (size_t)t * HV, c->state, c->y, c->out + (size_t)t * HV * HD);
+            ft_op_deltanet_token(&c->sh, c->conv, c->dt, c->A, x + (size_t)t * c->C,
+                                 b + (size_t)t * HV, a + (size_t)t * HV, c->state, c->y,
+                                 c->out + (size_t)t * HV * HD);
     } else {
-        ft_op_deltanet_prepare(&c->sh, c->conv, c->dt, c->A, x, b, a, n, c->state, c->y, c->g, c->beta);
+        ft_op_deltanet_prepare(&c->sh, c->conv, c->dt, c->A, x, b, a, n, c->state, c->y, c->g,
+                               c->beta);
         c->n = n;
         ft_threadpool_run(pool, v == 1 ? chunk_worker : gen_worker, c);
     }
@@ -99,19 +102,25 @@ int main(int argc, char **argv)
     int reps = 9;
     const char *isa = ft_cg_cpu_host_isa();
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--threads")) threads = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--prefill")) prefill = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--isa")) isa = argv[i + 1];
+        if (!strcmp(argv[i], "--threads"))
+            threads = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--prefill"))
+            prefill = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--isa"))
+            isa = argv[i + 1];
         else {
-            fprintf(stderr, "usage: deltanet_bench [--threads N] [--reps R] [--prefill T] [--isa I]\n");
+            fprintf(stderr,
+                    "usage: deltanet_bench [--threads N] [--reps R] [--prefill T] [--isa I]\n");
             return 2;
         }
     }
     if (reps < 1) reps = 1;
     if (reps > MAX_REPS) reps = MAX_REPS;
     if (prefill < 1 || prefill > 4096) prefill = 64;
-    const ft_cg_kreq_t req = {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, HK | FT_KABI_DELTANET_TILED, HV, HD};
+    const ft_cg_kreq_t req = {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, HK | FT_KABI_DELTANET_TILED, HV,
+                              HD};
     char *src = NULL;
     uint8_t *so = NULL;
     size_t len = 0;
@@ -155,7 +164,8 @@ int main(int argc, char **argv)
         return 1;
     }
     uint64_t r = 0x9e3779b97f4a7c15ull;
-#define RND() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (float)((r >> 40) & 0xffffff) / 8388608.0f - 1.0f)
+#define RND()                                                                                      \
+    (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (float)((r >> 40) & 0xffffff) / 8388608.0f - 1.0f)
     for (size_t i = 0; i < c.C * KC; i++)
         c.conv[i] = RND();
     for (size_t h = 0; h < HV; h++) {
@@ -188,8 +198,8 @@ int main(int argc, char **argv)
                         s += run(&c, pool[pi], v, (k * n) % n_in, n);
                     t[v][rep] = s / (calls * n) * 1e3;
                 }
-            printf("  %4u token%s per call, %2u thread%s:", n, n == 1 ? " " : "s", pi ? c.n_threads : 1,
-                   pi && c.n_threads > 1 ? "s" : " ");
+            printf("  %4u token%s per call, %2u thread%s:", n, n == 1 ? " " : "s",
+                   pi ? c.n_threads : 1, pi && c.n_threads > 1 ? "s" : " ");
             for (int v = 0; v < 3; v++)
                 printf("  %s %.3f", names[v], median(t[v], reps));
             printf("\n");

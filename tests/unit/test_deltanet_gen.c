@@ -63,8 +63,8 @@ enum { N_SHAPES = sizeof(k_shapes) / sizeof(k_shapes[0]) };
 
 static ft_cg_kreq_t req_of(const dn_shape_t *s)
 {
-    return (ft_cg_kreq_t){FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, s->hk | (s->tiled ? FT_KABI_DELTANET_TILED : 0),
-                          s->hv, s->hd};
+    return (ft_cg_kreq_t){FT_KABI_OP_DELTANET, FT_KABI_FMT_F32,
+                          s->hk | (s->tiled ? FT_KABI_DELTANET_TILED : 0), s->hv, s->hd};
 }
 
 /* The emitted module of every shape for isa; load: also loaded (this
@@ -117,7 +117,8 @@ static void check_shape(const ft_cpu_module_t *mod, const char *isa, const dn_sh
     float *o_ref = malloc(N * o * sizeof(float)), *o_gen = malloc(N * o * sizeof(float));
     float *y = malloc(N * C * sizeof(float)), *g = malloc(N * Hv * sizeof(float)),
           *beta = malloc(N * Hv * sizeof(float));
-    assert_true(conv && dt && A && qkv && b && a && st_ref && st_gen && o_ref && o_gen && y && g && beta);
+    assert_true(conv && dt && A && qkv && b && a && st_ref && st_gen && o_ref && o_gen && y && g &&
+                beta);
     for (size_t i = 0; i < C * s->k; i++)
         conv[i] = rnd() * 0.5f;
     for (size_t h = 0; h < Hv; h++) {
@@ -142,7 +143,8 @@ static void check_shape(const ft_cpu_module_t *mod, const char *isa, const dn_sh
     memset(o_gen, 0, N * o * sizeof(float));
     const uint32_t cut1 = s->hv / 3, cut2 = 2 * s->hv / 3;
     for (size_t t = 0; t < N; t++) {
-        ft_op_deltanet_prepare(&sh, conv, dt, A, qkv + t * C, b + t * Hv, a + t * Hv, 1, st_gen, y, g, beta);
+        ft_op_deltanet_prepare(&sh, conv, dt, A, qkv + t * C, b + t * Hv, a + t * Hv, 1, st_gen, y,
+                               g, beta);
         fn(y, C, g, beta, 1, 0, cut1, st_gen + S0, o_gen + t * o, o);
         fn(y, C, g, beta, 1, cut1, cut2, st_gen + S0, o_gen + t * o, o);
         fn(y, C, g, beta, 1, cut2, s->hv + 5, st_gen + S0, o_gen + t * o, o);
@@ -198,11 +200,12 @@ static void test_host_isas(void **state)
 static void test_refused_keys(void **state)
 {
     (void)state;
-    const ft_cg_kreq_t bad[] = {{FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 0, 4, 16},
-                                {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 3, 4, 16},
-                                {FT_KABI_OP_DELTANET, FT_KABI_FMT_F16, 2, 4, 16},
-                                {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, FT_KABI_DELTANET_TILED, 4, 16},
-                                {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 2, 4, 0}};
+    const ft_cg_kreq_t bad[] = {
+        {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 0, 4, 16},
+        {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 3, 4, 16},
+        {FT_KABI_OP_DELTANET, FT_KABI_FMT_F16, 2, 4, 16},
+        {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, FT_KABI_DELTANET_TILED, 4, 16},
+        {FT_KABI_OP_DELTANET, FT_KABI_FMT_F32, 2, 4, 0}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char *src = NULL;
         ft_status_t st = ft_cg_cpu_emit_kernels(&bad[i], 1, "portable", NULL, 0, &src);
@@ -214,7 +217,8 @@ static void test_refused_keys(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_portable), cmocka_unit_test(test_host_isas),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_portable),
+                                       cmocka_unit_test(test_host_isas),
                                        cmocka_unit_test(test_refused_keys)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,7 +33,8 @@ FTT_INLINE float ftt_dn_decay_dot(const uint32_t HD, float *row, float decay, co
 #if defined(__AVX512F__)
     if (HD % 16 == 0) {
         const __m512 dv = _mm512_set1_ps(decay);
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                       _mm512_setzero_ps()};
         for (uint32_t j = 0, c = 0; j < HD; j += 16, c = (c + 1) % 4) {
             const __m512 r = _mm512_mul_ps(_mm512_loadu_ps(row + j), dv);
             _mm512_storeu_ps(row + j, r);
@@ -45,7 +46,8 @@ FTT_INLINE float ftt_dn_decay_dot(const uint32_t HD, float *row, float decay, co
 #if defined(__AVX2__) && defined(__FMA__)
     if (HD % 8 == 0) {
         const __m256 dv = _mm256_set1_ps(decay);
-        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
         for (uint32_t j = 0, c = 0; j < HD; j += 8, c = (c + 1) % 4) {
             const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(row + j), dv);
             _mm256_storeu_ps(row + j, r);
@@ -63,15 +65,16 @@ FTT_INLINE float ftt_dn_decay_dot(const uint32_t HD, float *row, float decay, co
 }
 
 /* row += d k, returning row . q (the updated row). */
-FTT_INLINE float ftt_dn_update_dot(const uint32_t HD, float *row, float d, const float *k, const float *q)
+FTT_INLINE float ftt_dn_update_dot(const uint32_t HD, float *row, float d, const float *k,
+                                   const float *q)
 {
 #if defined(__AVX512F__)
     if (HD % 16 == 0) {
         const __m512 dv = _mm512_set1_ps(d);
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                       _mm512_setzero_ps()};
         for (uint32_t j = 0, c = 0; j < HD; j += 16, c = (c + 1) % 4) {
-            const __m512 r = _mm512_fmadd_ps(dv, _mm512_loadu_ps(k + j),
-                                             _mm512_loadu_ps(row + j));
+            const __m512 r = _mm512_fmadd_ps(dv, _mm512_loadu_ps(k + j), _mm512_loadu_ps(row + j));
             _mm512_storeu_ps(row + j, r);
             a[c] = _mm512_fmadd_ps(r, _mm512_loadu_ps(q + j), a[c]);
         }
@@ -81,10 +84,10 @@ FTT_INLINE float ftt_dn_update_dot(const uint32_t HD, float *row, float d, const
 #if defined(__AVX2__) && defined(__FMA__)
     if (HD % 8 == 0) {
         const __m256 dv = _mm256_set1_ps(d);
-        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
         for (uint32_t j = 0, c = 0; j < HD; j += 8, c = (c + 1) % 4) {
-            const __m256 r = _mm256_fmadd_ps(dv, _mm256_loadu_ps(k + j),
-                                             _mm256_loadu_ps(row + j));
+            const __m256 r = _mm256_fmadd_ps(dv, _mm256_loadu_ps(k + j), _mm256_loadu_ps(row + j));
             _mm256_storeu_ps(row + j, r);
             a[c] = _mm256_fmadd_ps(r, _mm256_loadu_ps(q + j), a[c]);
         }
@@ -101,13 +104,13 @@ FTT_INLINE float ftt_dn_update_dot(const uint32_t HD, float *row, float d, const
 
 /* Value heads [h0, h1) of HV (HK key heads, tiled or grouped, head_dim HD)
  * over n_tok prepared tokens, as ft_kabi_deltanet_fn describes. */
-FTT_INLINE void ftt_deltanet(const uint32_t HV, const uint32_t HK, const int TILED, const uint32_t HD,
-                             const float *y, size_t ldy, const float *g, const float *beta,
-                             uint32_t n_tok, uint32_t h0, uint32_t h1, float *s, float *out, size_t ldo)
+FTT_INLINE void ftt_deltanet(const uint32_t HV, const uint32_t HK, const int TILED,
+                             const uint32_t HD, const float *y, size_t ldy, const float *g,
+                             const float *beta, uint32_t n_tok, uint32_t h0, uint32_t h1, float *s,
+                             float *out, size_t ldo)
 {
     const float scale = (float)(1.0 / sqrt((double)HD));
-    if (h1 > HV)
-        h1 = HV;
+    if (h1 > HV) h1 = HV;
     for (uint32_t h = h0; h < h1; h++) {
         const uint32_t kh = TILED ? h % HK : h / (HV / HK);
         float *S = s + (size_t)h * HD * HD;
