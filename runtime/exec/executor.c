@@ -168,7 +168,9 @@ static void ft_dn_gen_worker(void *ctx, uint32_t ti, uint32_t nt)
  * session's rows are consecutive and in position order: each such run goes
  * token by token (the reference kernel) or, with the generated kernels,
  * through the conv and norms (ft_op_deltanet_prepare) and then the module's
- * recurrence for the layer's shape (any run, decode included), else in the
+ * recurrence for the layer's shape (any run; with a SIMD module also when
+ * the step's products run the reference kernels, as auto does at decode
+ * for avx2: the kernel is the faster there), else in the
  * chunked form for a run of at least FT_DELTANET_CHUNK_MIN_TOKENS; both
  * equal the reference to float rounding (ops.h, ft_kernel_abi.h) and run
  * the heads on the thread pool. The choice is the run's, so a session's
@@ -185,7 +187,7 @@ static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
                     *in2 = st->buf[x->in[2]] + t0 * H;
         float *out = st->buf[x->out[0]] + t0 * o;
         const uint32_t n = t1 - t0;
-        if (st->w->use_generated && x->dn_kernel) {
+        if (x->dn_kernel && (st->w->use_generated || st->e->dn_every)) {
             ft_op_deltanet_prepare(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, in0, in1, in2, n, state,
                                    s->dn_rows, s->dn_g, s->dn_beta);
             ft_dn_ctx_t c = {x, s, state, n, out};
