@@ -27,6 +27,10 @@ static const char *const ft_cg_sig_attn_f16 =
     "void (const float *, const uint16_t *, const uint16_t *, size_t, uint32_t, float, float *, "
     "size_t, float *)";
 
+static const char *const ft_cg_sig_deltanet =
+    "void (const float *, size_t, const float *, const float *, uint32_t, uint32_t, uint32_t, float *, "
+    "float *, size_t)";
+
 /* The ABI's function type of op with key format fmt (ft_kernel_abi.h), as
  * libclang spells it; NULL for an op the ABI does not have. */
 static const char *ft_cg_sig(unsigned op, unsigned fmt)
@@ -37,6 +41,7 @@ static const char *ft_cg_sig(unsigned op, unsigned fmt)
     case FT_KABI_OP_NORM_PREPARE: return ft_cg_sig_norm_prepare;
     case FT_KABI_OP_ROUTER: return ft_cg_sig_router;
     case FT_KABI_OP_ATTN: return fmt == FT_KABI_FMT_F16 ? ft_cg_sig_attn_f16 : ft_cg_sig_attn;
+    case FT_KABI_OP_DELTANET: return ft_cg_sig_deltanet;
     default: return NULL;
     }
 }

@@ -11,7 +11,7 @@
 
 extern const char ft_cg_abi_header[], ft_cg_tpl_common[], ft_cg_tpl_rowloop[],
     ft_cg_tpl_quants[], ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[],
-    ft_cg_tpl_portable[], ft_cg_tpl_fused[];
+    ft_cg_tpl_portable[], ft_cg_tpl_fused[], ft_cg_tpl_deltanet[];
 
 /* The formats the templates compute are those dtype.h's table flags
  * FT_DTYPE_FLAG_CPU_GEN; the table gives their names (the templates'
@@ -59,6 +59,7 @@ static const char *ft_cg_template(const char *name, const ft_cg_template_t *ov, 
     if (!strcmp(name, "avx512")) return ft_cg_tpl_avx512;
     if (!strcmp(name, "avx2")) return ft_cg_tpl_avx2;
     if (!strcmp(name, "fused")) return ft_cg_tpl_fused;
+    if (!strcmp(name, "deltanet")) return ft_cg_tpl_deltanet;
     return ft_cg_tpl_portable;
 }
 
@@ -87,6 +88,16 @@ FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
 {
     const ft_cg_fmt_t *f = ft_cg_fmt(k->format);
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
+    if (k->op == FT_KABI_OP_DELTANET) {
+        const uint32_t hk = k->format_aux & ~FT_KABI_DELTANET_TILED;
+        if (k->format != FT_KABI_FMT_F32 || hk == 0 || k->rows == 0 || k->rows % hk ||
+            k->cols == 0 || k->rows > 4096 || k->cols > 1024)
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "codegen: DeltaNet kernel of %u value heads, %u key heads of %u "
+                                  "(format %u) is not generated",
+                                  k->rows, hk, k->cols, k->format);
+        return FT_OK;
+    }
     const int op_ok = k->op >= FT_KABI_OP_MATMUL && k->op <= FT_KABI_OP_ATTN &&
                       (k->op == FT_KABI_OP_EXPERT || k->format_aux == 0) &&
                       (k->op != FT_KABI_OP_ATTN || k->format == FT_KABI_FMT_F32 || k->format == FT_KABI_FMT_F16);
@@ -148,6 +159,21 @@ static void ft_cg_emit_attn(FILE *o, const ft_cg_kreq_t *k)
             kv16 ? "f16" : "f32", k->rows, k->cols, et, et);
     fprintf(o, "    ftt_attn(%uu, %uu, %d, q, k, v, kv_stride, n_keys, scale, scores, ld_scores, out);\n}\n\n",
             k->rows, k->cols, kv16);
+}
+
+/* The DeltaNet recurrence with the layer's heads and head_dim as constants. */
+static void ft_cg_emit_deltanet(FILE *o, const ft_cg_kreq_t *k)
+{
+    const uint32_t hk = k->format_aux & ~FT_KABI_DELTANET_TILED;
+    const int tiled = (k->format_aux & FT_KABI_DELTANET_TILED) != 0;
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=%u rows=%u cols=%u\")\n", k->op, k->format,
+            k->format_aux, k->rows, k->cols);
+    fprintf(o, "static void ftk_deltanet_%uv%uk%s_%u(const float *y, size_t ldy, const float *g,\n"
+               "    const float *beta, uint32_t n_tok, uint32_t h0, uint32_t h1, float *s, float *out,\n"
+               "    size_t ldo)\n{\n",
+            k->rows, hk, tiled ? "t" : "g", k->cols);
+    fprintf(o, "    ftt_deltanet(%uu, %uu, %d, %uu, y, ldy, g, beta, n_tok, h0, h1, s, out, ldo);\n}\n\n",
+            k->rows, hk, tiled, k->cols);
 }
 
 static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)
@@ -231,7 +257,8 @@ static void ft_cg_emit_iq_grids(FILE *o)
 static int ft_cg_needs_iq_grids(const ft_cg_kreq_t *reqs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if ((reqs[i].op != FT_KABI_OP_ATTN && ft_iq_is_grid((ft_dtype_t)reqs[i].format)) ||
+        if ((reqs[i].op != FT_KABI_OP_ATTN && reqs[i].op != FT_KABI_OP_DELTANET &&
+             ft_iq_is_grid((ft_dtype_t)reqs[i].format)) ||
             (reqs[i].op == FT_KABI_OP_EXPERT && ft_iq_is_grid((ft_dtype_t)reqs[i].format_aux)))
             return 1;
     return 0;
@@ -247,7 +274,7 @@ static void ft_cg_emit_prologue(FILE *o, const char *isa, const ft_cg_template_t
         ft_cg_emit_iq_grids(o);
     const int simd = strcmp(isa, "portable") != 0;
     const char *order[] = {"common", "rowloop", "quants", simd ? "tiled" : NULL, simd ? isa : "portable",
-                           "fused"};
+                           "fused", "deltanet"};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         if (!order[i])
             continue;
@@ -282,6 +309,7 @@ ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const c
         case FT_KABI_OP_EXPERT: ft_cg_emit_expert(o, &reqs[i]); break;
         case FT_KABI_OP_NORM_PREPARE: ft_cg_emit_norm_prepare(o, &reqs[i]); break;
         case FT_KABI_OP_ROUTER: ft_cg_emit_router(o, &reqs[i]); break;
+        case FT_KABI_OP_DELTANET: ft_cg_emit_deltanet(o, &reqs[i]); break;
         default: ft_cg_emit_attn(o, &reqs[i]); break;
         }
     }

@@ -2,7 +2,8 @@
  * from the IR's tensor table, one fused expert per expert shape, and the
  * ABI 2 fusions: RMSNorm + preparation for the products that follow a
  * norm (attention q/k/v, router, output), the router with its softmax and
- * top-k, and attention per (query heads per KV head, head_dim). */
+ * top-k, and attention per (query heads per KV head, head_dim); ABI 4's
+ * Gated DeltaNet recurrence per (value heads, key heads, tiling, head_dim). */
 #include "cg_cpu_internal.h"
 
 #include <stdlib.h>
@@ -59,9 +60,9 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
     *out_n = 0;
     if (!m)
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT, "codegen: no model");
-    /* at most a matmul, a norm and a router per tensor, an expert and two
-     * attentions (f32 and f16 KV) per layer */
-    const size_t cap = 3 * (size_t)m->n_tensors + 3 * (size_t)m->hp.n_layers + 1;
+    /* at most a matmul, a norm and a router per tensor, an expert, two
+     * attentions (f32 and f16 KV) and a DeltaNet per layer */
+    const size_t cap = 3 * (size_t)m->n_tensors + 4 * (size_t)m->hp.n_layers + 1;
     ft_cg_kreq_t *v = calloc(cap, sizeof(*v));
     if (!v)
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu kernel requests", cap);
@@ -104,6 +105,12 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
     }
     for (uint32_t l = 0; m->blocks && l < m->hp.n_layers; l++) {
         const ft_ir_attention_t *a = &m->blocks[l].attn;
+        /* the recurrence per (value heads, key heads, tiling, head_dim) */
+        if (a->kind == FT_ATTN_GATED_DELTANET && a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 &&
+            a->n_kv_heads < FT_KABI_DELTANET_TILED && a->n_heads <= 4096 && a->head_dim <= 1024)
+            ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_DELTANET, FT_KABI_FMT_F32,
+                                            a->n_kv_heads | (a->heads_tiled ? FT_KABI_DELTANET_TILED : 0),
+                                            a->n_heads, a->head_dim});
         /* both KV element types: the runtime binds the plan's kv_format */
         for (int kv16 = 0; kv16 < 2; kv16++)
             if (a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 && a->head_dim == a->value_head_dim)

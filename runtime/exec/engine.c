@@ -76,6 +76,7 @@ FT_WARN_UNUSED static ft_status_t ft_engine_kernels(ft_engine_t *e, const ft_eng
      * avx2 and portable modules only beat the reference on prefill. */
     const int every = opts->kernels != FT_KERNELS_AUTO || !strcmp(ft_cpu_module_isa(e->kmod), "avx512");
     e->gen_min_tokens = every ? 1 : 2;
+    e->dn_every = strcmp(ft_cpu_module_isa(e->kmod), "portable") != 0;
     snprintf(e->kernels_desc, sizeof(e->kernels_desc), "%s %s",
              every ? "generated" : "generated (prefill)", ft_cpu_module_isa(e->kmod));
     ft_engine_install_kernels(e);

@@ -46,6 +46,9 @@ struct ft_engine {
     ft_cpu_module_t *kmod;  /* the plan's CPU kernel module, or NULL: reference kernels */
     char kernels_desc[48];  /* info.kernels */
     uint32_t gen_min_tokens; /* batches of at least this many tokens use the module's kernels */
+    /* The module's DeltaNet recurrence runs every step, decode included
+     * (a SIMD module's beats the reference at one token: deltanet_bench). */
+    int dn_every;
     struct ft_work *work;    /* the step workspace every session's passes run in (work.h) */
     uint64_t work_bytes;
     /* cpu and sim backends: the KV page pool every session's cache lives

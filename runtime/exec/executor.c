@@ -149,13 +149,32 @@ static void ft_dn_worker(void *ctx, uint32_t ti, uint32_t nt)
                                     s->dn_chunk + (size_t)ti * p->max_dn_chunk_scratch, c->out);
 }
 
+/* The module's recurrence (ABI 4), a share of the value heads per thread. */
+static void ft_dn_gen_worker(void *ctx, uint32_t ti, uint32_t nt)
+{
+    const ft_dn_ctx_t *c = ctx;
+    const ft_deltanet_shape_t *sh = &c->x->dn;
+    const uint32_t H = sh->n_v_heads, h0 = (uint32_t)((uint64_t)H * ti / nt),
+                   h1 = (uint32_t)((uint64_t)H * (ti + 1) / nt);
+    if (h0 >= h1) return;
+    const size_t C = ft_deltanet_channels(sh);
+    float *S = c->state + (size_t)(sh->conv_kernel - 1) * C;
+    c->x->dn_kernel(c->s->dn_rows, C, c->s->dn_g, c->s->dn_beta, c->n, h0, h1, S, c->out,
+                    (size_t)H * sh->head_dim);
+}
+
 /* Gated DeltaNet over the pass's tokens in order, each reading and
  * advancing the layer's slice of its own session's recurrent state. A
  * session's rows are consecutive and in position order: each such run goes
- * token by token (the reference kernel), or, with the generated kernels
- * and a run of at least FT_DELTANET_CHUNK_MIN_TOKENS, in the chunked form
- * (equal to float rounding: ops.h) with the heads on the thread pool. The
- * choice is the run's, so a session's results are those of running alone. */
+ * token by token (the reference kernel) or, with the generated kernels,
+ * through the conv and norms (ft_op_deltanet_prepare) and then the module's
+ * recurrence for the layer's shape (any run; with a SIMD module also when
+ * the step's products run the reference kernels, as auto does at decode
+ * for avx2: the kernel is the faster there), else in the
+ * chunked form for a run of at least FT_DELTANET_CHUNK_MIN_TOKENS; both
+ * equal the reference to float rounding (ops.h, ft_kernel_abi.h) and run
+ * the heads on the thread pool. The choice is the run's, so a session's
+ * results are those of running alone. */
 static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
 {
     const size_t C = ft_deltanet_channels(&x->dn), H = x->dn.n_v_heads, o = H * x->dn.head_dim;
@@ -168,6 +187,13 @@ static void ft_run_deltanet(ft_step_t *st, const ft_xop_t *x)
                     *in2 = st->buf[x->in[2]] + t0 * H;
         float *out = st->buf[x->out[0]] + t0 * o;
         const uint32_t n = t1 - t0;
+        if (x->dn_kernel && (st->w->use_generated || st->e->dn_every)) {
+            ft_op_deltanet_prepare(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, in0, in1, in2, n, state,
+                                   s->dn_rows, s->dn_g, s->dn_beta);
+            ft_dn_ctx_t c = {x, s, state, n, out};
+            ft_threadpool_run(st->e->pool, ft_dn_gen_worker, &c);
+            continue;
+        }
         if (st->w->use_generated && n >= FT_DELTANET_CHUNK_MIN_TOKENS) {
             ft_op_deltanet_prepare(&x->dn, x->dn_conv, x->dn_dt_bias, x->dn_a, in0, in1, in2, n, state,
                                    s->dn_rows, s->dn_g, s->dn_beta);

@@ -99,7 +99,8 @@ void ft_op_deltanet_token(const ft_deltanet_shape_t *sh, const float *conv_w, co
 /* ---- the chunked form (op_deltanet_chunk.c) ------------------------------ */
 
 /* Tokens per chunk, and the shortest step the executor runs chunked (with
- * the generated kernels; the reference kernels stay sequential). */
+ * the generated kernels when the module has no DeltaNet kernel for the
+ * layer, kernel ABI 4; the reference kernels stay sequential). */
 #define FT_DELTANET_CHUNK 64u
 #define FT_DELTANET_CHUNK_MIN_TOKENS 16u
 

@@ -622,6 +622,11 @@ static void ft_bind_ops(ft_xops_t *l, const ft_model_t *m, const ft_cpu_module_t
             ft_bind_norm(l->ops, l->n, i, mod);
         else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_ATTENTION)
             ft_bind_attention(l->ops, l->n, i, mod, m->kv_dtype);
+        else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_DELTANET) {
+            const ft_deltanet_shape_t *sh = &l->ops[i].dn;
+            l->ops[i].dn_kernel = ft_cpu_module_find_deltanet(mod, sh->n_v_heads, sh->n_k_heads,
+                                                              sh->heads_tiled, sh->head_dim);
+        }
 }
 
 void ft_program_bind_kernels(ft_program_t *p, const ft_model_t *m, const ft_cpu_module_t *mod)

@@ -74,6 +74,7 @@ typedef struct ft_xop {
      * [n_v_heads] (widened to f32), and where its state lies in the
      * session's recurrent region: [rstate_off, + rstate_bytes). */
     ft_deltanet_shape_t dn;
+    ft_kabi_deltanet_fn dn_kernel; /* the module's recurrence for dn, or NULL */
     /* MLA: the compressed KV's rank, the value heads' width, the softmax
      * scale, and whether w[0] is W_kb transposed per head ([H * kv_lora,
      * nope]) rather than [H * nope, kv_lora]; w[1] W_vb; the RoPE fields

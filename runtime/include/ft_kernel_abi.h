@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FT_KABI_VERSION 3u
+#define FT_KABI_VERSION 4u
 #define FT_KABI_ENTRY_SYMBOL "ft_kernel_module_entry"
 /* Data symbols the runtime reads before it runs any code of the module:
  * const uint32_t (the module's FT_KABI_VERSION) and const char[] (its ISA,
@@ -51,7 +51,15 @@ typedef enum ft_kabi_op {
      * the query heads that share it: key format F32 (ft_kabi_attn_fn,
      * since ABI 2) or F16 (ft_kabi_attn_f16_fn, since ABI 3). */
     FT_KABI_OP_ATTN = 5,
+    /* The Gated DeltaNet recurrence of a run of value heads over prepared
+     * tokens (ft_kabi_deltanet_fn). Since ABI 4. */
+    FT_KABI_OP_DELTANET = 6,
 } ft_kabi_op_t;
+
+/* FT_KABI_OP_DELTANET's format_aux: the key heads, with this bit set when
+ * value head h reads key head h % n_k_heads (tiled) rather than
+ * h / (n_v_heads / n_k_heads) (grouped). */
+#define FT_KABI_DELTANET_TILED 0x80000000u
 
 /* y[t * ldy + r] = dot(W row r, prepared activation row t) for r in
  * [r0, r1) and t in [0, n_tok). W is [rows, cols] row-major with rows of
@@ -118,6 +126,24 @@ typedef void (*ft_kabi_attn_f16_fn)(const float *q, const uint16_t *k, const uin
                                     size_t kv_stride, uint32_t n_keys, float scale, float *scores,
                                     size_t ld_scores, float *out);
 
+/* The Gated DeltaNet recurrence (the runtime's ft_op_deltanet_token after
+ * its conv and norms) of value heads [h0, h1) over n_tok tokens in order:
+ * per token t and head h (key head kh as the key's tiling says), with q,
+ * k, v the head's slices of y row t (y + t * ldy: q [n_k_heads][cols] |
+ * k [n_k_heads][cols] | v [rows][cols], q and k already L2-normalised)
+ * and S = s + h * cols * cols (S[i][j], i over v, j over k),
+ *   S *= exp(g[t * rows + h]);  d = beta[t * rows + h] (v - S k);
+ *   S += d k^T;  out[t * ldo + h * cols + i] = (S q)[i] / sqrt(cols).
+ * Sums run in float in the kernel's own order (SIMD lanes, fused
+ * multiply-adds): the result agrees with the reference, which sums in
+ * double, to float rounding (test_deltanet_gen states the bound). Heads
+ * are independent: disjoint [h0, h1) may run on separate threads. Key:
+ * format = F32 (the state), format_aux = n_k_heads (| FT_KABI_DELTANET_TILED),
+ * rows = n_v_heads, cols = head_dim. Since ABI 4. */
+typedef void (*ft_kabi_deltanet_fn)(const float *y, size_t ldy, const float *g, const float *beta,
+                                    uint32_t n_tok, uint32_t h0, uint32_t h1, float *s, float *out,
+                                    size_t ldo);
+
 /* Activation preparation the runtime lends the module, so the module's
  * activations are quantized with exactly the runtime's rounding:
  * n_rows rows of cols floats (row stride ldx floats) -> prepared rows. */
@@ -132,7 +158,8 @@ typedef struct ft_kabi_host {
 typedef struct ft_kabi_entry {
     uint32_t op;         /* ft_kabi_op_t */
     uint32_t format;     /* FT_KABI_FMT_* of the weights (gate/up for experts) */
-    uint32_t format_aux; /* experts: the down projection's format; else 0 */
+    uint32_t format_aux; /* experts: the down projection's format; DeltaNet:
+                          * its key heads (above); else 0 */
     uint32_t rows, cols;
     const char *name;    /* the emitted function's name, for messages */
     void (*fn)(void);    /* cast to the op's function type */

@@ -116,6 +116,39 @@ static void test_cpu_module_refused(void **state)
     fx_kern_init(&x);
     x.cm.n_kernels = FT_PLAN_MAX_CPU_KERNELS + 1;
     expect_refused(&x, FT_STATUS_OUT_OF_RANGE, "cpu_module.kernels");
+    fx_kern_init(&x);
+    x.k[0].key_heads = 2; /* only a DELTANET key has key heads */
+    expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
+}
+
+/* ABI 4's DeltaNet key: F32, value heads (rows) whole groups of the key
+ * heads (key_heads, bit 31 the tiling). */
+static void set_deltanet(fx_kern_t *x, Ftplan__WeightFormat f, uint32_t key_heads)
+{
+    fx_kern_init(x);
+    x->k[0].op = FT_KABI_OP_DELTANET;
+    x->k[0].format = f;
+    x->k[0].rows = 32;
+    x->k[0].cols = 128;
+    x->k[0].key_heads = key_heads;
+}
+
+static void test_deltanet_kernel_key(void **state)
+{
+    (void)state;
+    fx_kern_t x;
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_F32, 16 | FT_KABI_DELTANET_TILED);
+    assert_null(ft_plan_validate(&x.fx.plan, "p.ftp"));
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_F32, 16);
+    assert_null(ft_plan_validate(&x.fx.plan, "p.ftp"));
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_F32, 0);
+    expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_F32, FT_KABI_DELTANET_TILED);
+    expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_F32, 5);
+    expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
+    set_deltanet(&x, FTPLAN__WEIGHT_FORMAT__WF_Q8_0, 16);
+    expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
 }
 
 static void test_cuda_refused(void **state)
@@ -153,6 +186,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_cpu_module_refused),
+        cmocka_unit_test(test_deltanet_kernel_key),
         cmocka_unit_test(test_cuda_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,8 +19,8 @@
  *    two layout facts this import depends on);
  *  - prefill in chunks of 1, 7 and 64 tokens (a 70-token prompt): the
  *    same logits bit for bit on the reference kernels, and the same
- *    greedy continuation; on the generated kernels (the chunked DeltaNet
- *    form for steps of 16 tokens or more) the same tokens, the logits
+ *    greedy continuation; on the generated kernels (the module's DeltaNet
+ *    recurrence, kernel ABI 4, for every step) the same tokens, the logits
  *    within 1e-4 of the reference kernels';
  *  - the recurrent state: rewinding to 0 starts over (the same logits
  *    again), a rewind into the middle is refused naming the recurrent
@@ -51,6 +51,7 @@
 #include "model_registry.h"
 
 #include "../../runtime/format/bundle.h"
+#include "ft_kernel_abi.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -206,6 +207,17 @@ static void test_schedule(void **state)
     assert_int_equal(b->plan->tensors[dn->weights[0]]->role, FTPLAN__TENSOR_ROLE__ROLE_SSM_CONV);
     assert_int_equal(b->plan->tensors[dn->weights[2]]->role, FTPLAN__TENSOR_ROLE__ROLE_SSM_A);
     assert_int_equal(b->plan->blocks[0]->attn->kind, FTPLAN__ATTN_KIND__ATTN_GATED_DELTANET);
+    /* the generated recurrence for the layer's shape (kernel ABI 4) */
+    int dn_kernels = 0;
+    for (size_t i = 0; b->plan->cpu_module && i < b->plan->cpu_module->n_kernels; i++) {
+        const Ftplan__CpuKernel *k = b->plan->cpu_module->kernels[i];
+        if (k->op != FT_KABI_OP_DELTANET) continue;
+        dn_kernels++;
+        assert_int_equal(k->rows, 4);
+        assert_int_equal(k->cols, 16);
+        assert_int_equal(k->key_heads, 2 | FT_KABI_DELTANET_TILED);
+    }
+    assert_int_equal(dn_kernels, 1);
     /* the shared expert's gate: a one-row LINEAR and the one-float GLU on its output */
     int gated = 0;
     for (size_t i = 0; i + 1 < blk->n_ops; i++) {
@@ -410,10 +422,9 @@ static void test_chunked_prefill(void **state)
     print_message("chunks of 1, 7 and 64: the same logits and %u greedy tokens (first %d)\n",
                   N_CONT, cont[0][0]);
     ft_engine_close(e);
-    /* The generated kernels: steps of 16 tokens or more run the DeltaNet
-     * recurrence in its chunked form (the 64-token chunk, the 7-token ones
-     * sequentially); the same greedy tokens, the logits within the
-     * tolerance of the reference kernels'. */
+    /* The generated kernels: every step runs the module's DeltaNet
+     * recurrence (kernel ABI 4), the heads on the pool; the same greedy
+     * tokens, the logits within the tolerance of the reference kernels'. */
     e = open_cpu_kernels(FT_KERNELS_GENERATED);
     for (int c = 0; c < 3; c++) {
         float *gen = malloc(V * sizeof(float));

@@ -210,6 +210,16 @@ ft_kabi_attn_f16_fn ft_cpu_module_find_attn_f16(const ft_cpu_module_t *mod, uint
     return (ft_kabi_attn_f16_fn)ft_cpu_module_find(mod, FT_KABI_OP_ATTN, FT_KABI_FMT_F16, 0, group, head_dim);
 }
 
+ft_kabi_deltanet_fn ft_cpu_module_find_deltanet(const ft_cpu_module_t *mod, uint32_t n_v_heads,
+                                                uint32_t n_k_heads, int tiled, uint32_t head_dim)
+{
+    if (n_k_heads == 0 || n_k_heads >= FT_KABI_DELTANET_TILED)
+        return NULL;
+    return (ft_kabi_deltanet_fn)ft_cpu_module_find(mod, FT_KABI_OP_DELTANET, FT_KABI_FMT_F32,
+                                                   n_k_heads | (tiled ? FT_KABI_DELTANET_TILED : 0),
+                                                   n_v_heads, head_dim);
+}
+
 void ft_cpu_module_matmul(const ft_cpu_module_t *mod, ft_dtype_t wtype, const void *w,
                           size_t w_row_bytes, const void *xp, uint32_t n_tok, uint32_t rows,
                           uint32_t cols, uint32_t r0, uint32_t r1, float *y, size_t ldy)

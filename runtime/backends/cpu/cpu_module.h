@@ -45,6 +45,10 @@ ft_kabi_router_fn ft_cpu_module_find_router(const ft_cpu_module_t *mod, ft_dtype
 ft_kabi_attn_fn ft_cpu_module_find_attn(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim);
 /* The ABI 3 attention over an f16 KV cache, for the same key, or NULL. */
 ft_kabi_attn_f16_fn ft_cpu_module_find_attn_f16(const ft_cpu_module_t *mod, uint32_t group, uint32_t head_dim);
+/* The Gated DeltaNet recurrence (ABI 4) for n_v_heads value heads reading
+ * n_k_heads key heads (tiled or grouped) of head_dim, or NULL. */
+ft_kabi_deltanet_fn ft_cpu_module_find_deltanet(const ft_cpu_module_t *mod, uint32_t n_v_heads,
+                                                uint32_t n_k_heads, int tiled, uint32_t head_dim);
 
 /* ft_cpu_matmul through the module: the generated kernel for (wtype,
  * rows, cols) when the module has one, else the reference kernel. Same
