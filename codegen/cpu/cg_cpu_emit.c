@@ -223,7 +223,7 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
 
 /* ggml's IQ codebooks (runtime/format/iq_grids.h) as static tables of
  * the module, written only when a kernel computes an IQ grid format (they
- * are 17 KiB); the quants template reads them under FTT_HAVE_IQ_GRIDS. */
+ * are 21 KiB); the quants template reads them under FTT_HAVE_IQ_GRIDS. */
 static void ft_cg_emit_u64s(FILE *o, const char *name, const uint64_t *v, size_t n)
 {
     fprintf(o, "static const uint64_t %s[%zu] = {", name, n);
@@ -252,6 +252,10 @@ static void ft_cg_emit_iq_grids(FILE *o)
     ft_cg_emit_u64s(o, "ftt_iq2s_grid", ft_iq2s_grid, 1024);
     ft_cg_emit_u32s(o, "ftt_iq3xxs_grid", ft_iq3xxs_grid, 256);
     ft_cg_emit_u32s(o, "ftt_iq3s_grid", ft_iq3s_grid, 512);
+    fputs("static const uint16_t ftt_iq1s_kgrid[2048] = {", o);
+    for (size_t i = 0; i < 2048; i++)
+        fprintf(o, "%s0x%04x,", i % 12 ? " " : "\n    ", ft_iq1s_kgrid[i]);
+    fputs("\n};\n", o);
 }
 
 static int ft_cg_needs_iq_grids(const ft_cg_kreq_t *reqs, uint32_t n)

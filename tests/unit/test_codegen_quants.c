@@ -1,6 +1,6 @@
 /* Generated CPU kernels of the formats without SIMD tiles (templates/
  * ftt_quants.c: Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, the IQ
- * grids, TQ1_0, TQ2_0, MXFP4, FP8) against the reference dots, bit for
+ * grids with IQ1_S and IQ1_M, TQ1_0, TQ2_0, MXFP4, FP8) against the reference dots, bit for
  * bit: the template does the reference's integer sums and float
  * operations in the same order (for MXFP4 and FP8 in SIMD modules, those
  * of the runtime's AVX2 tier), so any difference is a bug. Weights are
@@ -27,8 +27,8 @@
 static const ft_dtype_t k_formats[] = {
     FT_DTYPE_Q4_1,   FT_DTYPE_Q5_0,    FT_DTYPE_Q5_1,  FT_DTYPE_Q2_K,   FT_DTYPE_Q3_K,
     FT_DTYPE_Q5_K,   FT_DTYPE_IQ4_NL,  FT_DTYPE_IQ4_XS, FT_DTYPE_IQ2_XXS, FT_DTYPE_IQ2_XS,
-    FT_DTYPE_IQ2_S,  FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S, FT_DTYPE_TQ1_0,  FT_DTYPE_TQ2_0,
-    FT_DTYPE_MXFP4,  FT_DTYPE_FP8};
+    FT_DTYPE_IQ2_S,  FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S, FT_DTYPE_IQ1_S,  FT_DTYPE_IQ1_M,
+    FT_DTYPE_TQ1_0,  FT_DTYPE_TQ2_0,   FT_DTYPE_MXFP4, FT_DTYPE_FP8};
 enum { N_FMT = sizeof(k_formats) / sizeof(k_formats[0]), ROWS = 6, COLS = 512 };
 static const uint32_t k_toks[] = {1, 3, 8, 11};
 
@@ -96,6 +96,38 @@ static ft_cpu_module_t *build_module(const char *isa, const ft_cg_kreq_t *reqs, 
     return mod;
 }
 
+/* IQ1_S / IQ1_M: 32 groups of 8 per block of 256 with an 11-bit grid index
+ * each (ggml's 2048 points); random bytes reach ~400 of them per matrix.
+ * Pass p of a sweep sets the groups' indices to p * G .. p * G + G - 1
+ * (G the matrix's groups; mod 2048) and the fp16 d finite, so that
+ * IQ1_SWEEPS passes go through every grid point with a number as result;
+ * the deltas and scales stay random. */
+enum { IQ1_GROUPS = ROWS * COLS / 8, IQ1_SWEEPS = (2048 + IQ1_GROUPS - 1) / IQ1_GROUPS };
+static void iq1_sweep(ft_dtype_t t, uint8_t *w, int pass)
+{
+    const size_t bb = t == FT_DTYPE_IQ1_S ? 50 : 56;
+    for (int g = 0; g < IQ1_GROUPS; g++) {
+        const unsigned k = (unsigned)(pass * IQ1_GROUPS + g) % 2048;
+        uint8_t *b = w + (size_t)(g / 32) * bb;
+        const int ib = g % 32 / 4, l = g % 4;
+        if (t == FT_DTYPE_IQ1_S) {
+            b[2 + 4 * ib + l] = (uint8_t)k;
+            unsigned qh = (unsigned)b[34 + 2 * ib] | (unsigned)b[35 + 2 * ib] << 8;
+            qh = (qh & ~(7u << 3 * l)) | (k >> 8) << 3 * l;
+            b[34 + 2 * ib] = (uint8_t)qh, b[35 + 2 * ib] = (uint8_t)(qh >> 8);
+            b[1] &= 0xbf; /* exponent below 31 */
+        } else {
+            b[4 * ib + l] = (uint8_t)k;
+            uint8_t *h = b + 32 + 2 * ib + l / 2;
+            const int sh = 4 * (l % 2);
+            *h = (uint8_t)((*h & ~(7u << sh)) | (k >> 8) << sh);
+            b[55] &= 0xbf; /* d's bit 14, in the fourth scale's top nibble */
+        }
+    }
+}
+
+/* raw: 0 quantized weights, 1 random bytes, 2 + p random bytes with pass p
+ * of the IQ1 sweep. */
 static void check_format(const ft_cpu_module_t *mod, const char *isa, ft_dtype_t t, int raw)
 {
     ft_kabi_matmul_fn fn = ft_cpu_module_find_matmul(mod, t, ROWS, COLS);
@@ -111,6 +143,8 @@ static void check_format(const ft_cpu_module_t *mod, const char *isa, ft_dtype_t
     assert_non_null(dot);
     const size_t rb = row_bytes(t, COLS), xrb = ft_cpu_act_row_bytes(t, COLS);
     uint8_t *w = make_weights(t, ROWS, COLS, raw);
+    if (raw >= 2)
+        iq1_sweep(t, w, raw - 2);
     for (size_t ti = 0; ti < sizeof(k_toks) / sizeof(k_toks[0]); ti++) {
         const uint32_t nt = k_toks[ti];
         float *x = malloc((size_t)nt * COLS * sizeof(float));
@@ -124,6 +158,8 @@ static void check_format(const ft_cpu_module_t *mod, const char *isa, ft_dtype_t
         for (uint32_t k = 0; k < nt; k++)
             for (uint32_t r = 0; r < ROWS; r++) {
                 const float ref = dot(COLS, w + r * rb, xp + k * xrb);
+                if (raw >= 2 && !isfinite(ref))
+                    fail_msg("%s %s sweep %d row %u: reference %g", isa, ft_dtype_name(t), raw - 2, r, ref);
                 if (!same(ref, got[k * ROWS + r]))
                     fail_msg("%s %s (%s weights) row %u tok %u of %u: reference %.9g generated %.9g",
                              isa, ft_dtype_name(t), raw ? "random-byte" : "quantized", r, k, nt,
@@ -175,19 +211,24 @@ static void check_expert(const ft_cpu_module_t *mod, ft_dtype_t gu, ft_dtype_t d
 
 static void run_isa(const char *isa)
 {
-    ft_cg_kreq_t reqs[N_FMT + 2];
+    ft_cg_kreq_t reqs[N_FMT + 3];
     uint32_t n = 0;
     for (int f = 0; f < N_FMT; f++)
         reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_MATMUL, k_formats[f], 0, ROWS, COLS};
     reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_DTYPE_IQ3_S, FT_DTYPE_Q5_K, 256, 512};
     reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_DTYPE_Q2_K, FT_DTYPE_IQ4_NL, 256, 512};
+    reqs[n++] = (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_DTYPE_IQ1_S, FT_DTYPE_IQ1_M, 256, 512};
     ft_cpu_module_t *mod = build_module(isa, reqs, n);
     for (int f = 0; f < N_FMT; f++) {
         check_format(mod, isa, k_formats[f], 1);
         check_format(mod, isa, k_formats[f], 0);
+        if (k_formats[f] == FT_DTYPE_IQ1_S || k_formats[f] == FT_DTYPE_IQ1_M)
+            for (int p = 0; p < IQ1_SWEEPS; p++)
+                check_format(mod, isa, k_formats[f], 2 + p);
     }
     check_expert(mod, FT_DTYPE_IQ3_S, FT_DTYPE_Q5_K);
     check_expert(mod, FT_DTYPE_Q2_K, FT_DTYPE_IQ4_NL);
+    check_expert(mod, FT_DTYPE_IQ1_S, FT_DTYPE_IQ1_M);
     ft_cpu_module_free(mod);
 }
 
@@ -218,10 +259,15 @@ static void test_grids_only_when_needed(void **state)
     char *src = NULL;
     assert_null(ft_cg_cpu_emit_kernels(&q5, 1, "portable", NULL, 0, &src));
     assert_null(strstr(src, "static const uint64_t ftt_iq2xxs_grid"));
+    assert_null(strstr(src, "static const uint16_t ftt_iq1s_kgrid"));
     free(src);
     assert_null(ft_cg_cpu_emit_kernels(&iq, 1, "portable", NULL, 0, &src));
     assert_non_null(strstr(src, "static const uint64_t ftt_iq2xxs_grid[256] = {"));
     assert_non_null(strstr(src, "ftk_expert_q4_k_iq2_xxs_256x256"));
+    free(src);
+    const ft_cg_kreq_t iq1 = {FT_KABI_OP_MATMUL, FT_DTYPE_IQ1_M, 0, 4, 256};
+    assert_null(ft_cg_cpu_emit_kernels(&iq1, 1, "portable", NULL, 0, &src));
+    assert_non_null(strstr(src, "static const uint16_t ftt_iq1s_kgrid[2048] = {"));
     free(src);
 }
 
