@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages freetoken builds and tests with, if missing.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config clang jq
+pkgs=(build-essential cmake ninja-build pkg-config clang jq curl
       libprotobuf-c-dev protobuf-c-compiler libzstd-dev libcmocka-dev
       libclang-14-dev libclang-rt-14-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libxxhash-dev
       libxml2-utils groff-base unicode-data bzip2 python3-jinja2
