@@ -36,8 +36,8 @@ FT_WARN_UNUSED static ft_status_t ft_kernels_packed_view(const ft_ir_model_t *m,
     return FT_OK;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const ft_compile_options_t *opts,
-                                  ft_arena_t *a, Ftplan__Plan *plan)
+FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const ft_packed_weights_t *pw,
+                                  const ft_compile_options_t *opts, ft_arena_t *a, Ftplan__Plan *plan)
 {
     const char *isa = opts->cpu_isa;
     if (!ft_cg_cpu_isa_valid(isa))
@@ -49,9 +49,16 @@ FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const 
     ft_cg_cpu_kernel_t *ks = NULL;
     uint32_t n_ks = 0;
     ft_kernels_stage(opts, "cpu kernels (%s): emitting and checking with libclang", isa);
-    ft_status_t st = ft_cg_cpu_kernels(pm, NULL, &ks, &n_ks);
+    /* the layouts the weights were packed in (the kernels' keys) */
+    uint32_t *layouts = malloc((pm->n_tensors ? pm->n_tensors : 1) * sizeof(*layouts));
+    if (!layouts)
+        return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "cpu kernels: out of memory");
+    for (uint32_t i = 0; i < pm->n_tensors; i++)
+        layouts[i] = pw->placements[i].layout;
+    ft_status_t st = ft_cg_cpu_kernels(pm, NULL, layouts, &ks, &n_ks);
     if (!st)
-        st = ft_cg_cpu_emit(pm, NULL, isa, &src);
+        st = ft_cg_cpu_emit(pm, NULL, layouts, isa, &src);
+    free(layouts);
     if (!st) {
         ft_kernels_stage(opts, "cpu kernels (%s): compiling", isa);
         st = ft_cg_cpu_build(src, isa, &so, &so_len);
@@ -74,11 +81,14 @@ FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const 
         }
         *k = (Ftplan__CpuKernel)FTPLAN__CPU_KERNEL__INIT;
         k->op = ks[i].op;
-        k->format = (Ftplan__WeightFormat)ks[i].format;
-        if (ks[i].op == FT_KABI_OP_DELTANET) /* the key heads, not a format */
+        k->format = (Ftplan__WeightFormat)(ks[i].format & ~FT_KABI_LAYOUT_R16);
+        k->layout = ks[i].format & FT_KABI_LAYOUT_R16 ? 1u : 0u; /* FT_WLAYOUT_Q8_0_R16 */
+        if (ks[i].op == FT_KABI_OP_DELTANET) { /* the key heads, not a format */
             k->key_heads = ks[i].format_aux;
-        else
-            k->format_aux = (Ftplan__WeightFormat)ks[i].format_aux;
+        } else {
+            k->format_aux = (Ftplan__WeightFormat)(ks[i].format_aux & ~FT_KABI_LAYOUT_R16);
+            k->layout_aux = ks[i].format_aux & FT_KABI_LAYOUT_R16 ? 1u : 0u;
+        }
         k->rows = ks[i].rows;
         k->cols = ks[i].cols;
         kv[i] = k;
@@ -183,7 +193,7 @@ ft_status_t ft_compile_kernels(const ft_ir_model_t *model, const ft_packed_weigh
     ft_ir_tensor_t *tensors = NULL;
     ft_status_t st = ft_kernels_packed_view(model, pw, &pm, &tensors);
     if (!st && opts->cpu_isa)
-        st = ft_kernels_cpu(&pm, opts, arena, plan);
+        st = ft_kernels_cpu(&pm, pw, opts, arena, plan);
     if (!st && opts->n_cuda_archs)
         st = ft_kernels_cuda(&pm, opts, arena, plan);
     free(tensors);

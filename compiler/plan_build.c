@@ -98,6 +98,7 @@ static Ftplan__Tensor *ft_pb_tensor(const ft_ir_tensor_t *t, const ft_placement_
     pt->offset = pl->offset;
     pt->size = pl->size;
     pt->expert_stride = pl->expert_stride;
+    pt->layout = pl->layout;
     return pt;
 }
 

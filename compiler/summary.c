@@ -1,5 +1,7 @@
 #include "summary.h"
 
+#include "../runtime/format/wlayout.h"
+
 #include "plan_report.h"
 #include "schedule_report.h"
 
@@ -166,6 +168,7 @@ ft_status_t ft_summary_from_plan(const Ftplan__Plan *plan, const uint8_t *plan_f
         /* An expert stack's size is one expert's slice. */
         st->bytes = t->expert_stride && t->n_shape ? t->size * t->shape[0] : t->size;
         st->offset = t->offset;
+        st->layout = t->layout;
         ft_summary_count(s, st);
     }
     if (plan->tokenizer) {
@@ -282,6 +285,8 @@ void ft_summary_print(const ft_summary_t *s, int with_tensors, FILE *out)
         fprintf(out, "] %" PRIu64 " bytes", t->bytes);
         if (s->is_bundle)
             fprintf(out, " at %" PRIu64, t->offset);
+        if (s->is_bundle && t->layout != FT_WLAYOUT_ROWS)
+            fprintf(out, ", rows %s", ft_wlayout_name(t->layout));
         fputc('\n', out);
     }
 }
@@ -293,6 +298,12 @@ static void ft_summary_print_kernels(const Ftplan__Plan *p, FILE *out)
     if (cm) {
         fprintf(out, "%-11s%s, %zu kernels, ", "cpu", cm->isa, cm->n_kernels);
         ft_print_bytes(out, cm->so.len);
+        size_t n_r16 = 0;
+        for (size_t i = 0; i < p->n_tensors; i++)
+            n_r16 += p->tensors[i]->layout == FT_WLAYOUT_Q8_0_R16;
+        if (n_r16)
+            fprintf(out, ", %zu matrices repacked for it (rows %s)", n_r16,
+                    ft_wlayout_name(FT_WLAYOUT_Q8_0_R16));
         fputc('\n', out);
     } else {
         fprintf(out, "%-11snone (the reference kernels run)\n", "cpu");
@@ -399,8 +410,11 @@ ft_status_t ft_summary_print_json(const ft_summary_t *s, int with_tensors, FILE 
             json_t *jt = json_pack("{s:s, s:s, s:o, s:I}", "name", t->name, "format",
                                    ft_dtype_name(t->dtype), "shape", shape, "bytes",
                                    (json_int_t)t->bytes);
-            if (s->is_bundle)
+            if (s->is_bundle) {
                 json_object_set_new(jt, "offset", json_integer((json_int_t)t->offset));
+                const char *ln = ft_wlayout_name(t->layout);
+                json_object_set_new(jt, "layout", json_string(ln ? ln : "unknown"));
+            }
             json_array_append_new(arr, jt);
         }
         json_object_set_new(o, "tensors", arr);

@@ -25,6 +25,7 @@ typedef struct ft_summary_tensor {
     uint64_t shape[FT_MAX_DIMS];
     uint64_t bytes;  /* whole tensor */
     uint64_t offset; /* in the FTW file (bundles), else 0 */
+    uint32_t layout; /* bundles: ft_wlayout_t, how the rows are arranged */
 } ft_summary_tensor_t;
 
 typedef struct ft_summary {

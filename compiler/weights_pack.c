@@ -4,6 +4,7 @@
 #include "../runtime/base/mapped_file.h"
 #include "../runtime/format/convert.h"
 #include "../runtime/format/ftw.h"
+#include "../runtime/format/wlayout.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,6 +21,12 @@ typedef struct ft_pack_ctx {
     uint8_t *buf; /* FT_PACK_CHUNK_BYTES + one row of slack */
     uint64_t buf_bytes;
     uint64_t done, total; /* progress, in bytes written */
+    /* The layout of the part being written (ft_pack_begin): bytes gather
+     * in grp until a group of rows is whole, which is then rearranged
+     * into grp_out and written. */
+    uint32_t layout;
+    size_t grp_bytes, grp_cap, grp_fill, row_bytes;
+    uint8_t *grp, *grp_out;
 } ft_pack_ctx_t;
 
 /* The weight formats (dtype.h's FT_DTYPE_FLAG_WEIGHT): those the packer
@@ -117,6 +124,81 @@ FT_WARN_UNUSED static ft_status_t ft_pack_check(const ft_ir_model_t *m, const ft
     return FT_OK;
 }
 
+/* Every byte of a tensor goes out through here: straight to the file in
+ * the rows layout, else a group of rows at a time, rearranged. */
+FT_WARN_UNUSED static ft_status_t ft_pack_out(ft_pack_ctx_t *c, const uint8_t *p, uint64_t n)
+{
+    if (c->layout == FT_WLAYOUT_ROWS)
+        return ft_ftw_writer_write(c->w, p, n);
+    ft_status_t st = FT_OK;
+    while (n > 0 && !st) {
+        const size_t take = c->grp_bytes - c->grp_fill < n ? c->grp_bytes - c->grp_fill : (size_t)n;
+        memcpy(c->grp + c->grp_fill, p, take);
+        c->grp_fill += take;
+        p += take;
+        n -= take;
+        if (c->grp_fill == c->grp_bytes) {
+            ft_wlayout_pack_group(c->layout, c->grp, c->row_bytes, c->grp_out);
+            st = ft_ftw_writer_write(c->w, c->grp_out, c->grp_bytes);
+            c->grp_fill = 0;
+        }
+    }
+    return st;
+}
+
+/* Starts a tensor part (a matrix, or one expert's slice) whose rows are
+ * row_bytes each, in `layout`. */
+FT_WARN_UNUSED static ft_status_t ft_pack_begin(ft_pack_ctx_t *c, uint32_t layout, uint64_t row_bytes)
+{
+    c->layout = layout;
+    c->grp_fill = 0;
+    if (layout == FT_WLAYOUT_ROWS)
+        return FT_OK;
+    const size_t need = (size_t)row_bytes * ft_wlayout_group_rows(layout);
+    if (need > c->grp_cap) {
+        free(c->grp);
+        free(c->grp_out);
+        c->grp = malloc(need);
+        c->grp_out = malloc(need);
+        c->grp_cap = c->grp && c->grp_out ? need : 0;
+        if (!c->grp_cap)
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory (%zu bytes of rows)", need);
+    }
+    c->grp_bytes = need;
+    c->row_bytes = (size_t)row_bytes;
+    return FT_OK;
+}
+
+/* Ends a part: its rows filled whole groups (ft_wlayout_fits). */
+FT_WARN_UNUSED static ft_status_t ft_pack_end(ft_pack_ctx_t *c, const char *what)
+{
+    const int torn = c->layout != FT_WLAYOUT_ROWS && c->grp_fill != 0;
+    c->layout = FT_WLAYOUT_ROWS;
+    c->grp_fill = 0;
+    return torn ? ft_status_make(FT_STATUS_INTERNAL, "%s: tensor '%s' ends inside a group of rows",
+                                 c->m->source_name, what)
+                : FT_OK;
+}
+
+uint32_t ft_pack_target_layout(const ft_ir_tensor_t *t, ft_dtype_t dtype, const ft_compile_options_t *opts)
+{
+    if (!opts->cpu_isa || strcmp(opts->cpu_isa, "avx512") != 0 || opts->n_cuda_archs != 0 || t->n_dims < 2)
+        return FT_WLAYOUT_ROWS;
+    /* the roles the CPU runtime reads only as products (ft_mat_mul):
+     * never the embedding (rows looked up) nor MLA's or DeltaNet's */
+    switch (t->role) {
+    case FT_ROLE_OUTPUT: case FT_ROLE_ATTN_Q: case FT_ROLE_ATTN_K: case FT_ROLE_ATTN_V:
+    case FT_ROLE_ATTN_O: case FT_ROLE_FFN_GATE: case FT_ROLE_FFN_UP: case FT_ROLE_FFN_DOWN:
+    case FT_ROLE_FFN_GATE_EXPS: case FT_ROLE_FFN_UP_EXPS: case FT_ROLE_FFN_DOWN_EXPS:
+        break;
+    default:
+        return FT_WLAYOUT_ROWS;
+    }
+    return ft_wlayout_fits(FT_WLAYOUT_Q8_0_R16, dtype, t->shape[t->n_dims - 2], t->shape[t->n_dims - 1])
+               ? FT_WLAYOUT_Q8_0_R16
+               : FT_WLAYOUT_ROWS;
+}
+
 static void ft_pack_progress(ft_pack_ctx_t *c, uint64_t n)
 {
     c->done += n;
@@ -128,7 +210,7 @@ FT_WARN_UNUSED static ft_status_t ft_pack_flush(ft_pack_ctx_t *c)
 {
     if (!c->buf_bytes)
         return FT_OK;
-    ft_status_t st = ft_ftw_writer_write(c->w, c->buf, c->buf_bytes);
+    ft_status_t st = ft_pack_out(c, c->buf, c->buf_bytes);
     ft_pack_progress(c, c->buf_bytes);
     c->buf_bytes = 0;
     return st;
@@ -215,7 +297,7 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rewritten(ft_pack_ctx_t *c, const ft_i
         if (st) break;
         ft_ir_rewrite_row(t, row, row + n, n);
         if (!(st = ft_convert_row(dst, out, FT_DTYPE_F32, row, n)) &&
-            !(st = ft_ftw_writer_write(c->w, out, dst_rb)))
+            !(st = ft_pack_out(c, out, dst_rb)))
             ft_pack_progress(c, dst_rb);
     }
     free(row);
@@ -253,7 +335,7 @@ FT_WARN_UNUSED static ft_status_t ft_pack_interleaved(ft_pack_ctx_t *c, const ft
                 st = ft_convert_row(dst, out, FT_DTYPE_F32, f + n * t->il.step, n);
             }
         }
-        if (!st && !(st = ft_ftw_writer_write(c->w, out, dst_rb))) ft_pack_progress(c, dst_rb);
+        if (!st && !(st = ft_pack_out(c, out, dst_rb))) ft_pack_progress(c, dst_rb);
     }
     free(row);
     free(out);
@@ -288,7 +370,7 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
         if (ft_ir_tensor_rewritten(t)) {
             st = ft_pack_rewritten(c, t, dst, src, take);
         } else if (dst == t->dtype) {
-            if (!(st = ft_pack_flush(c)) && !(st = ft_ftw_writer_write(c->w, src, take * src_rb)))
+            if (!(st = ft_pack_flush(c)) && !(st = ft_pack_out(c, src, take * src_rb)))
                 ft_pack_progress(c, take * src_rb);
         } else {
             for (uint64_t r = 0; r < take && !st; r++) {
@@ -301,7 +383,7 @@ FT_WARN_UNUSED static ft_status_t ft_pack_rows(ft_pack_ctx_t *c, const ft_ir_ten
                         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
                     }
                     st = ft_pack_convert_row(c, t, dst, p, first + r, src + r * src_rb, big, tmp);
-                    if (!st && !(st = ft_ftw_writer_write(c->w, big, dst_rb)))
+                    if (!st && !(st = ft_pack_out(c, big, dst_rb)))
                         ft_pack_progress(c, dst_rb);
                     free(big);
                     continue;
@@ -349,7 +431,11 @@ FT_WARN_UNUSED static ft_status_t ft_pack_dense(ft_pack_ctx_t *c, const ft_packe
         const ft_placement_t *pl = &pw->placements[i];
         ft_status_t st = ft_pack_at(c, pl->offset, t->name);
         if (!st)
+            st = ft_pack_begin(c, pl->layout, ft_rows_bytes(t, pl->dtype, 1));
+        if (!st)
             st = ft_pack_rows(c, t, pl->dtype, 0, ft_ir_tensor_elems(t) / ft_row_elems(t));
+        if (!st)
+            st = ft_pack_end(c, t->name);
         if (st)
             return st;
     }
@@ -376,7 +462,11 @@ FT_WARN_UNUSED static ft_status_t ft_pack_expert_layer(ft_pack_ctx_t *c, const f
             uint64_t rows = parts[k]->shape[1];
             st = ft_pack_at(c, pls[k]->offset + (uint64_t)e * el->stride, parts[k]->name);
             if (!st)
+                st = ft_pack_begin(c, pls[k]->layout, ft_rows_bytes(parts[k], pls[k]->dtype, 1));
+            if (!st)
                 st = ft_pack_rows(c, parts[k], pls[k]->dtype, (uint64_t)e * rows, rows);
+            if (!st)
+                st = ft_pack_end(c, parts[k]->name);
         }
     return st;
 }
@@ -392,6 +482,7 @@ FT_WARN_UNUSED static ft_status_t ft_layout_expert_layer(const ft_ir_model_t *m,
         parts[k] = ft_ir_find(m, ft_pack_expert_roles[k], (int32_t)layer);
         pls[k] = &pw->placements[parts[k] - m->tensors];
         pls[k]->dtype = ft_pack_target_dtype(m, parts[k], opts);
+        pls[k]->layout = ft_pack_target_layout(parts[k], pls[k]->dtype, opts);
         pls[k]->size = ft_rows_bytes(parts[k], pls[k]->dtype, parts[k]->shape[1]);
         part_off[k] = stride;
         uint64_t aligned;
@@ -433,6 +524,7 @@ ft_status_t ft_weights_layout(const ft_ir_model_t *m, const ft_compile_options_t
             continue;
         ft_placement_t *pl = &out->placements[i];
         pl->dtype = ft_pack_target_dtype(m, t, opts);
+        pl->layout = ft_pack_target_layout(t, pl->dtype, opts);
         pl->size = ft_rows_bytes(t, pl->dtype, ft_ir_tensor_elems(t) / ft_row_elems(t));
         if (!ft_align_up_u64(cur, FT_PACK_ALIGN, &pl->offset) || !ft_add_u64(pl->offset, pl->size, &cur))
             st = ft_status_make(FT_STATUS_OUT_OF_RANGE, "%s: tensor '%s': offset overflows", m->source_name,
@@ -493,6 +585,8 @@ out:
             ft_mapped_file_close(c.maps[f]);
     free(c.maps);
     free(c.buf);
+    free(c.grp);
+    free(c.grp_out);
     return st;
 }
 

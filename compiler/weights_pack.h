@@ -12,6 +12,7 @@
 /* Where one IR tensor landed in the FTW file. */
 typedef struct ft_placement {
     ft_dtype_t dtype;       /* format written */
+    uint32_t layout;        /* ft_wlayout_t: how its rows are arranged */
     uint64_t offset;        /* absolute, 4 KiB aligned */
     uint64_t size;          /* bytes; for expert stacks of one expert's slice */
     uint64_t expert_stride; /* 0 for ordinary tensors */
@@ -37,6 +38,12 @@ typedef struct ft_packed_weights {
  * else opts->mix's choice for them when set, else keep the source format. */
 ft_dtype_t ft_pack_target_dtype(const ft_ir_model_t *m, const ft_ir_tensor_t *t,
                                 const ft_compile_options_t *opts);
+
+/* The layout tensor t is written in, as `dtype`: FT_WLAYOUT_Q8_0_R16 for
+ * the Q8_0 matrices the AVX-512 generated kernels multiply (rows a
+ * multiple of 16) when the bundle has no CUDA kernels, else rows (the
+ * CUDA kernels and the other CPU modules read rows). */
+uint32_t ft_pack_target_layout(const ft_ir_tensor_t *t, ft_dtype_t dtype, const ft_compile_options_t *opts);
 
 /* Where every tensor will land (formats, sizes, offsets, the expert
  * blocks) without reading or writing weights, after checking each tensor

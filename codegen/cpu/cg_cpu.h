@@ -25,15 +25,16 @@ int ft_cg_cpu_isa_valid(const char *isa);
  * (runtime/include/ft_kernel_abi.h). */
 typedef struct ft_cg_cpu_kernel {
     uint32_t op;         /* FT_KABI_OP_* */
-    uint32_t format;     /* weights (gate/up for experts), FT_KABI_FMT_* = ft_dtype_t */
-    uint32_t format_aux; /* experts: down's format; else 0 */
+    uint32_t format;     /* weights (gate/up for experts), FT_KABI_FMT_* = ft_dtype_t,
+                          * | FT_KABI_LAYOUT_R16 for rows interleaved by 16 */
+    uint32_t format_aux; /* experts: down's format (and layout bit); else 0 */
     uint32_t rows, cols; /* experts: ffn, d_model */
 } ft_cg_cpu_kernel_t;
 
 /* The kernels ft_cg_cpu_emit emits for m and tensor_formats (same rules),
  * in emission order: *out is malloc'd (free()), *out_n entries. */
 FT_WARN_UNUSED ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
-                              ft_cg_cpu_kernel_t **out, uint32_t *out_n);
+                              const uint32_t *tensor_layouts, ft_cg_cpu_kernel_t **out, uint32_t *out_n);
 
 /* Emits the kernels m needs: one matmul per distinct (format, rows, cols)
  * of its 2-D projection weights (attention, router, dense FFN, output),
@@ -42,12 +43,15 @@ FT_WARN_UNUSED ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dt
  * (format, d_model) of the products after a norm (q/k/v, router, experts,
  * output), the router (matvec + softmax + top-k) per router shape, and
  * attention per (query heads per KV head, head_dim). tensor_formats[i] is the format tensor i of m is stored
- * in by the bundle (NULL: as in the IR); tensors in formats the kernels do
+ * in by the bundle (NULL: as in the IR), tensor_layouts[i] its layout
+ * (runtime/format/wlayout.h; NULL: all rows): a product's kernel over
+ * Q8_0 rows interleaved by 16 is keyed with FT_KABI_LAYOUT_R16 (the
+ * AVX-512 template has it); tensors in formats the kernels do
  * not compute are skipped (the runtime falls back for them). The source is
  * parsed through libclang before it is returned (errors name the kernel
  * and line). *out_source is malloc'd, NUL-terminated; free() it. */
 FT_WARN_UNUSED ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
-                           const char *isa, char **out_source);
+                           const uint32_t *tensor_layouts, const char *isa, char **out_source);
 
 /* Parses source through libclang with the flags of isa; any error becomes
  * a status "ft_kernels.c:LINE:COL: in kernel 'NAME': MESSAGE". */

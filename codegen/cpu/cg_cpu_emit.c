@@ -20,8 +20,23 @@ typedef ft_dtype_info_t ft_cg_fmt_t;
 
 static const ft_cg_fmt_t *ft_cg_fmt(uint32_t fmt)
 {
+    fmt &= ~FT_KABI_LAYOUT_R16; /* the layout changes where blocks are, not what */
     const ft_dtype_t t = (ft_dtype_t)fmt;
     return fmt < FT_DTYPE_COUNT && ft_dtype_has(t, FT_DTYPE_FLAG_CPU_GEN) ? ft_dtype_info(t) : NULL;
+}
+
+/* The templates' name of a weight format key: ftt_matmul_<name>. */
+static const char *ft_cg_fname(uint32_t fmt)
+{
+    return fmt & FT_KABI_LAYOUT_R16 ? "q8_0_r16" : ft_cg_fmt(fmt)->name;
+}
+
+/* A key with FT_KABI_LAYOUT_R16: Q8_0 only, and only the AVX-512
+ * template has the kernel. */
+static int ft_cg_layout_ok(uint32_t fmt, const char *isa)
+{
+    return !(fmt & FT_KABI_LAYOUT_R16) ||
+           ((fmt & ~FT_KABI_LAYOUT_R16) == FT_KABI_FMT_Q8_0 && !strcmp(isa, "avx512"));
 }
 
 int ft_cg_cpu_format_supported(uint32_t fmt)
@@ -84,8 +99,15 @@ static uint64_t ft_cg_act_row_bytes(uint32_t fmt, uint32_t cols)
     return (uint64_t)cols / a->block_elems * a->block_bytes;
 }
 
-FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k)
+FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k, const char *isa)
 {
+    const int layouts = k->op == FT_KABI_OP_MATMUL || k->op == FT_KABI_OP_EXPERT;
+    if (!ft_cg_layout_ok(k->format, isa) || (k->op == FT_KABI_OP_EXPERT && !ft_cg_layout_ok(k->format_aux, isa)) ||
+        (!layouts && (k->format & FT_KABI_LAYOUT_R16)))
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "codegen: kernel op %u format %#x/%#x: rows interleaved by 16 are generated "
+                              "for Q8_0 products on avx512 only (ISA %s)",
+                              k->op, k->format, k->format_aux, isa);
     const ft_cg_fmt_t *f = ft_cg_fmt(k->format);
     const ft_cg_fmt_t *fa = k->op == FT_KABI_OP_EXPERT ? ft_cg_fmt(k->format_aux) : f;
     if (k->op == FT_KABI_OP_DELTANET) {
@@ -178,7 +200,7 @@ static void ft_cg_emit_deltanet(FILE *o, const ft_cg_kreq_t *k)
 
 static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)
 {
-    const char *fn = ft_cg_fmt(k->format)->name;
+    const char *fn = ft_cg_fname(k->format);
     fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=0 rows=%u cols=%u\")\n", k->op, k->format,
             k->rows, k->cols);
     fprintf(o, "static void ftk_matmul_%s_%ux%u(const void *w, size_t w_row_bytes, const void *xp,\n"
@@ -199,10 +221,10 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
     fprintf(o, "static void ftk_expert_%s_%s_%ux%u(const void *w_gate, const void *w_up,\n"
                "    const void *w_down, const void *xp, uint32_t n_tok, float *g, float *u, void *ap,\n"
                "    float *out)\n{\n",
-            f->name, fd->name, ffn, d);
-    fprintf(o, "    ftt_matmul_%s(%uu, w_gate, %lluu, xp, n_tok, 0, %uu, g, %uu);\n", f->name, d,
+            ft_cg_fname(k->format), ft_cg_fname(k->format_aux), ffn, d);
+    fprintf(o, "    ftt_matmul_%s(%uu, w_gate, %lluu, xp, n_tok, 0, %uu, g, %uu);\n", ft_cg_fname(k->format), d,
             (unsigned long long)gu_rb, ffn, ffn);
-    fprintf(o, "    ftt_matmul_%s(%uu, w_up, %lluu, xp, n_tok, 0, %uu, u, %uu);\n", f->name, d,
+    fprintf(o, "    ftt_matmul_%s(%uu, w_up, %lluu, xp, n_tok, 0, %uu, u, %uu);\n", ft_cg_fname(k->format), d,
             (unsigned long long)gu_rb, ffn, ffn);
     /* SwiGLU exactly as the runtime's ft_op_swiglu */
     fprintf(o, "    for (size_t i = 0; i < (size_t)n_tok * %uu; i++)\n"
@@ -211,13 +233,13 @@ static void ft_cg_emit_expert(FILE *o, const ft_cg_kreq_t *k)
      * rounding, bit for bit), float rows through the host */
     const int dk = ft_cg_act_kind(k->format_aux);
     if (dk == 0)
-        fprintf(o, "    ftt_host->act_prepare(%uu, g, %uu, n_tok, %uu, ap);\n", k->format_aux, ffn, ffn);
+        fprintf(o, "    ftt_host->act_prepare(%uu, g, %uu, n_tok, %uu, ap);\n", k->format_aux & ~FT_KABI_LAYOUT_R16, ffn, ffn);
     else
         fprintf(o, "    for (uint32_t t = 0; t < n_tok; t++)\n"
                    "        ftt_quant_%s(g + (size_t)t * %uu, (uint8_t *)ap + (size_t)t * %lluu, %uu);\n",
                 ft_dtype_name(ft_cg_act_type(k->format_aux)), ffn,
                 (unsigned long long)ft_cg_act_row_bytes(k->format_aux, ffn), ffn);
-    fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", fd->name,
+    fprintf(o, "    ftt_matmul_%s(%uu, w_down, %lluu, ap, n_tok, 0, %uu, out, %uu);\n}\n\n", ft_cg_fname(k->format_aux),
             ffn, (unsigned long long)dn_rb, d, d);
 }
 
@@ -297,7 +319,7 @@ ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const c
         return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
                               "codegen: unknown ISA '%s' (avx512, avx2 or portable)", isa ? isa : "(null)");
     for (uint32_t i = 0; i < n; i++) {
-        ft_status_t st = ft_cg_check_req(&reqs[i]);
+        ft_status_t st = ft_cg_check_req(&reqs[i], isa);
         if (st)
             return ft_status_annotate(st, "kernel %u", i);
     }

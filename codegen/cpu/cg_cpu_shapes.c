@@ -29,8 +29,8 @@ static void ft_cg_add(ft_cg_kreq_t *v, uint32_t *n, ft_cg_kreq_t k)
         (k.op == FT_KABI_OP_EXPERT && !ft_cg_cpu_format_supported(k.format_aux)))
         return;
     /* elements per block (dtype.h's table); format_aux is 0 but for experts */
-    const ft_dtype_info_t *fi = ft_dtype_info((ft_dtype_t)k.format);
-    const ft_dtype_info_t *fa = ft_dtype_info((ft_dtype_t)k.format_aux);
+    const ft_dtype_info_t *fi = ft_dtype_info((ft_dtype_t)(k.format & ~FT_KABI_LAYOUT_R16));
+    const ft_dtype_info_t *fa = ft_dtype_info((ft_dtype_t)(k.format_aux & ~FT_KABI_LAYOUT_R16));
     const uint32_t blk = fi->block_elems, blk_aux = fa ? fa->block_elems : 1;
     if (k.rows == 0 || k.cols == 0 || k.cols % blk || (k.op == FT_KABI_OP_EXPERT && k.rows % blk_aux) ||
         (k.op == FT_KABI_OP_ATTN && (uint64_t)k.rows * k.cols > 8192))
@@ -54,7 +54,7 @@ static const ft_ir_tensor_t *ft_cg_find(const ft_ir_model_t *m, int32_t layer, f
 }
 
 ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
-                              ft_cg_cpu_kernel_t **out, uint32_t *out_n)
+                              const uint32_t *tensor_layouts, ft_cg_cpu_kernel_t **out, uint32_t *out_n)
 {
     *out = NULL;
     *out_n = 0;
@@ -68,12 +68,14 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
         return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "codegen: %zu kernel requests", cap);
     uint32_t n = 0;
 #define FT_CG_FMT(i) ((uint32_t)(tensor_formats ? tensor_formats[i] : m->tensors[i].dtype))
+    /* a product's key: its format and layout bit (FT_WLAYOUT_Q8_0_R16 = 1) */
+#define FT_CG_KFMT(i) (FT_CG_FMT(i) | (tensor_layouts && tensor_layouts[i] == 1u ? FT_KABI_LAYOUT_R16 : 0u))
     for (uint32_t i = 0; i < m->n_tensors; i++) {
         const ft_ir_tensor_t *t = &m->tensors[i];
         if (!ft_cg_role_is_matmul(t->role) || t->n_dims < 2 || t->n_dims > 3 ||
             t->shape[t->n_dims - 2] > UINT32_MAX || t->shape[t->n_dims - 1] > UINT32_MAX)
             continue;
-        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_MATMUL, FT_CG_FMT(i), 0,
+        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_MATMUL, FT_CG_KFMT(i), 0,
                                         (uint32_t)t->shape[t->n_dims - 2],
                                         (uint32_t)t->shape[t->n_dims - 1]});
     }
@@ -83,11 +85,11 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
         const ft_ir_tensor_t *u = ft_cg_find(m, (int32_t)l, FT_ROLE_FFN_UP_EXPS, &iu);
         const ft_ir_tensor_t *d = ft_cg_find(m, (int32_t)l, FT_ROLE_FFN_DOWN_EXPS, &id);
         if (!g || !u || !d || g->n_dims != 3 || u->n_dims != 3 || d->n_dims != 3 ||
-            FT_CG_FMT(ig) != FT_CG_FMT(iu) || g->shape[1] != u->shape[1] || g->shape[2] != u->shape[2] ||
+            FT_CG_KFMT(ig) != FT_CG_KFMT(iu) || g->shape[1] != u->shape[1] || g->shape[2] != u->shape[2] ||
             d->shape[1] != g->shape[2] || d->shape[2] != g->shape[1] || g->shape[1] > UINT32_MAX ||
             g->shape[2] > UINT32_MAX)
             continue;
-        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_CG_FMT(ig), FT_CG_FMT(id),
+        ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_EXPERT, FT_CG_KFMT(ig), FT_CG_KFMT(id),
                                         (uint32_t)g->shape[1], (uint32_t)g->shape[2]});
     }
     for (uint32_t i = 0; i < m->n_tensors; i++) {
@@ -117,6 +119,7 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
                 ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_ATTN, kv16 ? FT_KABI_FMT_F16 : FT_KABI_FMT_F32, 0,
                                                 a->n_heads / a->n_kv_heads, a->head_dim});
     }
+#undef FT_CG_KFMT
 #undef FT_CG_FMT
     *out = v;
     *out_n = n;
@@ -124,12 +127,12 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
 }
 
 ft_status_t ft_cg_cpu_emit(const ft_ir_model_t *m, const ft_dtype_t *tensor_formats,
-                           const char *isa, char **out_source)
+                           const uint32_t *tensor_layouts, const char *isa, char **out_source)
 {
     *out_source = NULL;
     ft_cg_kreq_t *v = NULL;
     uint32_t n = 0;
-    ft_status_t st = ft_cg_cpu_kernels(m, tensor_formats, &v, &n);
+    ft_status_t st = ft_cg_cpu_kernels(m, tensor_formats, tensor_layouts, &v, &n);
     if (!st)
         st = ft_cg_cpu_emit_kernels(v, n, isa, NULL, 0, out_source);
     free(v);

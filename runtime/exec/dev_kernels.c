@@ -5,6 +5,7 @@
  * norms, bias rows and element-wise 256; attention, top-k router 128; the
  * extended router one warp per token; RoPE rope_dim / 2). */
 #include "dev_internal.h"
+#include "../format/wlayout.h"
 
 #include "../format/dtype.h"
 #include "../format/plan_validate.h"
@@ -54,6 +55,12 @@ FT_WARN_UNUSED static ft_status_t ft_dev_mat_kernels(ft_dev_engine_t *ce, const 
         return ft_status_make(FT_STATUS_UNSUPPORTED,
                               "cuda: %s: weight format %s has no CUDA kernel", what,
                               ft_dtype_name(w->dtype));
+    if (w->layout != FT_WLAYOUT_ROWS)
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "cuda: %s: its rows are stored as %s, for the CPU's generated kernels "
+                              "(ftc compile repacks them for a bundle without CUDA kernels; compile with "
+                              "--cuda-arch to run it on a GPU)",
+                              what, ft_wlayout_name(w->layout));
     const ft_dtype_info_t *info = ft_dtype_info(w->dtype);
     if (!info || w->cols % info->block_elems ||
         w->row_bytes != (size_t)w->cols / info->block_elems * info->block_bytes)

@@ -4,16 +4,11 @@
 #include "../backends/cpu/kernels.h"
 #include "ops.h"
 
-/* y = W x over all rows of mat (weights at w): the generated kernel for
- * its shape when the plan has one and gen is set, else the reference
- * kernel. */
+/* y = W x over all rows of mat (weights at w). */
 static void ft_mat_apply(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp, uint32_t n, float *y,
                          size_t ldy)
 {
-    if (mat->kernel && gen)
-        mat->kernel(w, mat->row_bytes, xp, n, 0, mat->rows, y, ldy);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, n, mat->cols, 0, mat->rows, y, ldy);
+    ft_mat_mul(mat, gen, w, xp, n, 0, mat->rows, y, ldy);
 }
 
 /* y[t] += b for n rows of `rows` floats (b NULL: none). */

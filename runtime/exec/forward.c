@@ -30,13 +30,9 @@ static void ft_mm_worker(void *ctx, uint32_t ti, uint32_t nt)
     for (uint32_t j = 0; j < r->n_jobs; j++) {
         const ft_mat_t *m = r->jobs[j].mat;
         uint64_t b, e;
-        ft_split_range(m->rows, FT_MM_GRAIN, ti, nt, &b, &e);
-        if (b < e && m->kernel && r->use_generated)
-            m->kernel(m->data, m->row_bytes, r->xp, r->n_tok, (uint32_t)b, (uint32_t)e,
-                      r->jobs[j].y, r->jobs[j].ldy);
-        else if (b < e)
-            ft_cpu_matmul(m->dtype, m->data, m->row_bytes, r->xp, r->n_tok, m->cols, (uint32_t)b,
-                          (uint32_t)e, r->jobs[j].y, r->jobs[j].ldy);
+        ft_split_range(m->rows, ft_mat_grain(m, FT_MM_GRAIN), ti, nt, &b, &e);
+        ft_mat_mul(m, r->use_generated, m->data, r->xp, r->n_tok, (uint32_t)b, (uint32_t)e, r->jobs[j].y,
+                   r->jobs[j].ldy);
     }
 }
 

@@ -103,10 +103,7 @@ static void ft_moe_dec_weights(const ft_moe_dec_run_t *r, uint32_t j, const uint
 static void ft_mat_rows(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp, uint32_t r0,
                         uint32_t r1, float *y)
 {
-    if (mat->kernel && gen)
-        mat->kernel(w, mat->row_bytes, xp, 1, r0, r1, y, mat->rows);
-    else
-        ft_cpu_matmul(mat->dtype, w, mat->row_bytes, xp, 1, mat->cols, r0, r1, y, mat->rows);
+    ft_mat_mul(mat, gen, w, xp, 1, r0, r1, y, mat->rows);
 }
 
 static void ft_moe_dec_gate_up(void *ctx, uint32_t ti, uint32_t nt)
@@ -118,7 +115,7 @@ static void ft_moe_dec_gate_up(void *ctx, uint32_t ti, uint32_t nt)
     const uint32_t blk = ft_cpu_act_type(L->down.dtype) == FT_DTYPE_Q8_K ? 256 : 32;
     const size_t arb = ft_cpu_act_row_bytes(L->down.dtype, ffn);
     uint64_t b, e;
-    ft_split_range(ffn, ffn % blk ? ffn : blk, ti, nt, &b, &e);
+    ft_split_range(ffn, ffn % blk ? ffn : ft_mat_grain(&L->gate, blk), ti, nt, &b, &e);
     if (b >= e)
         return;
     for (uint32_t j = 0; j < r->n_active; j++) {
@@ -142,7 +139,7 @@ static void ft_moe_dec_down(void *ctx, uint32_t ti, uint32_t nt)
     const uint32_t d = st->e->model->d_model;
     const size_t arb = ft_cpu_act_row_bytes(L->down.dtype, L->expert_ffn);
     uint64_t b, e;
-    ft_split_range(d, FT_MM_GRAIN, ti, nt, &b, &e);
+    ft_split_range(d, ft_mat_grain(&L->down, FT_MM_GRAIN), ti, nt, &b, &e);
     for (uint32_t j = 0; j < r->n_active && b < e; j++) {
         const uint8_t *wg, *wu, *wd;
         ft_moe_dec_weights(r, j, &wg, &wu, &wd);

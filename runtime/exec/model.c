@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "../format/wlayout.h"
+
 #include "program.h"
 
 #include "../backends/cpu/cpu_module.h"
@@ -62,6 +64,7 @@ FT_WARN_UNUSED static ft_status_t ft_matrix(const ft_model_ctx_t *c, uint32_t ti
     out->rows = rows;
     out->cols = cols;
     out->row_bytes = (size_t)rb;
+    out->layout = t->layout; /* the plan validator checked it holds this matrix */
     out->expert_stride = n_experts ? t->expert_stride : 0;
     out->n_experts = n_experts ? n_experts : 1;
     /* the plan reader checked the whole stack lies in the file */
@@ -341,9 +344,16 @@ void ft_model_destroy(ft_model_t *m, const ft_allocator_t *alloc)
     ft_mem_free(alloc, m);
 }
 
+/* A matrix's key in a kernel module: its format, with FT_KABI_LAYOUT_R16
+ * when its rows are interleaved by 16. */
+static uint32_t ft_mat_kformat(const ft_mat_t *mat)
+{
+    return (uint32_t)mat->dtype | (mat->layout == FT_WLAYOUT_Q8_0_R16 ? FT_KABI_LAYOUT_R16 : 0u);
+}
+
 void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
 {
-#define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, (mat).dtype, (mat).rows, (mat).cols))
+#define FT_FIND(mat) ((mat).kernel = ft_cpu_module_find_matmul(k, ft_mat_kformat(&(mat)), (mat).rows, (mat).cols))
     for (uint32_t i = 0; i < m->n_mats; i++)
         if (m->mats[i].data)
             FT_FIND(m->mats[i]);
@@ -359,8 +369,8 @@ void ft_model_bind_kernels(ft_model_t *m, const ft_cpu_module_t *k)
         FT_FIND(L->gate);
         FT_FIND(L->up);
         FT_FIND(L->down);
-        L->expert_kernel = L->gate.dtype == L->up.dtype
-                               ? ft_cpu_module_find_expert(k, L->gate.dtype, L->down.dtype,
+        L->expert_kernel = ft_mat_kformat(&L->gate) == ft_mat_kformat(&L->up)
+                               ? ft_cpu_module_find_expert(k, ft_mat_kformat(&L->gate), ft_mat_kformat(&L->down),
                                                            L->expert_ffn, m->d_model)
                                : NULL;
         const int qkv_one_format = L->wq.dtype == L->wk.dtype && L->wq.dtype == L->wv.dtype;

@@ -25,6 +25,7 @@ typedef struct ft_mat {
     const uint8_t *data;    /* the matrix, or expert 0 of a stack */
     uint64_t expert_stride; /* bytes from one expert's matrix to the next; 0 if plain */
     uint32_t n_experts;     /* 1 for plain matrices */
+    uint32_t layout;        /* ft_wlayout_t (format/wlayout.h): how the rows are arranged */
     ft_kabi_matmul_fn kernel; /* the plan's generated kernel for this shape, or NULL:
                                  the reference kernel (set by the engine) */
 } ft_mat_t;
@@ -33,6 +34,20 @@ static inline const uint8_t *ft_mat_expert(const ft_mat_t *m, uint32_t e)
 {
     return m->data + (uint64_t)e * m->expert_stride;
 }
+
+/* y[t * ldy + r] = dot(row r of the matrix at w (mat's shape, format and
+ * layout: the matrix, or one expert's of a stack), prepared activation
+ * row t) for r in [r0, r1), t < n_tok: the plan's generated kernel when
+ * mat has one and gen is set, else the reference kernels (which see the
+ * rows of a non-rows layout one at a time, as ft_wlayout_unpack_group
+ * gives them back: the same bytes, so the same results as the rows
+ * layout). mat_mul.c. */
+void ft_mat_mul(const ft_mat_t *mat, int gen, const uint8_t *w, const void *xp, uint32_t n_tok, uint32_t r0,
+                uint32_t r1, float *y, size_t ldy);
+
+/* Rows per unit when a product's rows are split across threads: at least
+ * `grain`, and a whole group of the layout's rows. */
+uint32_t ft_mat_grain(const ft_mat_t *mat, uint32_t grain);
 
 static inline uint64_t ft_mat_bytes(const ft_mat_t *m)
 {

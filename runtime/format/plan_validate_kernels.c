@@ -62,6 +62,14 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKern
                               "%s: cpu_module.kernels[%zu].key_heads: %u is not valid for op %u with "
                               "%u rows",
                               name, i, k->key_heads, k->op, k->rows);
+    /* layouts: rows, or Q8_0 rows interleaved by 16 for a product's weights */
+    const int mm = k->op == FT_KABI_OP_MATMUL || k->op == FT_KABI_OP_EXPERT;
+    if ((k->layout != 0 && (k->layout != 1 || !mm || k->format != FTPLAN__WEIGHT_FORMAT__WF_Q8_0)) ||
+        (k->layout_aux != 0 &&
+         (k->layout_aux != 1 || k->op != FT_KABI_OP_EXPERT || k->format_aux != FTPLAN__WEIGHT_FORMAT__WF_Q8_0)))
+        return ft_status_make(FT_STATUS_FORMAT,
+                              "%s: cpu_module.kernels[%zu]: layout %u/%u is not valid for op %u of format %d/%d",
+                              name, i, k->layout, k->layout_aux, k->op, (int)k->format, (int)k->format_aux);
     const uint32_t max = FT_PLAN_MAX_VOCAB > FT_PLAN_MAX_FFN ? FT_PLAN_MAX_VOCAB : FT_PLAN_MAX_FFN;
     if (k->rows < 1 || k->rows > max || k->cols < 1 || k->cols > max)
         return ft_status_make(FT_STATUS_OUT_OF_RANGE,

@@ -4,6 +4,7 @@
 #include "dtype.h"
 #include "plan_validate.h"
 #include "plan_validate_internal.h"
+#include "wlayout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,15 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_tensor_shape(const Ftplan__Tenso
                              ft_dtype_name((ft_dtype_t)t->format), (unsigned long long)bytes,
                              t->expert_stride ? " per expert" : "");
     }
+    /* A layout other than rows: a known one that holds this matrix (of a
+     * stack: each expert's rows). */
+    if (t->layout != FT_WLAYOUT_ROWS &&
+        (!ft_wlayout_name(t->layout) || t->n_shape < 2 ||
+         !ft_wlayout_fits(t->layout, (ft_dtype_t)t->format, t->shape[t->n_shape - 2],
+                          t->shape[t->n_shape - 1])))
+        return FT_TENSOR_ERR(FT_STATUS_FORMAT, "layout %u (%s) cannot hold a %s matrix of %zu dims",
+                             t->layout, ft_wlayout_name(t->layout) ? ft_wlayout_name(t->layout) : "unknown",
+                             ft_dtype_name((ft_dtype_t)t->format), t->n_shape);
     *out_extent = bytes;
     if (!t->expert_stride)
         return FT_OK;

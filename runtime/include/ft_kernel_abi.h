@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FT_KABI_VERSION 4u
+#define FT_KABI_VERSION 5u
 #define FT_KABI_ENTRY_SYMBOL "ft_kernel_module_entry"
 /* Data symbols the runtime reads before it runs any code of the module:
  * const uint32_t (the module's FT_KABI_VERSION) and const char[] (its ISA,
@@ -35,6 +35,14 @@ enum {
     FT_KABI_FMT_Q6_K = 26,
     FT_KABI_FMT_Q8_K = 27, /* activations only */
 };
+
+/* A weight format key with this bit set: the matrix's rows are stored in
+ * groups of 16 interleaved as runtime/format/wlayout.h's
+ * FT_WLAYOUT_Q8_0_R16 describes (Q8_0 only; rows a multiple of 16): the
+ * kernel reads that layout, w_row_bytes is still the plain row's bytes
+ * and group g starts at byte g * 16 * w_row_bytes. Rows [r0, r1) may
+ * start and end inside a group. Since ABI 5. */
+#define FT_KABI_LAYOUT_R16 0x10000u
 
 typedef enum ft_kabi_op {
     /* y = W x over prepared activation rows (ft_kabi_matmul_fn). */

@@ -10,6 +10,11 @@
  * reports weight bytes streamed per second (GB/s) for both tiers and their
  * fraction of the DRAM read bandwidth measured in the same run.
  *
+ * With an AVX-512 module, Q8_0 is also run with its rows interleaved by 16
+ * as ftc stores them for that module (runtime/format/wlayout.h), as the
+ * row "q8_0_r16" (its speedup is against the generated Q8_0 rows kernel).
+ * Prefill rows also give the multiply-accumulates per second (GMAC/s).
+ *
  * Usage: codegen_bench [--threads N] [--mb MB] [--reps R] [--formats q5_k,iq2_xxs,...]
  * A benchmark, not a test: it checks nothing. */
 #include "cg_cpu.h"
@@ -18,6 +23,7 @@
 #include "../../runtime/base/membw.h"
 #include "../../runtime/base/threadpool.h"
 #include "../../runtime/format/convert.h"
+#include "../../runtime/format/wlayout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +137,28 @@ int main(int argc, char **argv)
                 row[c] = (float)((r * 31 + c * 17) % 255) / 127.0f - 1.0f;
             ft_quantize_row(t, row, w + r * rb, cols);
         }
+        /* Q8_0 on AVX-512: the interleaved rows too (all matrices' rows are
+         * multiples of 16, so the whole buffer repacks group by group) */
+        ft_cpu_module_t *mod16 = NULL;
+        uint8_t *w16 = NULL;
+        if (t == FT_DTYPE_Q8_0 && !strcmp(isa, "avx512")) {
+            const ft_cg_kreq_t r16[] = {{FT_KABI_OP_MATMUL, t | FT_KABI_LAYOUT_R16, 0, rows_dec, cols},
+                                        {FT_KABI_OP_MATMUL, t | FT_KABI_LAYOUT_R16, 0, rows_pre, cols}};
+            char *src16 = NULL;
+            uint8_t *so16 = NULL;
+            size_t len16 = 0;
+            st = ft_cg_cpu_emit_kernels(r16, 2, isa, NULL, 0, &src16);
+            if (!st) st = ft_cg_cpu_build(src16, isa, &so16, &len16);
+            if (!st) st = ft_cpu_module_load(so16, len16, &mod16);
+            if (st) {
+                fprintf(stderr, "codegen_bench: %s\n", ft_status_message(st));
+                return 1;
+            }
+            free(src16), free(so16);
+            w16 = malloc(nrows_all * rb);
+            for (size_t r = 0; r + 16 <= nrows_all; r += 16)
+                ft_wlayout_pack_group(FT_WLAYOUT_Q8_0_R16, w + r * rb, rb, w16 + r * rb);
+        }
         const uint32_t ntoks[2] = {1, 64};
         for (int ph = 0; ph < 2; ph++) {
             const uint32_t nt = ntoks[ph], rows = ph ? rows_pre : rows_dec;
@@ -146,13 +174,26 @@ int main(int argc, char **argv)
             const double ref = bench(pool, &j, w, ph ? n_mats / 4 : n_mats, r);
             j.fn = ft_cpu_module_find_matmul(mod, t, rows, cols);
             const double gen = bench(pool, &j, w, ph ? n_mats / 4 : n_mats, r);
-            printf("%-8s %-8s %5u %10.2f %10.2f %7.0f%% %7.0f%% %6.2fx\n", ft_dtype_name(t),
+            printf("%-8s %-8s %5u %10.2f %10.2f %7.0f%% %7.0f%% %6.2fx", ft_dtype_name(t),
                    ph ? "prefill" : "decode", nt, ref, gen, 100 * ref / bw.median_gbs,
                    100 * gen / bw.median_gbs, gen / ref);
+            if (ph) /* MACs per weight byte: cols * nt / (rb * ... ) per row */
+                printf("  %.0f GMAC/s", gen * (double)cols * nt / (double)rb);
+            putchar('\n');
+            if (mod16) {
+                j.fn = ft_cpu_module_find_matmul(mod16, t | FT_KABI_LAYOUT_R16, rows, cols);
+                const double g16 = bench(pool, &j, w16, ph ? n_mats / 4 : n_mats, r);
+                printf("%-8s %-8s %5u %10s %10.2f %8s %7.0f%% %6.2fx", "q8_0_r16", ph ? "prefill" : "decode", nt,
+                       "", g16, "", 100 * g16 / bw.median_gbs, g16 / gen);
+                if (ph)
+                    printf("  %.0f GMAC/s", g16 * (double)cols * nt / (double)rb);
+                putchar('\n');
+            }
             free(x), free(xp), free(y);
         }
         ft_cpu_module_free(mod);
-        free(w), free(row), free(so), free(src);
+        ft_cpu_module_free(mod16);
+        free(w), free(w16), free(row), free(so), free(src);
     }
     ft_threadpool_destroy(pool);
     return 0;

@@ -18,6 +18,33 @@ static const Ftplan__Tensor *ref_find(const Ftplan__Plan *plan, Ftplan__TensorRo
     return NULL;
 }
 
+/* Rows stored in the plan's layout 1 (runtime/format/wlayout.h, read from
+ * its definition there, not through the runtime's code): groups of 16
+ * rows; in a group, block b of row j has its fp16 scale at b*544 + 2j and
+ * its quant c at b*544 + 32 + (c/4)*64 + 4j + c%4, stored as q + 128. */
+static ft_status_t ref_rows_r16(const uint8_t *p, ft_dtype_t dt, uint64_t n_rows, uint64_t cols,
+                                uint64_t row_bytes, double *out)
+{
+    if (dt != FT_DTYPE_Q8_0 || n_rows % 16 || cols % 32)
+        return ft_status_make(FT_STATUS_FORMAT, "layout 1 holds Q8_0 rows in groups of 16");
+    uint8_t *row = malloc(row_bytes);
+    if (!row) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+    ft_status_t st = FT_OK;
+    for (uint64_t r = 0; r < n_rows && !st; r++) {
+        const uint8_t *g = p + (r / 16) * 16 * row_bytes;
+        const uint64_t j = r % 16;
+        for (uint64_t b = 0; b < cols / 32; b++) {
+            row[b * 34] = g[b * 544 + 2 * j];
+            row[b * 34 + 1] = g[b * 544 + 2 * j + 1];
+            for (uint64_t c = 0; c < 32; c++)
+                row[b * 34 + 2 + c] = (uint8_t)(g[b * 544 + 32 + (c / 4) * 64 + 4 * j + c % 4] - 128u);
+        }
+        st = ft_ref_dequant_row(dt, row, cols, out + r * cols);
+    }
+    free(row);
+    return st;
+}
+
 /* Dequantizes n_rows rows of cols elements starting at file offset `at`. */
 static ft_status_t ref_rows(const ft_bundle_t *b, const Ftplan__Tensor *t, uint64_t at,
                             uint64_t n_rows, uint64_t cols, double *out)
@@ -29,6 +56,10 @@ static ft_status_t ref_rows(const ft_bundle_t *b, const Ftplan__Tensor *t, uint6
                               (unsigned long long)cols, ft_dtype_name(dt));
     const uint8_t *p;
     ft_status_t st = ft_ftw_range(b->weight_files[t->file], at, n_rows * row_bytes, &p);
+    if (!st && t->layout == 1) /* Q8_0 rows interleaved by 16: put each row back */
+        return ft_status_annotate(ref_rows_r16(p, dt, n_rows, cols, row_bytes, out), "tensor '%s'", t->name);
+    if (!st && t->layout != 0)
+        st = ft_status_make(FT_STATUS_UNSUPPORTED, "layout %u", t->layout);
     for (uint64_t r = 0; r < n_rows && !st; r++)
         st = ft_ref_dequant_row(dt, p + r * row_bytes, cols, out + r * cols);
     return ft_status_annotate(st, "tensor '%s'", t->name);

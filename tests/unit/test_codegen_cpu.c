@@ -310,7 +310,7 @@ static void test_emit_from_ir(void **state)
     ft_ir_model_t m = {.n_tensors = 5, .tensors = t};
     m.hp.n_layers = 1;
     char *src = NULL;
-    ft_status_t st = ft_cg_cpu_emit(&m, NULL, "portable", &src);
+    ft_status_t st = ft_cg_cpu_emit(&m, NULL, NULL, "portable", &src);
     if (st)
         fail_msg("%s", ft_status_message(st));
     assert_non_null(strstr(src, "ftk_matmul_q8_0_512x256"));

@@ -348,6 +348,8 @@ EDIT(in_header, T("token_embd.weight")->offset = 0)
 EDIT(bad_format, T("blk.0.attn_v.weight")->format = 99)
 EDIT(invalid_format, T("blk.0.attn_v.weight")->format = 0)
 EDIT(shape_size, T("blk.0.attn_k.weight")->shape[0] = 64)
+EDIT(layout_unknown, T("blk.0.attn_q.weight")->layout = 7)
+EDIT(layout_vector, T("blk.0.attn_q_norm.weight")->layout = 1)
 EDIT(partial_block, T("blk.0.attn_q.weight")->shape[1] = 48)
 EDIT(zero_dim, T("blk.0.attn_q.weight")->shape[1] = 0)
 EDIT(too_many_dims, T("output_norm.weight")->n_shape = 5; T("output_norm.weight")->shape = five_dims)
@@ -409,6 +411,10 @@ static const semantic_case_t semantic_cases[] = {
     {"shape_size", 0, shape_size, FT_STATUS_MISMATCH,
      "'blk.0.attn_k.weight': size is 2176 bytes but shape [64, 64] of q8_0 gives 4352"},
     {"partial_block", 0, partial_block, FT_STATUS_MISMATCH, "whole number of q8_0 blocks"},
+    {"layout_unknown", 0, layout_unknown, FT_STATUS_FORMAT,
+     "'blk.0.attn_q.weight': layout 7 (unknown) cannot hold a q8_0 matrix of 2 dims"},
+    {"layout_vector", 0, layout_vector, FT_STATUS_FORMAT,
+     "'blk.0.attn_q_norm.weight': layout 1 (q8_0_r16) cannot hold a f32 matrix of 1 dims"},
     {"zero_dim", 0, zero_dim, FT_STATUS_FORMAT, "dim 1 is 0"},
     {"too_many_dims", 0, too_many_dims, FT_STATUS_FORMAT, "5 dims, expected 1..4"},
     {"file_index", 0, file_index, FT_STATUS_OUT_OF_RANGE, "file 1, but the plan has 1 weight"},

@@ -545,3 +545,151 @@ FTT_INLINE void ftt_matmul_q4_k(uint32_t cols, const void *w, size_t wrb, const 
 }
 
 FTT_DEFINE_TILED_MATMUL(f32, (size_t)cols * 4)
+
+/* Q8_0 weights in rows interleaved by 16 (FT_KABI_LAYOUT_R16; the byte
+ * layout is runtime/format/wlayout.h's FT_WLAYOUT_Q8_0_R16): per block
+ * column of a group, the 16 rows' fp16 scales, then 8 chunks of 4 columns
+ * x 16 rows, quants stored + 128. One dpbusd of a chunk against 4
+ * activation bytes broadcast adds 4 products to each of the 16 rows' lanes,
+ * so a block is 8 dpbusd per token into one integer sum per row, started
+ * at -128 * sum(x) to remove the +128 (exact), then one fused multiply-add
+ * by (row scale * activation scale) per 16 rows; the rows stay in lanes to
+ * the end, no horizontal sums. Per (row, token) the operations and their
+ * order are the same whatever the tile (exact integer sums, then one fma
+ * per block in block order), so a token's results do not depend on the
+ * other tokens of the call (batch invariance) and decode equals prefill
+ * bit for bit. */
+enum { FTT_R16 = 16, FTT_R16_BLOCK = 16 * FTT_Q8_0_BYTES, FTT_R16_XPREP = 8192 };
+
+/* The activation side of tokens [0, nt) x blocks [0, nb): the scale as a
+ * float and -128 times the sum of the block's quants. */
+FTT_INLINE void ftt_r16_xprep(uint32_t nb, const uint8_t *x, size_t xrb, uint32_t nt, float *xs, int32_t *xc)
+{
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t b = 0; b < nb; b++) {
+            const uint8_t *xb = x + t * xrb + (size_t)b * FTT_Q8_0_BYTES;
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(xb + 2));
+            const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q); /* pairs, signed */
+            const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+            xs[t * nb + b] = ftt_f16(xb);
+            xc[t * nb + b] = -128 * _mm_cvtsi128_si32(s);
+        }
+}
+
+FTT_INLINE __m512i ftt_bcast4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* One group of 16 rows at g against nt (<= 8) tokens; each token's 16
+ * sums stored to y[t * ldy + lanes of mask]. */
+FTT_INLINE void ftt_r16_tile(uint32_t nb, const uint8_t *g, const uint8_t *x, size_t xrb, const int nt,
+                             const float *xs, const int32_t *xc, float *y, size_t ldy, __mmask16 mask)
+{
+    __m512 acc[8];
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (uint32_t b = 0; b < nb; b++) {
+        const uint8_t *gb = g + (size_t)b * FTT_R16_BLOCK;
+        const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)gb));
+        __m512i wq[8];
+        for (int k = 0; k < 8; k++)
+            wq[k] = _mm512_loadu_si512((const void *)(gb + 32 + 64 * k));
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *xq = x + t * xrb + (size_t)b * FTT_Q8_0_BYTES + 2;
+            __m512i s = _mm512_set1_epi32(xc[t * nb + b]);
+            if (nt <= 6) { /* two chains: the integer sum is the same, sooner */
+                __m512i s1 = _mm512_setzero_si512();
+                for (int k = 0; k < 8; k += 2) {
+                    s = _mm512_dpbusd_epi32(s, wq[k], ftt_bcast4(xq + 4 * k));
+                    s1 = _mm512_dpbusd_epi32(s1, wq[k + 1], ftt_bcast4(xq + 4 * k + 4));
+                }
+                s = _mm512_add_epi32(s, s1);
+            } else {
+                for (int k = 0; k < 8; k++)
+                    s = _mm512_dpbusd_epi32(s, wq[k], ftt_bcast4(xq + 4 * k));
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(xs[t * nb + b])),
+                                     acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++)
+        _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+/* Decode: one token, group after group, every line of the weights
+ * prefetched FTT_PF_BYTES ahead. */
+FTT_INLINE void ftt_r16_decode(uint32_t nb, const uint8_t *g, const uint8_t *x, const float *xs,
+                               const int32_t *xc, float *y, __mmask16 mask)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (uint32_t b = 0; b < nb; b++) {
+        const uint8_t *gb = g + (size_t)b * FTT_R16_BLOCK;
+        for (int l = 0; l < FTT_R16_BLOCK; l += 64)
+            _mm_prefetch((const char *)(gb + FTT_PF_BYTES + l), _MM_HINT_T0);
+        const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)gb));
+        const uint8_t *xq = x + (size_t)b * FTT_Q8_0_BYTES + 2;
+        __m512i s = _mm512_set1_epi32(xc[b]), s1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k += 2) {
+            s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512((const void *)(gb + 32 + 64 * k)), ftt_bcast4(xq + 4 * k));
+            s1 = _mm512_dpbusd_epi32(s1, _mm512_loadu_si512((const void *)(gb + 96 + 64 * k)),
+                                     ftt_bcast4(xq + 4 * k + 4));
+        }
+        s = _mm512_add_epi32(s, s1);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(xs[b])), acc);
+    }
+    _mm512_mask_storeu_ps(y, mask, acc);
+}
+
+/* The rows of [r0, r1) that group g0 (its first row) holds, as lanes. */
+FTT_INLINE __mmask16 ftt_r16_mask(uint32_t g0, uint32_t r0, uint32_t r1)
+{
+    const uint32_t a = r0 > g0 ? r0 - g0 : 0, b = r1 - g0 < FTT_R16 ? r1 - g0 : FTT_R16;
+    return (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
+}
+
+FTT_INLINE void ftt_matmul_q8_0_r16(uint32_t cols, const void *w, size_t wrb, const void *xp, uint32_t n_tok,
+                                    uint32_t r0, uint32_t r1, float *y, size_t ldy)
+{
+    const uint32_t nb = cols / FTT_QK8_0;
+    const uint8_t *wb = w, *xb = xp;
+    const size_t xrb = (size_t)nb * FTT_Q8_0_BYTES, grb = FTT_R16 * wrb;
+    /* tokens per pass: their prepared scales and sums fit the stack */
+    const uint32_t chunk = FTT_R16_XPREP / nb > 64 ? 64 : FTT_R16_XPREP / nb ? FTT_R16_XPREP / nb : 1;
+    float xs[FTT_R16_XPREP];
+    int32_t xc[FTT_R16_XPREP];
+    if (r0 >= r1)
+        return;
+    for (uint32_t t0 = 0; t0 < n_tok; t0 += chunk) {
+        const uint32_t nt = n_tok - t0 < chunk ? n_tok - t0 : chunk;
+        const uint8_t *xt = xb + (size_t)t0 * xrb;
+        ftt_r16_xprep(nb, xt, xrb, nt, xs, xc);
+        for (uint32_t g0 = r0 - r0 % FTT_R16; g0 < r1; g0 += FTT_R16) {
+            const uint8_t *g = wb + (size_t)(g0 / FTT_R16) * grb;
+            const __mmask16 mask = ftt_r16_mask(g0, r0, r1);
+            float *yg = y + (size_t)t0 * ldy + g0;
+            if (nt == 1) {
+                ftt_r16_decode(nb, g, xt, xs, xc, yg, mask);
+                continue;
+            }
+            uint32_t t = 0;
+            for (; t + 6 <= nt; t += 6)
+                ftt_r16_tile(nb, g, xt + t * xrb, xrb, 6, xs + t * nb, xc + t * nb, yg + t * ldy, ldy, mask);
+            if (t + 4 <= nt) {
+                ftt_r16_tile(nb, g, xt + t * xrb, xrb, 4, xs + t * nb, xc + t * nb, yg + t * ldy, ldy, mask);
+                t += 4;
+            }
+            if (t + 2 <= nt) {
+                ftt_r16_tile(nb, g, xt + t * xrb, xrb, 2, xs + t * nb, xc + t * nb, yg + t * ldy, ldy, mask);
+                t += 2;
+            }
+            if (t < nt)
+                ftt_r16_tile(nb, g, xt + t * xrb, xrb, 1, xs + t * nb, xc + t * nb, yg + t * ldy, ldy, mask);
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,21 @@ FT_WARN_UNUSED static ft_status_t ft_cpu_module_dlopen(const uint8_t *so, size_t
                                                        int *out_fd)
 {
     char path[512];
-    int fd = memfd_create("ft_kernels", MFD_CLOEXEC);
-    int tmp_file = 0;
-    if (fd >= 0) {
+    /* FT_KERNEL_MODULE_DIR: a developer's switch for profilers (perf cannot
+     * read symbols from a memfd): the module is written to a file in that
+     * directory, named by the process and a count of the modules it loaded
+     * (a distinct name per module, as dlopen needs), and left there. */
+    const char *keep = getenv("FT_KERNEL_MODULE_DIR");
+    int fd = -1, tmp_file = 0;
+    if (keep && *keep) {
+        static unsigned n_kept;
+        const unsigned k = __atomic_fetch_add(&n_kept, 1u, __ATOMIC_RELAXED);
+        snprintf(path, sizeof(path), "%s/ft-kernels-%ld-%u.so", keep, (long)getpid(), k);
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return ft_status_make(FT_STATUS_IO, "cpu module: cannot create %s (FT_KERNEL_MODULE_DIR): %s",
+                                  path, strerror(errno));
+    } else if ((fd = memfd_create("ft_kernels", MFD_CLOEXEC)) >= 0) {
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     } else {
         const char *t = getenv("TMPDIR");
@@ -175,14 +188,14 @@ static void (*ft_cpu_module_find(const ft_cpu_module_t *mod, uint32_t op, uint32
     return NULL;
 }
 
-ft_kabi_matmul_fn ft_cpu_module_find_matmul(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+ft_kabi_matmul_fn ft_cpu_module_find_matmul(const ft_cpu_module_t *mod, uint32_t wtype,
                                             uint32_t rows, uint32_t cols)
 {
     return (ft_kabi_matmul_fn)ft_cpu_module_find(mod, FT_KABI_OP_MATMUL, (uint32_t)wtype, 0, rows, cols);
 }
 
-ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, ft_dtype_t gate_up,
-                                            ft_dtype_t down, uint32_t ffn, uint32_t d_model)
+ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, uint32_t gate_up,
+                                            uint32_t down, uint32_t ffn, uint32_t d_model)
 {
     return (ft_kabi_expert_fn)ft_cpu_module_find(mod, FT_KABI_OP_EXPERT, (uint32_t)gate_up,
                                                  (uint32_t)down, ffn, d_model);

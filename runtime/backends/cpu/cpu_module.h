@@ -29,10 +29,10 @@ const char *ft_cpu_module_isa(const ft_cpu_module_t *mod);
 uint32_t ft_cpu_module_count(const ft_cpu_module_t *mod);
 
 /* The generated kernel for this key, or NULL (mod may be NULL). */
-ft_kabi_matmul_fn ft_cpu_module_find_matmul(const ft_cpu_module_t *mod, ft_dtype_t wtype,
+ft_kabi_matmul_fn ft_cpu_module_find_matmul(const ft_cpu_module_t *mod, uint32_t wtype,
                                             uint32_t rows, uint32_t cols);
-ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, ft_dtype_t gate_up,
-                                            ft_dtype_t down, uint32_t ffn, uint32_t d_model);
+ft_kabi_expert_fn ft_cpu_module_find_expert(const ft_cpu_module_t *mod, uint32_t gate_up,
+                                            uint32_t down, uint32_t ffn, uint32_t d_model);
 
 /* The ABI 2 fusions for this key, or NULL (mod may be NULL): RMSNorm +
  * preparation of d-element rows for weights of wtype; the router of
