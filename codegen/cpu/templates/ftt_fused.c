@@ -257,12 +257,110 @@ FTT_INLINE float ftt_dot8_kv(const int KV16, const float *restrict a, const void
  * from zero. Otherwise the output rows stay in a local array. */
 enum { FTT_ATTN_MAX = 8192 }; /* floats: 32 KiB of stack; the emitter checks */
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+/* Eight elements i.. of KV rows a (lanes 0..7) and b (lanes 8..15). */
+FTT_INLINE __m512 ftt_kv_load8x2(const int KV16, const void *a, const void *b, uint32_t i)
+{
+    if (KV16)
+        return _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)a + i))),
+            _mm_loadu_si128((const __m128i *)((const uint16_t *)b + i)), 1));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)a + i)),
+                              _mm256_loadu_ps((const float *)b + i), 1);
+}
+
+/* ftt_dot8_lanes of both 8-lane halves: ((a0 + a4) + (a1 + a5)) + ((a2 +
+ * a6) + (a3 + a7)) per half (float addition is commutative, so each
+ * lane's pairs give the same sums), the halves' results in lanes 0 and 8. */
+FTT_INLINE void ftt_dot8_lanes_x2(__m512 acc, float *a, float *b)
+{
+    const __m512 u = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512 p = _mm512_add_ps(u, _mm512_permute_ps(u, 0xB1));
+    const __m512 s = _mm512_add_ps(p, _mm512_permute_ps(p, 0x4E));
+    *a = _mm512_cvtss_f32(s);
+    *b = _mm512_cvtss_f32(_mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* ftt_attn's AVX2 arrangement on 512-bit registers, the same float
+ * operations lane for lane: two keys per register for the dots (lanes
+ * 0..7 key p, 8..15 key p + 1, each the eight partial sums of ftt_dot8_kv
+ * in its order), and sixteen output columns per register for the value
+ * pass (each column summed over the keys in order from zero, a separate
+ * multiply and add per key). Bit-identical to the AVX2 arrangement. */
+FTT_INLINE void ftt_attn_avx512(const uint32_t G, const uint32_t HD, const int KV16, const float *q,
+                                const uint8_t *kb, const uint8_t *vb, size_t kv_stride, uint32_t n_keys,
+                                float scale, float *scores, size_t ld, float *out)
+{
+    const size_t eb = KV16 ? 2 : 4, rs = kv_stride * eb;
+    uint32_t p = 0;
+    for (; p + 2 <= n_keys; p += 2) {
+        const void *k0 = kb + (size_t)p * rs, *k1 = kb + (size_t)(p + 1) * rs;
+        __m512 kk[HD / 8];
+        for (uint32_t i = 0; i < HD; i += 8)
+            kk[i / 8] = ftt_kv_load8x2(KV16, k0, k1, i);
+        for (uint32_t g = 0; g < G; g++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (uint32_t i = 0; i < HD; i += 8) {
+                const __m512 qq = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)g * HD + i));
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(qq, kk[i / 8]));
+            }
+            float a, b;
+            ftt_dot8_lanes_x2(acc, &a, &b);
+            scores[(size_t)g * ld + p] = a * scale;
+            scores[(size_t)g * ld + p + 1] = b * scale;
+        }
+    }
+    for (; p < n_keys; p++) {
+        const void *kp = kb + (size_t)p * rs;
+        for (uint32_t g = 0; g < G; g++) {
+            __m256 acc = _mm256_setzero_ps();
+            for (uint32_t i = 0; i < HD; i += 8)
+                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i),
+                                                       ftt_kv_load8(KV16, kp, i)));
+            scores[(size_t)g * ld + p] = ftt_dot8_lanes(acc) * scale;
+        }
+    }
+    for (uint32_t g = 0; g < G; g++)
+        ftt_softmax(scores + (size_t)g * ld, n_keys);
+    enum { C = 4 }; /* 16-float columns per pass */
+    const uint32_t cw = G <= 4 ? C : G <= 8 ? 2 : 1;
+    for (uint32_t i0 = 0; i0 < HD; i0 += 16 * cw) {
+        const uint32_t nc = (HD - i0) / 16 < cw ? (HD - i0) / 16 : cw;
+        __m512 o[16][C];
+        for (uint32_t g = 0; g < G; g++)
+            for (uint32_t c = 0; c < nc; c++)
+                o[g][c] = _mm512_setzero_ps();
+        for (uint32_t pp = 0; pp < n_keys; pp++) {
+            const uint8_t *vp = vb + (size_t)pp * rs;
+            __m512 vv[C];
+            for (uint32_t c = 0; c < nc; c++)
+                vv[c] = KV16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)vp + i0 + 16 * c)))
+                             : _mm512_loadu_ps((const float *)vp + i0 + 16 * c);
+            for (uint32_t g = 0; g < G; g++) {
+                const __m512 wg = _mm512_set1_ps(scores[(size_t)g * ld + pp]);
+                for (uint32_t c = 0; c < nc; c++)
+                    o[g][c] = _mm512_add_ps(o[g][c], _mm512_mul_ps(wg, vv[c]));
+            }
+        }
+        for (uint32_t g = 0; g < G; g++)
+            for (uint32_t c = 0; c < nc; c++)
+                _mm512_storeu_ps(out + (size_t)g * HD + i0 + 16 * c, o[g][c]);
+    }
+}
+#endif
+
 FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const int KV16, const float *q, const void *k,
                          const void *v, size_t kv_stride, uint32_t n_keys, float scale, float *scores,
                          size_t ld, float *out)
 {
     const size_t eb = KV16 ? 2 : 4; /* bytes of a KV element */
     const uint8_t *kb = (const uint8_t *)k, *vb = (const uint8_t *)v;
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    if (HD % 16 == 0 && HD <= 256 && G <= 16) {
+        ftt_attn_avx512(G, HD, KV16, q, kb, vb, kv_stride, n_keys, scale, scores, ld, out);
+        return;
+    }
+#endif
 #if defined(__AVX2__)
     if (HD % 8 == 0 && G <= 16) {
         for (uint32_t p = 0; p < n_keys; p++) {
