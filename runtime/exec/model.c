@@ -119,11 +119,19 @@ FT_WARN_UNUSED static ft_status_t ft_op_mats(const ft_model_ctx_t *c, const Ftpl
             if (w->n_experts != (stack ? op->n_experts : 1))
                 return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is used both as a matrix and as an "
                                       "expert stack", c->where, c->b->plan->tensors[op->weights[j]]->name);
-            continue;
+        } else {
+            ft_status_t st = ft_matrix(c, op->weights[j], stack ? op->n_experts : 0, w);
+            if (st)
+                return st;
         }
-        ft_status_t st = ft_matrix(c, op->weights[j], stack ? op->n_experts : 0, w);
-        if (st)
-            return st;
+        /* only products (LINEAR, MOE) read a layout other than rows; an
+         * embedding's, a router's or MLA's rows are read one by one */
+        if (w->layout != FT_WLAYOUT_ROWS && !stack && op->kind != FTPLAN__OP_KIND__OP_LINEAR)
+            return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s': layout %s, but its %s op reads it row by row",
+                                  c->where, c->b->plan->tensors[op->weights[j]]->name, ft_wlayout_name(w->layout),
+                                  op->kind == FTPLAN__OP_KIND__OP_EMBED    ? "EMBED"
+                                  : op->kind == FTPLAN__OP_KIND__OP_ROUTER ? "ROUTER"
+                                                                           : "MLA");
     }
     return FT_OK;
 }

@@ -14,10 +14,13 @@
 #include <cmocka.h>
 
 #include "cg_cpu_internal.h"
+#include "ref_bundle.h"
+#include "test_tmp.h"
 #include "../../runtime/backends/cpu/cpu_module.h"
 #include "../../runtime/backends/cpu/kernels.h"
 #include "../../runtime/exec/model.h"
 #include "../../runtime/format/convert.h"
+#include "../../runtime/format/plan_file.h"
 #include "../../runtime/format/wlayout.h"
 
 #include <math.h>
@@ -327,12 +330,67 @@ static void test_r16_refused(void **state)
     }
 }
 
+/* A bundle as ftc writes it for an AVX-512 module (products interleaved,
+ * the output head too: 560 rows), opened and run; and with its plan
+ * edited so that the embedding, whose rows the EMBED op looks up, claims
+ * the interleaved layout: refused at open, naming the tensor and the op. */
+static void test_bundle_layouts(void **state)
+{
+    (void)state;
+    ft_fixture_opts_t o;
+    ft_fixture_opts_init(&o);
+    o.n_merges = 297; /* vocab 560: a multiple of 16 */
+    char bundle[4096];
+    ft_status_t st = ft_ref_build_bundle(&o, FT_REF_FROM_GGUF, FT_DTYPE_Q8_0,
+                                         ft_test_tmpdir("wlayout"), bundle, sizeof(bundle));
+    if (st) fail_msg("%s", ft_status_message(st));
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/plan.ftp", bundle);
+    Ftplan__Plan *plan = NULL;
+    assert_null(ft_plan_read(path, &plan));
+    const int avx512 = !strcmp(ft_cg_cpu_host_isa(), "avx512");
+    Ftplan__Tensor *embd = NULL;
+    for (size_t i = 0; i < plan->n_tensors; i++) {
+        Ftplan__Tensor *t = plan->tensors[i];
+        if (!strcmp(t->name, "token_embd.weight")) embd = t;
+        const int product = !strcmp(t->name, "output.weight") || strstr(t->name, "attn_q.weight") ||
+                            strstr(t->name, "ffn_up_exps.weight");
+        if (product) assert_int_equal(t->layout, avx512 ? FT_WLAYOUT_Q8_0_R16 : FT_WLAYOUT_ROWS);
+    }
+    assert_non_null(embd);
+    assert_int_equal(embd->layout, FT_WLAYOUT_ROWS);
+    ft_engine_t *e = NULL;
+    assert_null(ft_engine_open(bundle, NULL, &e));
+    ft_engine_close(e);
+    /* the edited copy: its plan, the same weights */
+    embd->layout = FT_WLAYOUT_Q8_0_R16;
+    char dir[4096], dst[4200], src[4200];
+    snprintf(dir, sizeof(dir), "%s", ft_test_tmpdir("wlayout_embd"));
+    snprintf(dst, sizeof(dst), "%s/plan.ftp", dir);
+    assert_null(ft_plan_write(plan, dst));
+    snprintf(src, sizeof(src), "%s/weights.ftw", bundle);
+    snprintf(dst, sizeof(dst), "%s/weights.ftw", dir);
+    size_t n = 0;
+    void *w = ft_test_read_file(src, &n);
+    assert_int_equal(ft_test_write_file(dst, w, n), 0);
+    free(w);
+    st = ft_engine_open(dir, NULL, &e);
+    assert_non_null(st);
+    assert_null(e);
+    print_message("refused: %s\n", ft_status_message(st));
+    assert_non_null(
+        strstr(ft_status_message(st), "'token_embd.weight': layout q8_0_r16, but its EMBED op"));
+    ft_status_free(st);
+    ft_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_bytes),      cmocka_unit_test(test_r16_matmul),
         cmocka_unit_test(test_r16_integer_exact), cmocka_unit_test(test_r16_expert),
         cmocka_unit_test(test_mat_mul_reference), cmocka_unit_test(test_r16_refused),
+        cmocka_unit_test(test_bundle_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
