@@ -10,7 +10,16 @@
  * combined on the device in slot order, as the CPU forward does.
  *
  * Expert outputs live slot-major in eo: row k * n + t is token t's k-th
- * choice, so the combine adds them to x in the order k = 0, 1, ... */
+ * choice, so the combine adds them to x in the order k = 0, 1, ...
+ *
+ * Batch invariance holds per processor: a row's expert products are
+ * those of its token alone on the GPU (GEMV entries in a decode pass,
+ * GEMMs in a prefill pass) and on the CPU (the pass's kernel choice). But
+ * which processor computes a missed expert is the dispatch's choice for
+ * the whole pass (q* over its miss set), and the CPU's kernels (8-bit
+ * activations for quantized formats) differ from the GPU's: with misses
+ * sent to the CPU a row's logits may depend on its neighbours, as they
+ * already depend on the cache's history alone. */
 #include "dev_internal.h"
 
 #include "../backends/cpu/kernels.h"
