@@ -313,6 +313,7 @@ void ft_dev_engine_destroy(ft_dev_engine_t *ce)
     if (!ce) return;
     ft_offload_destroy(ce->off);
     if (ce->dev) {
+        ft_dev_work_free(ce);
         ft_dev_free(ce->dev, ce->dense);
         for (uint32_t i = 0; ce->pinned_ok && i < ce->bundle->n_weight_files; i++)
             if (ce->pinned_ok[i]) ft_dev_unpin(ce->dev, ft_ftw_base(ce->bundle->weight_files[i]));

@@ -47,6 +47,108 @@ typedef struct ft_dev_op {
     ft_dev_xmat_t gate, up, down; /* MOE */
 } ft_dev_op_t;
 
+
+/* Per-thread scratch for the experts the CPU computes. */
+typedef struct ft_dev_cpu_scratch {
+    float *xrows;  /* [rows, d] gathered inputs */
+    void *xp, *ap; /* prepared rows for gate/up and for down */
+    float *g, *u;  /* [rows, ffn] */
+} ft_dev_cpu_scratch_t;
+
+/* One device session: what outlives a step (its KV cache and recurrent
+ * state) and its decode graphs; the buffers a step computes in are the
+ * engine's workspace (dev_work.c). */
+struct ft_dev_session {
+    ft_dev_engine_t *ce;
+    uint32_t n_ctx, n_batch;
+    ft_dptr_t block; /* k_cache, v_cache and rstate */
+    uint64_t block_bytes;
+    ft_dptr_t k_cache, v_cache; /* [kv blocks][n_ctx][kv_width] of m->kv_dtype (f32 or f16):
+                                   full-attention blocks only (ft_dev_kv_slot) */
+    uint64_t kv_bytes;          /* k_cache and v_cache together */
+    ft_dptr_t rstate;           /* the DELTANET layers' conv + recurrent state (prog->rstate_bytes) */
+    /* Decode as graphs: one per segment between host round trips (the
+     * MOE ops read the router's choices back), captured at the session's
+     * first decode step alone in a pass and replayed after. Segment j <
+     * n_moe ends at the j-th MOE op; the last one ends with the logits.
+     * They hold the workspace's addresses of generation graphs_gen. */
+    ft_dgraph_t *graphs; /* [n_moe + 1], host memory */
+    int graphs_off;      /* 1: capture failed or unsupported: launch directly */
+    uint32_t graphs_gen;
+};
+
+/* One item of the pass in flight: a session's rows [row0, row0 + n) at
+ * positions n_past..; the epilogue computes its rows from `first` into
+ * the logits buffer from row lrow0. */
+typedef struct ft_dev_row_item {
+    ft_dev_session_t *s;
+    uint32_t row0, n, n_past, first, lrow0;
+} ft_dev_row_item_t;
+
+/* The step workspace every pass computes in, owned by the engine and
+ * shared by its sessions (passes run one at a time, under the engine's
+ * step_lock). A pass lays out the rows of its items one after another;
+ * the row-wise ops that read a session (KV append, attention, DeltaNet)
+ * find each item's rows, every other op runs over all rows. */
+typedef struct ft_dev_work {
+    uint32_t rows;   /* rows of every buffer: the most tokens one pass carries */
+    uint32_t n_ctx;  /* the longest session context (attention's score rows) */
+    uint32_t items;  /* the most sessions one pass carries */
+    uint32_t gen;    /* bumped whenever the buffers move (graphs are then stale) */
+    ft_dptr_t block; /* every device buffer below */
+    uint64_t block_bytes;
+    ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [rows][width] */
+    ft_dptr_t rl;                    /* [rows, max_experts] router logits */
+    ft_dptr_t ids, wts;              /* [rows, max_used] */
+    ft_dptr_t eo;                    /* [max_used][rows][d] expert outputs, slot-major */
+    ft_dptr_t xg, g, u, dn;          /* expert work: [X][d], [X][ffn] x2, [X][d], X the larger of
+                                        rows and items * max_used */
+    ft_dptr_t scores;                /* [max_heads][n_ctx] attention scratch */
+    ft_dptr_t cpu_rows;              /* [rows * max_used][d] outputs of CPU experts */
+    ft_dptr_t pos, iota, ones;       /* [rows] int, [rows] int, [rows * max_used] float */
+    ft_dptr_t dn_y;                  /* [dn_channels] one token's conv output */
+    ft_dptr_t meta;                  /* per layer: expert tables and indices */
+    uint64_t meta_bytes;
+    /* Host side, one allocation. */
+    void *host;
+    float *x_host;     /* [rows, d] embeddings */
+    float *h_host;     /* [rows, d] inputs of CPU experts */
+    float *cpu_out;    /* [rows * max_used, d] their outputs */
+    int32_t *ids_host; /* [rows, max_used] */
+    float *wts_host;
+    uint8_t *meta_host;         /* mirror of meta */
+    uint32_t *e_count, *e_list; /* [E], [E][rows] t * n_used + k */
+    int32_t *e_active;          /* [E] */
+    uint32_t *e_active_count;
+    uint32_t *cpu_row0;             /* [E] first cpu_out row of each active expert */
+    uint32_t *cpu_items;            /* [E] active indices the CPU computes */
+    ft_dev_cpu_scratch_t *scratch;  /* [n_threads] */
+    const ft_xop_t **seg_ops;       /* [n_ops] the ops of the segment being captured, to run
+                                       them again as plain launches if the capture fails */
+    ft_dev_row_item_t *it;          /* [items] the pass's items */
+    int32_t *tok;                   /* [rows] the pass's tokens */
+    /* The pass in flight (dev_ops.c). */
+    uint32_t n, n_items;
+    /* Decode pass: every item is one token, and each row's products take
+     * the one-token kernels (GEMV, the grouped expert GEMV) it takes
+     * alone; else every item is a chunk of several and every row takes
+     * the GEMM kernels. Either way a row's kernels are those of its item
+     * alone: batch invariance. */
+    int gemv;
+    int cpu_gen;              /* the CPU's experts run the generated kernels this pass */
+    uint32_t lrow;            /* the logits buffer's row the epilogue writes first */
+    uint64_t t0_ns;
+    uint64_t *routing;        /* this pass's calibration counts, or NULL */
+    ft_dev_session_t *gs;     /* a decode pass of one session through its graphs, or NULL */
+    uint32_t seg;             /* the segment the ops are in */
+    int seg_state;            /* 0 closed, 1 capturing, 2 replaying, 3 plain launches */
+    uint32_t seg_n;
+    const ft_xop_t *seg_moe;  /* the MOE op whose combine opened the segment, or NULL */
+    ft_dptr_t moe_in;         /* the MOE op in flight (dev_moe.c): its input rows */
+    const ft_dev_op_t *moe_op;
+    const ft_xop_t *moe_x; /* its op: biases and activation */
+} ft_dev_work_t;
+
 struct ft_dev_engine {
     const ft_allocator_t *a;
     const ft_model_t *m;
@@ -72,7 +174,8 @@ struct ft_dev_engine {
     uint64_t dense_bytes;
     uint8_t *pinned_ok;      /* [n_weight_files] 1: registered */
     ft_offload_t *off;       /* the expert cache, q* dispatch, and the slots in device memory */
-    uint64_t session_bytes;  /* device memory held by live sessions */
+    uint64_t session_bytes;  /* device memory held by live sessions and the workspace */
+    ft_dev_work_t ws;        /* the step workspace (dev_work.c); rows 0 until a session needs it */
     /* Free-VRAM polling (vram_policy.h). */
     int poll_vram;
     uint32_t gen_min_tokens; /* CPU experts: generated kernels from this many tokens; 0: never */
@@ -80,69 +183,6 @@ struct ft_dev_engine {
     ft_vram_policy_t policy;
     uint32_t steps_since_poll;
     uint64_t last_poll_ns;
-};
-
-/* Per-thread scratch for the experts the CPU computes. */
-typedef struct ft_dev_cpu_scratch {
-    float *xrows;  /* [n_batch, d] gathered inputs */
-    void *xp, *ap; /* prepared rows for gate/up and for down */
-    float *g, *u;  /* [n_batch, ffn] */
-} ft_dev_cpu_scratch_t;
-
-struct ft_dev_session {
-    ft_dev_engine_t *ce;
-    uint32_t n_ctx, n_batch;
-    ft_dptr_t block; /* every device buffer below */
-    uint64_t block_bytes;
-    ft_dptr_t k_cache, v_cache;      /* [kv blocks][n_ctx][kv_width] of m->kv_dtype (f32 or f16):
-                                        full-attention blocks only (ft_dev_kv_slot) */
-    uint64_t kv_bytes;               /* k_cache and v_cache together */
-    ft_dptr_t *buf;                  /* [prog->n_buffers] the schedule's buffers, [n_batch][width] */
-    ft_dptr_t rl;                    /* [n_batch, max_experts] router logits */
-    ft_dptr_t ids, wts;              /* [n_batch, max_used] */
-    ft_dptr_t eo;                    /* [max_used][n_batch][d] expert outputs, slot-major */
-    ft_dptr_t xg, g, u, dn;          /* expert work: [rows][d], [rows][ffn] x2, [rows][d] */
-    ft_dptr_t scores;                /* [max_heads][n_ctx] attention scratch */
-    ft_dptr_t cpu_rows;              /* [n_batch * max_used][d] outputs of CPU experts */
-    ft_dptr_t pos, iota, ones;       /* [n_batch] int, [n_batch] int, [n_batch * max_used] float */
-    ft_dptr_t rstate;                /* the DELTANET layers' conv + recurrent state (prog->rstate_bytes) */
-    ft_dptr_t dn_y;                  /* [dn_channels] one token's conv output */
-    ft_dptr_t meta;                  /* per layer: expert tables and indices */
-    uint64_t meta_bytes;
-    /* Host side, one allocation. */
-    void *host;
-    float *x_host;     /* [n_batch, d] embeddings */
-    float *h_host;     /* [n_batch, d] inputs of CPU experts */
-    float *cpu_out;    /* [n_batch * max_used, d] their outputs */
-    int32_t *ids_host; /* [n_batch, max_used] */
-    float *wts_host;
-    uint8_t *meta_host;         /* mirror of meta */
-    uint32_t *e_count, *e_list; /* [E], [E][n_batch] t * n_used + k */
-    int32_t *e_active;          /* [E] */
-    uint32_t *e_active_count;
-    uint32_t *cpu_row0;             /* [E] first cpu_out row of each active expert */
-    uint32_t *cpu_items;            /* [E] active indices the CPU computes */
-    ft_dev_cpu_scratch_t *scratch;  /* [n_threads] */
-    /* Decode as graphs: one per segment between host round trips (the
-     * MOE ops read the router's choices back), captured at the first
-     * decode step and replayed after. Segment j < n_moe ends at the j-th
-     * MOE op; the last one ends with the logits. */
-    ft_dgraph_t *graphs;      /* [n_moe + 1] */
-    int graphs_off;           /* 1: capture failed or unsupported: launch directly */
-    /* The step in flight (dev_ops.c). */
-    uint32_t n, n_past, first;
-    uint64_t t0_ns;
-    uint64_t *routing;        /* this chunk's calibration counts, or NULL */
-    int graph_step;           /* a decode step through graphs */
-    uint32_t seg;             /* the segment the ops are in */
-    int seg_state;            /* 0 closed, 1 capturing, 2 replaying, 3 plain launches */
-    const ft_xop_t **seg_ops; /* [n_ops] the ops of the segment being captured, to run
-                                 them again as plain launches if the capture fails */
-    uint32_t seg_n;
-    const ft_xop_t *seg_moe;  /* the MOE op whose combine opened the segment, or NULL */
-    ft_dptr_t moe_in;         /* the MOE op in flight (dev_moe.c): its input rows */
-    const ft_dev_op_t *moe_op;
-    const ft_xop_t *moe_x; /* its op: biases and activation */
 };
 
 /* dev_kernels.c: binds every op of the program to the module's kernels
@@ -182,7 +222,21 @@ void ft_dev_engine_poll(ft_dev_engine_t *ce);
  * router's choices back to the host, the dispatch, copies and the
  * experts' products into eo; ft_dev_combine adds eo into the output
  * buffer in slot order (queued only). */
-FT_WARN_UNUSED ft_status_t ft_dev_moe(ft_dev_session_t *s, const ft_xop_t *x, ft_dptr_t h, uint32_t n);
-FT_WARN_UNUSED ft_status_t ft_dev_combine(ft_dev_session_t *s, const ft_xop_t *x, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_dev_moe(ft_dev_engine_t *ce, const ft_xop_t *x, ft_dptr_t h, uint32_t n);
+FT_WARN_UNUSED ft_status_t ft_dev_combine(ft_dev_engine_t *ce, const ft_xop_t *x, uint32_t n);
+
+/* dev_work.c: grows the workspace to passes of `rows` tokens of `items`
+ * sessions with contexts of `n_ctx` (keeps nothing; between steps). */
+FT_WARN_UNUSED ft_status_t ft_dev_work_reserve(ft_dev_engine_t *ce, uint32_t rows, uint32_t items,
+                                               uint32_t n_ctx);
+void ft_dev_work_free(ft_dev_engine_t *ce);
+/* Entries of the grouped GEMV's blob table in a workspace of `items`: an
+ * active expert each in a prefill pass, an (expert, token) pair each in a
+ * decode pass (one token per item). */
+uint64_t ft_dev_work_entries(const ft_model_t *m, uint64_t items);
+/* y [n, rows] = x [n, cols] W^T with the kernels each row takes alone:
+ * one GEMV per row in a decode pass (w->gemv), else ft_dev_linear. */
+FT_WARN_UNUSED ft_status_t ft_dev_linear_rows(ft_dev_engine_t *ce, const ft_dev_mat_t *w, ft_dptr_t x,
+                                              ft_dptr_t y, uint32_t n);
 
 #endif

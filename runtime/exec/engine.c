@@ -41,7 +41,7 @@ static void ft_engine_fill_info(ft_engine_t *e)
     i->weight_bytes_per_token = m->weight_bytes_per_token;
     i->n_threads = ft_threadpool_size(e->pool);
     i->kernels = e->kernels_desc;
-    i->batched_steps = !e->dev;
+    i->batched_steps = 1; /* cpu, sim and cuda: one pass over several sessions (executor.c) */
     i->recurrent_state_bytes = m->prog ? m->prog->rstate_bytes : 0;
 }
 

@@ -96,8 +96,8 @@ struct ft_session {
      * prepared rows [n_batch][max_dn_channels], g and beta [n_batch]
      * [max_dn_heads], and each thread's scratch [n_threads][max_dn_chunk_scratch]. */
     float *dn_rows, *dn_g, *dn_beta, *dn_chunk;
-    struct ft_dev_session *dev; /* a device backend: the device's KV and buffers (the host KV
-                                   cache above is then empty), else NULL */
+    struct ft_dev_session *dev; /* a device backend: the device's KV and recurrent state (the
+                                   host KV cache above is then empty), else NULL */
 };
 
 #endif

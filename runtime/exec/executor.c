@@ -4,9 +4,11 @@
  * asked for, and hands each op to the engine's backend: the CPU's kernels
  * (cpu), the CPU's kernels with the modelled device's clock (sim), or the
  * device's kernels (cuda: dev_ops.c). On cpu and sim the buffers it reads
- * and writes are the session's, allocated from the engine's device
- * (session.c); neither device has kernels of its own, so the CPU's are
- * called here. It knows ops, not models.
+ * and writes are the engine's step workspace (work.c), allocated from the
+ * engine's device; neither device has kernels of its own, so the CPU's are
+ * called here. On cuda the device keeps its own workspace (dev_work.c).
+ * A pass carries the rows of several sessions on every backend. It knows
+ * ops, not models.
  *
  * Prepared activations: an RMSNORM the program fused with the preparation
  * for its consumers, or an ATTENTION that prepares its output for the
@@ -290,36 +292,49 @@ FT_WARN_UNUSED static ft_status_t ft_run_op(ft_step_t *st, const ft_xop_t *x, co
 
 /* ---- a device through the device interface (dev_ops.c) ------------------- */
 
-FT_WARN_UNUSED static ft_status_t ft_run_dev_list(ft_step_t *st, const ft_xops_t *list,
-                                                  const int32_t *tokens)
+FT_WARN_UNUSED static ft_status_t ft_run_dev_list(ft_dev_engine_t *ce, const ft_xops_t *list,
+                                                  const int32_t *tokens, uint32_t row0, uint32_t n)
 {
     ft_status_t e = FT_OK;
     for (uint32_t i = 0; i < list->n && !e; i++)
-        e = ft_dev_run_op(st->s->dev, &list->ops[i], tokens, st->row0, st->n);
+        e = ft_dev_run_op(ce, &list->ops[i], tokens, row0, n);
     return e;
 }
 
-/* One session's chunk through the device's kernels: the device keeps the
- * session's KV and buffers (dev_session.c); rows [first, n) of logits
- * come back into all_logits (when asked for) and the last one's into
- * s->logits. */
-FT_WARN_UNUSED static ft_status_t ft_forward_dev(ft_session_t *s, const int32_t *tokens, uint32_t n,
-                                                 float *all_logits)
+/* One pass of the items through the device's kernels, their rows one
+ * after another in the device's workspace (dev_ops.c): the prologue and
+ * the blocks over all rows, the epilogue per item over the rows whose
+ * logits it asks for (all of them into out_rows, else the last one's
+ * into the session's logits). The items are all one-token steps or all
+ * chunks of several (ft_dev_step_begin). */
+FT_WARN_UNUSED static ft_status_t ft_forward_dev_pass(ft_engine_t *e, const ft_exec_item_t *items,
+                                                      uint32_t n_items, int cpu_gen)
 {
-    const ft_program_t *p = s->m->prog;
-    const uint32_t first = all_logits ? 0 : n - 1;
-    ft_step_t st = {.e = s->engine, .s = s, .n = n, .n_step = n, .row0 = 0};
-    ft_status_t e = ft_dev_step_begin(s->dev, n, s->n_past, first, s->engine->routing);
-    if (!e) e = ft_run_dev_list(&st, &p->prologue, tokens);
-    for (uint32_t l = 0; l < p->n_blocks && !e; l++)
-        e = ft_run_dev_list(&st, &p->blocks[l], tokens);
-    if (!e) {
-        st.n = n - first;
-        st.row0 = first;
-        e = ft_run_dev_list(&st, &p->epilogue, tokens + first);
+    ft_dev_engine_t *ce = e->dev;
+    const ft_program_t *p = e->model->prog;
+    ft_dev_item_t di[FT_EXEC_MAX_ITEMS];
+    float *all[FT_EXEC_MAX_ITEMS], *last[FT_EXEC_MAX_ITEMS];
+    int32_t *tok = ft_dev_engine_tokens(ce);
+    uint32_t R = 0;
+    for (uint32_t k = 0; k < n_items; k++) {
+        const ft_exec_item_t *it = &items[k];
+        di[k] = (ft_dev_item_t){it->s->dev, it->n, it->s->n_past, it->out_rows ? 0 : it->n - 1};
+        all[k] = it->out_rows;
+        last[k] = it->s->logits;
+        memcpy(tok + R, it->tokens, (size_t)it->n * sizeof(int32_t));
+        R += it->n;
     }
-    if (!e) e = ft_dev_step_end(s->dev, all_logits, s->logits);
-    return e;
+    ft_status_t err = ft_dev_step_begin(ce, di, n_items, cpu_gen, e->routing);
+    if (!err) err = ft_run_dev_list(ce, &p->prologue, tok, 0, R);
+    for (uint32_t l = 0; l < p->n_blocks && !err; l++)
+        err = ft_run_dev_list(ce, &p->blocks[l], tok, 0, R);
+    for (uint32_t k = 0; k < n_items && !err; k++) {
+        uint32_t r0, n;
+        ft_dev_epilogue_item(ce, k, &r0, &n);
+        err = ft_run_dev_list(ce, &p->epilogue, tok + r0, r0, n);
+    }
+    if (!err) err = ft_dev_step_end(ce, all, last);
+    return err;
 }
 
 /* ---- cpu and sim: one pass over the rows of several sessions ------------ */
@@ -454,17 +469,42 @@ static void ft_forward_done(ft_session_t *s, uint32_t n)
     s->has_logits = 1;
 }
 
+/* The device: passes of the items whose rows take the same kernels alone
+ * (one-token steps, or chunks of several whose CPU experts take the same
+ * kernels), each within the device's workspace. */
+FT_WARN_UNUSED static ft_status_t ft_exec_step_dev(ft_engine_t *e, const ft_exec_item_t *items,
+                                                   uint32_t n_items)
+{
+    const uint32_t max_rows = ft_dev_engine_pass_rows(e->dev),
+                   max_items = ft_dev_engine_pass_items(e->dev);
+    for (int key = 0; key < 3; key++) { /* 0, 1: chunks with reference / generated CPU experts; 2: decode */
+        ft_exec_item_t pass[FT_EXEC_MAX_ITEMS];
+        uint32_t n_pass = 0, rows = 0;
+        for (uint32_t i = 0; i <= n_items; i++) {
+            const int last = i == n_items;
+            const ft_exec_item_t *it = last ? NULL : &items[i];
+            if (it && (it->n == 1 ? 2 : ft_exec_uses_generated(e, it->n)) != key) continue;
+            if (n_pass && (last || rows + it->n > max_rows || n_pass == max_items ||
+                           n_pass == FT_EXEC_MAX_ITEMS)) {
+                ft_status_t err =
+                    ft_forward_dev_pass(e, pass, n_pass, key == 2 ? ft_exec_uses_generated(e, 1) : key);
+                if (err) return err;
+                for (uint32_t k = 0; k < n_pass; k++)
+                    ft_forward_done(pass[k].s, pass[k].n);
+                n_pass = rows = 0;
+            }
+            if (it) {
+                pass[n_pass++] = *it;
+                rows += it->n;
+            }
+        }
+    }
+    return FT_OK;
+}
+
 ft_status_t ft_exec_step(ft_engine_t *e, const ft_exec_item_t *items, uint32_t n_items)
 {
-    if (e->dev) { /* the device keeps each session's buffers: one chunk at a time */
-        for (uint32_t i = 0; i < n_items; i++) {
-            const ft_exec_item_t *it = &items[i];
-            ft_status_t err = ft_forward_dev(it->s, it->tokens, it->n, it->out_rows);
-            if (err) return err;
-            ft_forward_done(it->s, it->n);
-        }
-        return FT_OK;
-    }
+    if (e->dev) return ft_exec_step_dev(e, items, n_items);
     /* Every item's KV pages first (the scheduler prepared them already:
      * then this only checks), so a full pool stops the step before it
      * computes anything. */

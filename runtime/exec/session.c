@@ -136,6 +136,9 @@ ft_status_t ft_exec_session_check(const ft_session_t *s, const int32_t *tokens, 
 
 ft_status_t ft_exec_reserve(ft_engine_t *e, uint32_t rows, uint32_t items)
 {
+    /* The device's workspace: as many items; its rows stay the longest
+     * session batch (a step's prefill chunks beyond it run as more passes). */
+    if (e->dev) return ft_dev_engine_reserve(e->dev, items);
     return ft_work_reserve(e, rows, items, 1);
 }
 

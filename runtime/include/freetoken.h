@@ -283,7 +283,9 @@ typedef struct ft_model_info {
                             portable) when the plan's CPU module was loaded, else
                             "reference" */
     int batched_steps;   /* 1: a scheduler step is one forward pass over its
-                            sessions' tokens (cpu, sim); 0: one after another (cuda) */
+                            sessions' tokens (every backend; on cuda a step's
+                            one-token items and its prefill chunks are two
+                            passes); 0: one after another (no backend today) */
     uint64_t recurrent_state_bytes; /* a session's recurrent state (linear-attention layers:
                                        Gated DeltaNet), which a rewind cannot truncate and an
                                        anchor copies; 0: attention only */
