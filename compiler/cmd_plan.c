@@ -105,6 +105,10 @@ static int ftc_plan_args(int argc, char **argv, ftc_plan_args_t *a, int *done)
             break;
         case 'f':
         case 'd': {
+            if (c == 'f' && ft_quant_mix_from_name(optarg) != FT_QUANT_MIX_NONE) {
+                a->fmt.mix = ft_quant_mix_from_name(optarg);
+                break;
+            }
             ft_dtype_t t = ft_dtype_from_name(optarg);
             const ft_dtype_info_t *info = ft_dtype_info(t);
             if (!info || (info->block_elems == 1 && t != FT_DTYPE_F32 && t != FT_DTYPE_F16 &&
@@ -159,9 +163,15 @@ static void ftc_plan_print(const ftc_plan_args_t *a, const ft_plan_model_t *m,
     ft_model_shape_totals(m, &t);
     printf("model:    %s (%s, %u layers, %.1f B parameters, %.2f B active per token)\n", a->model,
            m->arch, m->n_layers, (double)t.params * 1e-9, (double)t.active_params * 1e-9);
-    printf("weights:  %.2f GiB (experts %s, other weights %s); %.2f GiB read per token\n",
-           ftc_gib(t.weight_bytes), ft_dtype_name(mi->expert_format),
-           ft_dtype_name(mi->dense_format), ftc_gib(t.active_bytes));
+    if (mi->mix != FT_QUANT_MIX_NONE)
+        printf("weights:  %.2f GiB (mix %s: experts %s, other weights %s, some matrices higher); "
+               "%.2f GiB read per token\n",
+               ftc_gib(t.weight_bytes), ft_quant_mix_name(mi->mix), ft_dtype_name(mi->expert_format),
+               ft_dtype_name(mi->dense_format), ftc_gib(t.active_bytes));
+    else
+        printf("weights:  %.2f GiB (experts %s, other weights %s); %.2f GiB read per token\n",
+               ftc_gib(t.weight_bytes), ft_dtype_name(mi->expert_format),
+               ft_dtype_name(mi->dense_format), ftc_gib(t.active_bytes));
     printf(
         "cache:    %llu bytes of KV per token (f16) + %.1f MiB fixed state per sequence; ctx %u\n",
         (unsigned long long)t.kv_bytes_per_token, (double)t.state_bytes / (1 << 20), a->budget.ctx);
@@ -235,6 +245,7 @@ static int ftc_plan_json(const ftc_plan_args_t *a, const ft_plan_model_t *m,
     json_object_set_new(o, "n_layers", json_integer(m->n_layers));
     json_object_set_new(o, "expert_format", json_string(ft_dtype_name(mi->expert_format)));
     json_object_set_new(o, "dense_format", json_string(ft_dtype_name(mi->dense_format)));
+    json_object_set_new(o, "mix", mi->mix != FT_QUANT_MIX_NONE ? json_string(ft_quant_mix_name(mi->mix)) : json_null());
     json_object_set_new(o, "params", ftc_u64(t.params));
     json_object_set_new(o, "active_params", ftc_u64(t.active_params));
     json_object_set_new(o, "weight_bytes", ftc_u64(t.weight_bytes));

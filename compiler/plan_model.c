@@ -5,6 +5,7 @@
 #include "gguf.h"
 #include "hf_internal.h"
 #include "import.h"
+#include "weights_pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,49 @@ static ft_dtype_t ft_pm_tensor_dtype(const ft_src_model_t *src, const char *name
     return t && t->dtype != FT_DTYPE_INVALID ? t->dtype : dflt;
 }
 
+/* The shape of an imported model under a quantization mix: each tensor
+ * in the format the compiler would write it in (ft_pack_target_dtype with
+ * the mix), so the plan predicts what `ftc compile --format MIX` builds. */
+FT_WARN_UNUSED static ft_status_t ft_pm_mix_shape(const ft_ir_model_t *ir, ft_quant_mix_t mix,
+                                                  ft_plan_model_t **out, ft_plan_model_info_t *info)
+{
+    ft_compile_options_t copts;
+    ft_compile_options_init(&copts);
+    copts.format = FT_DTYPE_INVALID;
+    copts.mix = mix;
+    ft_dtype_t *formats = calloc(ir->n_tensors ? ir->n_tensors : 1, sizeof(*formats));
+    if (!formats) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "ftc plan: out of memory");
+    ft_dtype_t expert = FT_DTYPE_INVALID, dense = FT_DTYPE_INVALID;
+    for (uint32_t i = 0; i < ir->n_tensors; i++) {
+        const ft_ir_tensor_t *t = &ir->tensors[i];
+        formats[i] = ft_pack_target_dtype(ir, t, &copts);
+        if (t->role == FT_ROLE_FFN_UP_EXPS && expert == FT_DTYPE_INVALID) expert = formats[i];
+        if (t->role == FT_ROLE_ATTN_Q && dense == FT_DTYPE_INVALID) dense = formats[i];
+    }
+    /* reported: the mix's base type where the model has such matrices */
+    info->expert_format = expert != FT_DTYPE_INVALID ? expert : dense;
+    info->dense_format = dense != FT_DTYPE_INVALID ? dense : info->expert_format;
+    if (info->dense_format == FT_DTYPE_INVALID) info->expert_format = info->dense_format = FT_DTYPE_F16;
+    info->mix = mix;
+    ft_status_t st = ft_model_shape_from_ir_formats(ir, info->expert_format, info->dense_format, formats, out);
+    free(formats);
+    return st;
+}
+
+/* A checkpoint with a tensor table (GGUF file or HF directory) under a
+ * mix: planned from its imported IR. */
+FT_WARN_UNUSED static ft_status_t ft_pm_from_ir_mix(const char *path, const ft_plan_model_opts_t *opts,
+                                                    ft_plan_model_t **out, ft_plan_model_info_t *info)
+{
+    ft_ir_model_t *ir = NULL;
+    ft_status_t st = ft_import_model(path, &ir);
+    if (st) return st;
+    info->from_gguf = strcmp(ir->source_format, "gguf") == 0;
+    st = ft_pm_mix_shape(ir, opts->mix, out, info);
+    ft_ir_model_destroy(ir);
+    return st;
+}
+
 /* A GGUF of another family than qwen3moe: its shape from the imported IR
  * (models/shape_ir.c: the tensor table as the importer takes it apart,
  * KV only for full-attention layers, a window's ring or a recurrent
@@ -168,6 +212,26 @@ ft_status_t ft_plan_model_load(const char *path, const ft_plan_model_opts_t *opt
     struct stat sb;
     if (stat(path, &sb) != 0)
         return ft_status_make(FT_STATUS_IO, "%s: no such file or directory", path);
+    if (opts && opts->mix != FT_QUANT_MIX_NONE) {
+        if (opts->expert_format != FT_DTYPE_INVALID || opts->dense_format != FT_DTYPE_INVALID)
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "%s: the mix %s sets every matrix's format; it takes no "
+                                  "--dense-format or second --format",
+                                  path, ft_quant_mix_name(opts->mix));
+        if (!S_ISDIR(sb.st_mode)) {
+            FILE *f = fopen(path, "rb");
+            char magic[4] = {0};
+            size_t got = f ? fread(magic, 1, 4, f) : 0;
+            if (f) fclose(f);
+            if (got != 4 || memcmp(magic, "GGUF", 4) != 0)
+                return ft_status_make(FT_STATUS_UNSUPPORTED,
+                                      "%s: the mix %s chooses formats per tensor, so it needs the "
+                                      "checkpoint's tensor table (a GGUF file, or an HF directory "
+                                      "with its safetensors); a config.json alone names no tensors",
+                                      path, ft_quant_mix_name(opts->mix));
+        }
+        return ft_pm_from_ir_mix(path, opts, out_shape, out_info);
+    }
     if (S_ISDIR(sb.st_mode)) {
         char file[4096];
         int n = snprintf(file, sizeof(file), "%s/config.json", path);

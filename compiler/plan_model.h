@@ -6,6 +6,7 @@
 #define FT_COMPILER_PLAN_MODEL_H
 
 #include "freetoken.h"
+#include "quant_mix.h"
 #include "shape.h"
 
 typedef struct ft_plan_model_opts {
@@ -16,10 +17,18 @@ typedef struct ft_plan_model_opts {
      * alone also sets the dense format, except mxfp4 (no checkpoint keeps
      * attention in mxfp4), which leaves the checkpoint's dense format. */
     ft_dtype_t expert_format, dense_format;
+    /* A quantization mix (`--format q4_k_m`): every matrix in the format
+     * `ftc compile --format` with that mix gives it (ft_pack_target_dtype),
+     * each expert part timed in its own. Needs the tensor table: a GGUF,
+     * or an HF directory with its safetensors; config.json alone is
+     * refused. expert_format / dense_format must then be unset. */
+    ft_quant_mix_t mix;
 } ft_plan_model_opts_t;
 
 typedef struct ft_plan_model_info {
-    ft_dtype_t expert_format, dense_format; /* as used */
+    /* as used (a mix: its base type, e.g. q4_k for q4_k_m) */
+    ft_dtype_t expert_format, dense_format;
+    ft_quant_mix_t mix;
     int from_gguf;
 } ft_plan_model_info_t;
 

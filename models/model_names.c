@@ -270,6 +270,20 @@ FT_WARN_UNUSED static ft_status_t ft_take_fp8_scale(ft_name_index_t *ix, const f
         return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has both '%s' and '%s'", path,
                               wname, inv_name, sc_name);
     const ft_src_tensor_t *s = inv ? inv : sc;
+    if (sc && w->dtype == FT_DTYPE_U8 && sc->dtype == FT_DTYPE_F8_E4M3) {
+        /* NVIDIA ModelOpt NVFP4: packed E2M1 + E4M3 scales per 16 + an F32
+         * "weight_scale_2" per tensor. The runtime's NVFP4 (ggml's block)
+         * has no per-tensor scale to put it in, and widening is refused. */
+        char s2_name[310];
+        snprintf(s2_name, sizeof(s2_name), "%s_scale_2", wname);
+        return ft_status_make(FT_STATUS_UNSUPPORTED,
+                              "%s: tensor '%s' is an NVIDIA ModelOpt NVFP4 matrix (U8 packed E2M1, "
+                              "F8_E4M3 '%s' per 16 elements, per-tensor '%s'%s): not supported yet: "
+                              "freetoken's NVFP4 blocks carry no per-tensor second scale, and it "
+                              "does not widen 4-bit checkpoints",
+                              path, wname, sc_name, s2_name,
+                              ft_src_find_tensor(ix->src, s2_name) ? "" : ", missing here");
+    }
     if (w->dtype != FT_DTYPE_F8_E4M3 || w->n_dims != 2)
         return ft_status_make(FT_STATUS_FORMAT,
                               "%s: tensor '%s' has FP8 scales '%s', but it is %s with %u "

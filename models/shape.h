@@ -61,6 +61,15 @@ FT_WARN_UNUSED ft_status_t ft_model_shape(const ft_meta_t *meta, const char *whe
 FT_WARN_UNUSED ft_status_t ft_model_shape_from_ir(const ft_ir_model_t *model, ft_dtype_t expert_format,
                                    ft_dtype_t dense_format, ft_plan_model_t **out);
 
+/* The same with each tensor's own format: formats[i] for model->tensors[i]
+ * (a quantization mix's choice, as the compiler packs it), and each
+ * layer's expert_part_format / expert_part_bytes filled, so the planner
+ * times every part in its format. expert_format and dense_format are
+ * still reported as the shape's formats. formats NULL: as above. */
+FT_WARN_UNUSED ft_status_t ft_model_shape_from_ir_formats(const ft_ir_model_t *model, ft_dtype_t expert_format,
+                                                          ft_dtype_t dense_format, const ft_dtype_t *formats,
+                                                          ft_plan_model_t **out);
+
 void ft_model_shape_free(ft_plan_model_t *shape);
 
 /* Totals over the layers: all weights, the weights one decoded token reads

@@ -61,7 +61,7 @@ static const ft_dtype_info_t ft_dtype_table[FT_DTYPE_COUNT] = {
     [FT_DTYPE_TQ1_0] = {"tq1_0", 256, 54, 34, NULL, FT_Q(tq1_0), FT_DTYPE_Q8_K, FT_KERN_GEN},
     [FT_DTYPE_TQ2_0] = {"tq2_0", 256, 66, 35, NULL, FT_Q(tq2_0), FT_DTYPE_Q8_K, FT_KERN_GEN},
     [FT_DTYPE_MXFP4] = {"mxfp4", 32, 17, 39, NULL, FT_Q(mxfp4), FT_DTYPE_Q8_0, FT_KERN_GEN},
-    [FT_DTYPE_NVFP4] = {"nvfp4", 64, 36, 40, NULL, FT_Q(nvfp4), FT_DTYPE_Q8_0, FT_KERN},
+    [FT_DTYPE_NVFP4] = {"nvfp4", 64, 36, 40, NULL, FT_Q(nvfp4), FT_DTYPE_Q8_0, FT_KERN_GEN},
     [FT_DTYPE_FP8] = {"fp8", 128, 132, -1, NULL, FT_Q(fp8), FT_DTYPE_F32, FT_KERN_GEN},
 };
 

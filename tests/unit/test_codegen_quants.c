@@ -1,8 +1,8 @@
 /* Generated CPU kernels of the formats without SIMD tiles (templates/
  * ftt_quants.c: Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, the IQ
- * grids with IQ1_S and IQ1_M, TQ1_0, TQ2_0, MXFP4, FP8) against the reference dots, bit for
+ * grids with IQ1_S and IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4, FP8) against the reference dots, bit for
  * bit: the template does the reference's integer sums and float
- * operations in the same order (for MXFP4 and FP8 in SIMD modules, those
+ * operations in the same order (for MXFP4, NVFP4 and FP8 in SIMD modules, those
  * of the runtime's AVX2 tier), so any difference is a bug. Weights are
  * random bytes (every level, sign pattern, grid index and scale code,
  * including fp16 scales that are inf or NaN: both sides must then agree
@@ -28,7 +28,7 @@ static const ft_dtype_t k_formats[] = {
     FT_DTYPE_Q4_1,   FT_DTYPE_Q5_0,    FT_DTYPE_Q5_1,  FT_DTYPE_Q2_K,   FT_DTYPE_Q3_K,
     FT_DTYPE_Q5_K,   FT_DTYPE_IQ4_NL,  FT_DTYPE_IQ4_XS, FT_DTYPE_IQ2_XXS, FT_DTYPE_IQ2_XS,
     FT_DTYPE_IQ2_S,  FT_DTYPE_IQ3_XXS, FT_DTYPE_IQ3_S, FT_DTYPE_IQ1_S,  FT_DTYPE_IQ1_M,
-    FT_DTYPE_TQ1_0,  FT_DTYPE_TQ2_0,   FT_DTYPE_MXFP4, FT_DTYPE_FP8};
+    FT_DTYPE_TQ1_0,  FT_DTYPE_TQ2_0,   FT_DTYPE_MXFP4, FT_DTYPE_NVFP4, FT_DTYPE_FP8};
 enum { N_FMT = sizeof(k_formats) / sizeof(k_formats[0]), ROWS = 6, COLS = 512 };
 static const uint32_t k_toks[] = {1, 3, 8, 11};
 
@@ -133,9 +133,9 @@ static void check_format(const ft_cpu_module_t *mod, const char *isa, ft_dtype_t
     ft_kabi_matmul_fn fn = ft_cpu_module_find_matmul(mod, t, ROWS, COLS);
     if (!fn)
         fail_msg("%s: no %s kernel", isa, ft_dtype_name(t));
-    /* MXFP4 and FP8: SIMD modules do the reference's AVX2 tier's operations */
+    /* MXFP4, NVFP4 and FP8: SIMD modules do the reference's AVX2 tier's operations */
     const int simd = strcmp(isa, "portable") != 0;
-    if (simd && !FT_CPU_HAVE_AVX2 && (t == FT_DTYPE_MXFP4 || t == FT_DTYPE_FP8)) {
+    if (simd && !FT_CPU_HAVE_AVX2 && (t == FT_DTYPE_MXFP4 || t == FT_DTYPE_NVFP4 || t == FT_DTYPE_FP8)) {
         print_message("%s %s: the runtime has no AVX2 tier to compare with\n", isa, ft_dtype_name(t));
         return;
     }

@@ -188,8 +188,8 @@ static void test_dtype_list(void **state)
     assert_string_equal(
         ft_dtype_list(FT_DTYPE_FLAG_WEIGHT | FT_DTYPE_FLAG_CPU_GEN, "and", buf, sizeof(buf)),
         "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, "
-        "iq2_xxs, iq2_xs, iq3_xxs, iq1_s, iq4_nl, iq3_s, iq2_s, iq4_xs, iq1_m, tq1_0, tq2_0, mxfp4 "
-        "and fp8");
+        "iq2_xxs, iq2_xs, iq3_xxs, iq1_s, iq4_nl, iq3_s, iq2_s, iq4_xs, iq1_m, tq1_0, tq2_0, mxfp4, "
+        "nvfp4 and fp8");
     assert_string_equal(ft_dtype_list(FT_DTYPE_FLAG_ACT_ONLY, "or", buf, sizeof(buf)), "q8_k");
     assert_string_equal(
         ft_dtype_list(FT_DTYPE_FLAG_ACT_ONLY | FT_DTYPE_FLAG_WEIGHT, "or", buf, sizeof(buf)), "");

@@ -319,7 +319,7 @@ static void test_qwen35_gguf_plan_from_ir(void **state)
         snprintf(cfg, sizeof(cfg), "%s/config.json", hf);
         assert_null(ft_fixture_write_hf(&o, hf, 1));
         assert_null(ft_fixture_write_gguf(&o, gguf));
-        ft_plan_model_opts_t po = {FT_DTYPE_Q8_0, FT_DTYPE_Q8_0};
+        ft_plan_model_opts_t po = {.expert_format = FT_DTYPE_Q8_0, .dense_format = FT_DTYPE_Q8_0};
         ft_plan_model_info_t info;
         ft_plan_model_t *g = NULL, *h = NULL, *c = NULL;
         assert_null(ft_plan_model_load(gguf, &po, &g, &info));

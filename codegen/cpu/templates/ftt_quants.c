@@ -3,7 +3,8 @@
  * the non-linear IQ4_NL, IQ4_XS, the IQ grid formats IQ2_XXS, IQ2_XS,
  * IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (their codebooks are emitted ahead of the
  * templates, FTT_HAVE_IQ_GRIDS, only when a kernel needs them), the
- * ternary TQ1_0, TQ2_0, MXFP4 and FP8 (these two row by row, below).
+ * ternary TQ1_0, TQ2_0, MXFP4, NVFP4 and FP8 (these three row by row,
+ * below).
  *
  * The numerics are the portable reference kernels' (runtime/backends/cpu/
  * dot_legacy.c, dot_k_low.c, dot_iq4.c, dot_iq_grid.c, dot_tq.c,
@@ -25,6 +26,7 @@ enum { FTT_Q4_1_BYTES = 20, FTT_Q5_0_BYTES = 22, FTT_Q5_1_BYTES = 24, FTT_Q2_K_B
        FTT_IQ2_XXS_BYTES = 66, FTT_IQ2_XS_BYTES = 74, FTT_IQ2_S_BYTES = 82, FTT_IQ3_XXS_BYTES = 98,
        FTT_IQ3_S_BYTES = 110, FTT_TQ1_0_BYTES = 54, FTT_TQ2_0_BYTES = 66, FTT_MXFP4_BYTES = 17,
        FTT_FP8_ELEMS = 128, FTT_FP8_BYTES = 132, FTT_IQ1_S_BYTES = 50, FTT_IQ1_M_BYTES = 56,
+       FTT_NVFP4_ELEMS = 64, FTT_NVFP4_BYTES = 36,
        FTT_UNP_TOK = 8 };
 
 /* ggml's kvalues_iq4nl and the E2M1 levels doubled (minifloat.h). */
@@ -202,6 +204,19 @@ FTT_INLINE float ftt_e8m0_half(uint8_t e)
     float f;
     memcpy(&f, &b, 4);
     return f;
+}
+
+/* UE4M3 x -> half its value (minifloat.h's ft_ue4m3_half: E4M3 without
+ * its sign bit; 0x00 and 0x7f read as 0). */
+FTT_INLINE float ftt_ue4m3_half(uint8_t x)
+{
+    if (x == 0 || x == 0x7f) return 0.0f;
+    const uint32_t e = (x >> 3) & 0xfu, m = x & 7u;
+    if (e == 0) return (float)m * 0x1.0p-10f;
+    const uint32_t b = ((e - 7u + 127u) << 23) | (m << 20);
+    float f;
+    memcpy(&f, &b, 4);
+    return f * 0.5f;
 }
 
 /* ---- K-quants (256 elements, Q8_K activations) ---- */
@@ -673,7 +688,7 @@ FTT_DEFINE_UNPACKED_MATMUL(iq1_s, FTT_QK_K, FTT_IQ1_S_BYTES, FTT_Q8_K_BYTES)
 FTT_DEFINE_UNPACKED_MATMUL(iq1_m, FTT_QK_K, FTT_IQ1_M_BYTES, FTT_Q8_K_BYTES)
 #endif
 
-/* ---- MXFP4 and FP8 row by row: the runtime's reference has an AVX2 tier
+/* ---- MXFP4, NVFP4 and FP8 row by row: the runtime's reference has an AVX2 tier
  * for them (dot_fp_avx2.c), which the runtime runs on such machines. A
  * module built for AVX2 or AVX-512 does its operations in its order
  * (bit-identical to it); the portable module those of dot_fp.c. ---- */
@@ -709,6 +724,32 @@ FTT_INLINE float ftt_dot_mxfp4(uint32_t cols, const uint8_t *w, const uint8_t *x
             _mm256_insertf128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1), m4);
         const __m256i p = ftt_dot_i8x32(_mm256_shuffle_epi8(kv, nib), _mm256_loadu_si256((const __m256i *)(x + 2)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(ftt_f16(x) * ftt_e8m0_half(w[0])), _mm256_cvtepi32_ps(p), acc);
+    }
+    return ftt_hsum8_fp(acc);
+}
+
+/* dot_fp_avx2.c's NVFP4: per Q8_0 block (half an NVFP4 block) the 16
+ * bytes of sub-blocks 2k, 2k + 1, their low nibbles (elements 0..7 of
+ * each) and high nibbles (8..15) put in Q8_0's element order, one pshufb
+ * to levels, int32 lanes 0..3 scaled by sub-block 2k's factor, 4..7 by
+ * 2k + 1's, one FMA per half block. */
+FTT_INLINE float ftt_dot_nvfp4(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ftt_e2m1_x2));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    for (uint32_t b = 0; b < cols / FTT_NVFP4_ELEMS; b++, w += FTT_NVFP4_BYTES) {
+        for (int k = 0; k < 2; k++, x += FTT_Q8_0_BYTES) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(w + 4 + 16 * k));
+            const __m128i lo = _mm_and_si128(q, m4);
+            const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+            const __m256i nib = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+            const __m256i p = ftt_dot_i8x32(_mm256_shuffle_epi8(kv, nib), _mm256_loadu_si256((const __m256i *)(x + 2)));
+            const float dx = ftt_f16(x);
+            const __m256 d = _mm256_set_m128(_mm_set1_ps(dx * ftt_ue4m3_half(w[2 * k + 1])),
+                                             _mm_set1_ps(dx * ftt_ue4m3_half(w[2 * k])));
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+        }
     }
     return ftt_hsum8_fp(acc);
 }
@@ -755,6 +796,26 @@ FTT_INLINE float ftt_dot_mxfp4(uint32_t cols, const uint8_t *w, const uint8_t *x
     return sum;
 }
 
+/* dot_fp.c's NVFP4: per 16-element sub-block s, the exact int32 sum of
+ * levels times Q8_0 activations (sub-blocks 0, 1 in the first Q8_0 block,
+ * 2, 3 in the second), scaled by that block's d times half the UE4M3. */
+FTT_INLINE float ftt_dot_nvfp4(uint32_t cols, const uint8_t *w, const uint8_t *x)
+{
+    float sum = 0.0f;
+    for (uint32_t b = 0; b < cols / FTT_NVFP4_ELEMS; b++, w += FTT_NVFP4_BYTES, x += 2 * FTT_Q8_0_BYTES) {
+        for (int s = 0; s < 4; s++) {
+            const uint8_t *xb = x + (s >> 1) * FTT_Q8_0_BYTES;
+            const int8_t *xq = (const int8_t *)(xb + 2) + (s & 1) * 16;
+            const uint8_t *wq = w + 4 + 8 * s;
+            int32_t sumi = 0;
+            for (int j = 0; j < 8; j++)
+                sumi += ftt_e2m1_x2[wq[j] & 0x0f] * xq[j] + ftt_e2m1_x2[wq[j] >> 4] * xq[j + 8];
+            sum += (ftt_f16(xb) * ftt_ue4m3_half(w[s])) * (float)sumi;
+        }
+    }
+    return sum;
+}
+
 /* E4M3 -> float32, exact (minifloat.h's ft_e4m3_to_f32). */
 FTT_INLINE float ftt_e4m3(uint8_t v)
 {
@@ -796,4 +857,5 @@ FTT_INLINE float ftt_dot_fp8(uint32_t cols, const uint8_t *w, const uint8_t *x)
 #endif
 
 FTT_DEFINE_ROWLOOP_MATMUL(mxfp4, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
+FTT_DEFINE_ROWLOOP_MATMUL(nvfp4, (size_t)(cols / FTT_QK8_0) * FTT_Q8_0_BYTES)
 FTT_DEFINE_ROWLOOP_MATMUL(fp8, (size_t)cols * 4)
