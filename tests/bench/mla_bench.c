@@ -53,13 +53,18 @@ int main(int argc, char **argv)
     int reps = 7;
     const char *isa = ft_cg_cpu_host_isa();
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--keys")) keys = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--prefill")) prefill = (uint32_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--isa")) isa = argv[i + 1];
+        if (!strcmp(argv[i], "--keys"))
+            keys = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--prefill"))
+            prefill = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--isa"))
+            isa = argv[i + 1];
     }
     if (keys < 1 || prefill < 1 || prefill > keys || reps < 1 || reps > MAX_REPS) {
-        fprintf(stderr, "mla_bench: need 1 <= --prefill <= --keys and 1 <= --reps <= %d\n", MAX_REPS);
+        fprintf(stderr, "mla_bench: need 1 <= --prefill <= --keys and 1 <= --reps <= %d\n",
+                MAX_REPS);
         return 2;
     }
     const ft_cg_kreq_t req = {FT_KABI_OP_MLA, FT_KABI_FMT_F32, FT_KABI_MLA_AUX(ROPE, V), NOPE, R};
@@ -88,10 +93,14 @@ int main(int argc, char **argv)
     uint32_t *n_keys = malloc(sizeof(uint32_t) * prefill);
     if (!wk || !wv || !q || !g || !kn || !vv || !out || !scratch || !d || !n_keys || !fn) return 1;
     srand(1);
-    for (size_t i = 0; i < (size_t)NOPE * R; i++) wk[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (size_t i = 0; i < (size_t)V * R; i++) wv[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (size_t i = 0; i < prefill * hd; i++) q[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (size_t i = 0; i < keys * row; i++) g[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < (size_t)NOPE * R; i++)
+        wk[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < (size_t)V * R; i++)
+        wv[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < prefill * hd; i++)
+        q[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < keys * row; i++)
+        g[i] = (float)rand() / RAND_MAX - 0.5f;
     double t_ref[2][MAX_REPS], t_gen[2][MAX_REPS];
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
@@ -106,18 +115,21 @@ int main(int argc, char **argv)
         for (uint32_t t = 0; t < prefill; t++)
             ft_op_mla_expanded(&sh, q + t * hd, kn, vv, g, keys - prefill + t + 1, d, out + t * V);
         t_ref[1][r] = now_s() - t0;
-        for (uint32_t t = 0; t < prefill; t++) n_keys[t] = keys - prefill + t + 1;
+        for (uint32_t t = 0; t < prefill; t++)
+            n_keys[t] = keys - prefill + t + 1;
         t0 = now_s();
         fn(wk, wv, q, hd, g, n_keys, prefill, 1, sh.scale, scratch, out, V);
         t_gen[1][r] = now_s() - t0;
     }
-    printf("MLA head (q_nope %d, RoPE %d, kv_lora %d, values %d), %u keys, 1 thread, isa %s, median of %d:\n",
+    printf("MLA head (q_nope %d, RoPE %d, kv_lora %d, values %d), %u keys, 1 thread, isa %s, "
+           "median of %d:\n",
            NOPE, ROPE, R, V, keys, isa, reps);
-    printf("  decode (absorbed), 1 token:      ref %9.1f us  gen %9.1f us per head\n", 1e6 * median(t_ref[0], reps),
-           1e6 * median(t_gen[0], reps));
-    printf("  prefill (expanded), %3u tokens:  ref %9.1f us  gen %9.1f us per head and token\n", prefill,
-           1e6 * median(t_ref[1], reps) / prefill, 1e6 * median(t_gen[1], reps) / prefill);
+    printf("  decode (absorbed), 1 token:      ref %9.1f us  gen %9.1f us per head\n",
+           1e6 * median(t_ref[0], reps), 1e6 * median(t_gen[0], reps));
+    printf("  prefill (expanded), %3u tokens:  ref %9.1f us  gen %9.1f us per head and token\n",
+           prefill, 1e6 * median(t_ref[1], reps) / prefill, 1e6 * median(t_gen[1], reps) / prefill);
     ft_cpu_module_free(mod);
-    free(wk), free(wv), free(q), free(g), free(kn), free(vv), free(out), free(scratch), free(d), free(n_keys);
+    free(wk), free(wv), free(q), free(g), free(kn), free(vv), free(out), free(scratch), free(d),
+        free(n_keys);
     return 0;
 }

@@ -142,8 +142,8 @@ static void test_import(void **state)
     (void)state;
     ft_ir_model_t *m = import(g_hf);
     static const ft_tensor_role_t scaled[] = {
-        FT_ROLE_ATTN_Q_A, FT_ROLE_ATTN_Q_B, FT_ROLE_ATTN_KV_A, FT_ROLE_ATTN_K_ROPE, FT_ROLE_ATTN_K_B,
-        FT_ROLE_ATTN_V_B, FT_ROLE_ATTN_O};
+        FT_ROLE_ATTN_Q_A, FT_ROLE_ATTN_Q_B, FT_ROLE_ATTN_KV_A, FT_ROLE_ATTN_K_ROPE,
+        FT_ROLE_ATTN_K_B, FT_ROLE_ATTN_V_B, FT_ROLE_ATTN_O};
     for (int32_t l = 0; l < 2; l++)
         for (size_t i = 0; i < sizeof(scaled) / sizeof(scaled[0]); i++) {
             const ft_ir_tensor_t *t = ft_ir_find(m, scaled[i], l);
@@ -151,7 +151,8 @@ static void test_import(void **state)
             assert_int_equal(t->dtype, FT_DTYPE_F8_E4M3);
             assert_int_equal(t->scale_kind, FT_IR_SCALE_TILE128);
         }
-    const ft_ir_tensor_t *kb = ft_ir_find(m, FT_ROLE_ATTN_K_B, 1), *vb = ft_ir_find(m, FT_ROLE_ATTN_V_B, 1),
+    const ft_ir_tensor_t *kb = ft_ir_find(m, FT_ROLE_ATTN_K_B, 1),
+                         *vb = ft_ir_find(m, FT_ROLE_ATTN_V_B, 1),
                          *kr = ft_ir_find(m, FT_ROLE_ATTN_K_ROPE, 1);
     assert_int_equal(kb->n_pieces, 4);
     assert_non_null(kb->scale_row0);
@@ -185,8 +186,9 @@ static const ft_st_tensor_t *src_tensor(const src_ckpt_t *s, const char *name)
  * source row first[i / count] + i % count of HF matrix hf_name; each of
  * its FP8 blocks must hold that row's 128 source bytes and the scale of
  * their tile, bit for bit. */
-static void check_blocks(const src_ckpt_t *s, const ft_bundle_t *b, const char *plan_name, int expert,
-                         const char *hf_name, const uint64_t *first, uint32_t n_ranges, uint64_t count)
+static void check_blocks(const src_ckpt_t *s, const ft_bundle_t *b, const char *plan_name,
+                         int expert, const char *hf_name, const uint64_t *first, uint32_t n_ranges,
+                         uint64_t count)
 {
     char sname[300];
     snprintf(sname, sizeof(sname), "%s_scale_inv", hf_name);
@@ -207,8 +209,9 @@ static void check_blocks(const src_ckpt_t *s, const ft_bundle_t *b, const char *
             const uint8_t *blk = p + (i * nb + j) * 132;
             if (memcmp(blk, scales + 4 * (r / 128 * nb + j), 4) != 0 ||
                 memcmp(blk + 4, src + r * cols + 128 * j, 128) != 0)
-                fail_msg("%s row %llu (source row %llu) block %llu: not the source's bytes and scale", plan_name,
-                         (unsigned long long)i, (unsigned long long)r, (unsigned long long)j);
+                fail_msg(
+                    "%s row %llu (source row %llu) block %llu: not the source's bytes and scale",
+                    plan_name, (unsigned long long)i, (unsigned long long)r, (unsigned long long)j);
         }
     }
 }
@@ -225,21 +228,25 @@ static void test_blocks_not_widened(void **state)
     assert_int_equal(ft_bundle_open(g_bundle, &b), 0);
     const uint64_t k_first[4] = {0, 64, 128, 192}, v_first[4] = {32, 96, 160, 224};
     const uint64_t c_first[1] = {0}, r_first[1] = {128}, all[1] = {0};
-    check_blocks(&s, b, "blk.1.attn_k_b.weight", -1, "model.layers.1.self_attn.kv_b_proj.weight", k_first, 4, 32);
-    check_blocks(&s, b, "blk.1.attn_v_b.weight", -1, "model.layers.1.self_attn.kv_b_proj.weight", v_first, 4, 32);
-    check_blocks(&s, b, "blk.0.attn_kv_a.weight", -1, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
-                 c_first, 1, 128);
-    check_blocks(&s, b, "blk.0.attn_k_rope.weight", -1, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
-                 r_first, 1, 16);
-    check_blocks(&s, b, "blk.0.ffn_down.weight", -1, "model.layers.0.mlp.down_proj.weight", all, 1, 256);
-    check_blocks(&s, b, "blk.1.ffn_down_exps.weight", 5, "model.layers.1.mlp.experts.5.down_proj.weight", all, 1,
+    check_blocks(&s, b, "blk.1.attn_k_b.weight", -1, "model.layers.1.self_attn.kv_b_proj.weight",
+                 k_first, 4, 32);
+    check_blocks(&s, b, "blk.1.attn_v_b.weight", -1, "model.layers.1.self_attn.kv_b_proj.weight",
+                 v_first, 4, 32);
+    check_blocks(&s, b, "blk.0.attn_kv_a.weight", -1,
+                 "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", c_first, 1, 128);
+    check_blocks(&s, b, "blk.0.attn_k_rope.weight", -1,
+                 "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", r_first, 1, 16);
+    check_blocks(&s, b, "blk.0.ffn_down.weight", -1, "model.layers.0.mlp.down_proj.weight", all, 1,
                  256);
+    check_blocks(&s, b, "blk.1.ffn_down_exps.weight", 5,
+                 "model.layers.1.mlp.experts.5.down_proj.weight", all, 1, 256);
     /* nothing of the model widened: every FP8 matrix of the plan is FP8 */
     uint32_t n_fp8 = 0;
     for (size_t i = 0; i < b->plan->n_tensors; i++)
         n_fp8 += (int)b->plan->tensors[i]->format == (int)FT_DTYPE_FP8;
     print_message("%u plan tensors in FP8 blocks\n", n_fp8);
-    assert_int_equal(n_fp8, 2 * 7 + 3 + 3 + 3); /* attention x 2 layers, dense FFN, experts, shared */
+    assert_int_equal(n_fp8,
+                     2 * 7 + 3 + 3 + 3); /* attention x 2 layers, dense FFN, experts, shared */
     ft_bundle_close(b);
     ft_st_file_free(s.st);
     ft_mapped_file_close(s.map);
@@ -260,8 +267,8 @@ static void test_matches_reference(void **state)
     float *a = ft_ref_expect_greedy(g_bundle, &eo, N_CTX, k_prompt, &g_ref, FT_FLOAT_TOL,
                                     "deepseek2 fp8 cpu reference", 1);
     eo.kernels = FT_KERNELS_GENERATED;
-    free(ft_ref_expect_greedy(g_bundle, &eo, N_CTX, k_prompt, &g_ref, FT_FLOAT_TOL, "deepseek2 fp8 cpu generated",
-                              0));
+    free(ft_ref_expect_greedy(g_bundle, &eo, N_CTX, k_prompt, &g_ref, FT_FLOAT_TOL,
+                              "deepseek2 fp8 cpu generated", 0));
     /* against the unquantized weights of the same seed */
     ir = import(g_f32);
     FT_REF_OK(ft_ref_model_from_ir(ir, &m));
@@ -290,11 +297,14 @@ static void test_matches_reference(void **state)
         }
         top1 += ia == ir_;
     }
-    print_message("fp8 vs the f32 weights' reference: max error %.3g over the %u positions routed alike; "
-                  "top-1 agrees on %u\n", worst, n_alike, top1);
+    print_message(
+        "fp8 vs the f32 weights' reference: max error %.3g over the %u positions routed alike; "
+        "top-1 agrees on %u\n",
+        worst, n_alike, top1);
     assert_true(n_alike >= 1);
     assert_true(worst <= FT_FP8_QUANT_TOL);
-    assert_true(worst > 1e-3); /* the weights did change: this compares FP8 with f32, not f32 with itself */
+    assert_true(worst >
+                1e-3); /* the weights did change: this compares FP8 with f32, not f32 with itself */
     free(rf);
     free(rq);
     free(a);
@@ -314,8 +324,9 @@ static void expect_refused(ft_src_model_t *src, ft_status_code_t code, const cha
     if (!st) fail_msg("expected an error containing '%s'", needle);
     print_message("refused: %s\n", ft_status_message(st));
     if (ft_status_code(st) != code || !strstr(ft_status_message(st), needle))
-        fail_msg("got [%s] %s; wanted [%s] containing '%s'", ft_status_code_name(ft_status_code(st)),
-                 ft_status_message(st), ft_status_code_name(code), needle);
+        fail_msg("got [%s] %s; wanted [%s] containing '%s'",
+                 ft_status_code_name(ft_status_code(st)), ft_status_message(st),
+                 ft_status_code_name(code), needle);
     ft_status_free(st);
     ft_src_model_destroy(src);
 }
@@ -344,18 +355,21 @@ static void test_hostile(void **state)
     assert_null(ft_meta_add_string(&s->meta, "quantization_config.fmt", "e5m2", 4));
     expect_refused(s, FT_STATUS_UNSUPPORTED, "fmt");
     s = source(); /* kv_b without its scales: read as scale 1 it would be silently wrong */
-    ((ft_src_tensor_t *)ft_src_find_tensor(s, "model.layers.1.self_attn.kv_b_proj.weight_scale_inv"))->name =
-        "model.layers.1.self_attn.kv_b_proj.weight_scales";
+    ((ft_src_tensor_t *)ft_src_find_tensor(s,
+                                           "model.layers.1.self_attn.kv_b_proj.weight_scale_inv"))
+        ->name = "model.layers.1.self_attn.kv_b_proj.weight_scales";
     expect_refused(s, FT_STATUS_FORMAT, "without a scale tensor");
     s = source(); /* a scale tensor of the wrong shape beside the split matrix */
-    ((ft_src_tensor_t *)ft_src_find_tensor(s, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv"))
+    ((ft_src_tensor_t *)ft_src_find_tensor(
+         s, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv"))
         ->shape[0] += 1;
     expect_refused(s, FT_STATUS_FORMAT, "kv_a_proj_with_mqa.weight_scale_inv");
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_import), cmocka_unit_test(test_blocks_not_widened),
-                                       cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_hostile)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_import), cmocka_unit_test(test_blocks_not_widened),
+        cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_hostile)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -64,7 +64,8 @@ enum { N_SHAPES = sizeof(k_shapes) / sizeof(k_shapes[0]), N_RUN = 7 };
 
 static ft_cg_kreq_t req_of(const mla_shape_t *s)
 {
-    return (ft_cg_kreq_t){FT_KABI_OP_MLA, FT_KABI_FMT_F32, FT_KABI_MLA_AUX(s->rope, s->v), s->nope, s->r};
+    return (ft_cg_kreq_t){FT_KABI_OP_MLA, FT_KABI_FMT_F32, FT_KABI_MLA_AUX(s->rope, s->v), s->nope,
+                          s->r};
 }
 
 static ft_cpu_module_t *build(const char *isa, int load)
@@ -109,10 +110,14 @@ static void check_shape(const ft_cpu_module_t *mod, const char *isa, const mla_s
     assert_non_null(fn);
     assert_null(ft_cpu_module_find_mla(mod, s->nope, s->rope, s->r, s->v + 1));
     const float wscale = (float)(1.0 / sqrt((double)s->r));
-    float *wk = malloc((size_t)s->nope * s->r * sizeof(float)), *wv = malloc((size_t)s->v * s->r * sizeof(float)),
-          *q = malloc((size_t)N_RUN * hd * sizeof(float)), *g = malloc((size_t)N * row * sizeof(float)),
-          *kn = malloc((size_t)N * s->nope * sizeof(float)), *vv = malloc((size_t)N * s->v * sizeof(float)),
-          *o_ref = malloc((size_t)N_RUN * s->v * sizeof(float)), *o_gen = malloc((size_t)N_RUN * s->v * sizeof(float)),
+    float *wk = malloc((size_t)s->nope * s->r * sizeof(float)),
+          *wv = malloc((size_t)s->v * s->r * sizeof(float)),
+          *q = malloc((size_t)N_RUN * hd * sizeof(float)),
+          *g = malloc((size_t)N * row * sizeof(float)),
+          *kn = malloc((size_t)N * s->nope * sizeof(float)),
+          *vv = malloc((size_t)N * s->v * sizeof(float)),
+          *o_ref = malloc((size_t)N_RUN * s->v * sizeof(float)),
+          *o_gen = malloc((size_t)N_RUN * s->v * sizeof(float)),
           *scratch = malloc(((size_t)N * (s->nope + s->v + 1) + 2 * (size_t)s->r) * sizeof(float));
     double *d = malloc((2 * (size_t)s->r + N + s->v) * sizeof(double));
     assert_true(wk && wv && q && g && kn && vv && o_ref && o_gen && scratch && d);
@@ -138,7 +143,8 @@ static void check_shape(const ft_cpu_module_t *mod, const char *isa, const mla_s
      * executor's choice for a short chunk after a long prefix) */
     for (uint32_t t = 0; t < N_RUN; t++) {
         n_keys[t] = N - N_RUN + t + 1;
-        ft_op_mla_absorbed(&sh, wk, wv, q + (size_t)t * hd, g, n_keys[t], d, o_ref + (size_t)t * s->v);
+        ft_op_mla_absorbed(&sh, wk, wv, q + (size_t)t * hd, g, n_keys[t], d,
+                           o_ref + (size_t)t * s->v);
     }
     fn(wk, wv, q, hd, g, n_keys, N_RUN, 0, sh.scale, scratch, o_gen, s->v);
     const double e_run = rel_diff(o_gen, o_ref, (size_t)N_RUN * s->v);
@@ -146,18 +152,21 @@ static void check_shape(const ft_cpu_module_t *mod, const char *isa, const mla_s
     ft_op_mla_decompress(&sh, wk, wv, g, N, kn, vv);
     for (uint32_t t = 0; t < N_RUN; t++) {
         n_keys[t] = N - N_RUN + t + 1;
-        ft_op_mla_expanded(&sh, q + (size_t)t * hd, kn, vv, g, n_keys[t], d, o_ref + (size_t)t * s->v);
+        ft_op_mla_expanded(&sh, q + (size_t)t * hd, kn, vv, g, n_keys[t], d,
+                           o_ref + (size_t)t * s->v);
     }
     fn(wk, wv, q, hd, g, n_keys, N_RUN, 1, sh.scale, scratch, o_gen, s->v);
     const double e_exp = rel_diff(o_gen, o_ref, (size_t)N_RUN * s->v);
-    print_message("%s: nope %u rope %u kv_lora %u v %u, %u keys: absorbed %.2g (%u rows %.2g), expanded (%u rows) "
+    print_message("%s: nope %u rope %u kv_lora %u v %u, %u keys: absorbed %.2g (%u rows %.2g), "
+                  "expanded (%u rows) "
                   "%.2g, half the keys %.2g\n",
                   isa, s->nope, s->rope, s->r, s->v, N, e_abs, N_RUN, e_run, N_RUN, e_exp, e_mut);
     assert_true(e_abs <= FT_MLAG_TOL);
     assert_true(e_run <= FT_MLAG_TOL);
     assert_true(e_exp <= FT_MLAG_TOL);
     assert_true(e_mut > 100 * FT_MLAG_TOL);
-    free(wk), free(wv), free(q), free(g), free(kn), free(vv), free(o_ref), free(o_gen), free(scratch), free(d);
+    free(wk), free(wv), free(q), free(g), free(kn), free(vv), free(o_ref), free(o_gen),
+        free(scratch), free(d);
 }
 
 static void run_isa(const char *isa)
@@ -207,7 +216,8 @@ static void test_refused_keys(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_portable), cmocka_unit_test(test_host_isas),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_portable),
+                                       cmocka_unit_test(test_host_isas),
                                        cmocka_unit_test(test_refused_keys)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
