@@ -83,7 +83,7 @@ FT_WARN_UNUSED static ft_status_t ft_kernels_cpu(const ft_ir_model_t *pm, const 
         k->op = ks[i].op;
         k->format = (Ftplan__WeightFormat)(ks[i].format & ~FT_KABI_LAYOUT_R16);
         k->layout = ks[i].format & FT_KABI_LAYOUT_R16 ? 1u : 0u; /* FT_WLAYOUT_Q8_0_R16 */
-        if (ks[i].op == FT_KABI_OP_DELTANET) { /* the key heads, not a format */
+        if (ks[i].op == FT_KABI_OP_DELTANET || ks[i].op == FT_KABI_OP_MLA) { /* key heads / widths, not a format */
             k->key_heads = ks[i].format_aux;
         } else {
             k->format_aux = (Ftplan__WeightFormat)(ks[i].format_aux & ~FT_KABI_LAYOUT_R16);

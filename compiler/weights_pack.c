@@ -247,9 +247,10 @@ static void ft_pack_fp8_row(const ft_pack_ctx_t *c, const ft_ir_tensor_t *t, uin
     const uint64_t tiles = (cols + 127) / 128;
     const ft_ir_piece_t *sp = &t->scale_pieces[p];
     const uint8_t *s = c->maps[sp->file]->data + sp->offset;
+    const uint64_t sr = lr + (t->scale_row0 ? t->scale_row0[p] : 0); /* the row in the scaled matrix */
     for (uint64_t b = 0; b < nb; b++) {
-        const uint64_t i = t->scale_kind == FT_IR_SCALE_TILE128 ? lr / 128 * tiles + b
-                           : t->scale_kind == FT_IR_SCALE_ROW   ? lr
+        const uint64_t i = t->scale_kind == FT_IR_SCALE_TILE128 ? sr / 128 * tiles + b
+                           : t->scale_kind == FT_IR_SCALE_ROW   ? sr
                                                                 : 0;
         const float d = ft_pack_scale_at(s, t->scale_dtype, i);
         uint32_t u;

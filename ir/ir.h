@@ -268,6 +268,12 @@ typedef struct ft_ir_tensor {
     ft_dtype_t scale_dtype;
     const char *scale_name; /* the first piece's scale tensor, for messages */
     ft_ir_piece_t *scale_pieces;
+    /* Per piece, the source row its first row is within the matrix its
+     * scales cover (a range of rows of a scaled matrix: DeepSeek's
+     * kv_a_proj_with_mqa and kv_b_proj split per part and head); NULL when
+     * every piece starts a matrix. TILE128 row r of piece p reads tile row
+     * (scale_row0[p] + r) / 128, ROW scale scale_row0[p] + r. */
+    uint64_t *scale_row0;
     ft_ir_xform_t xform;   /* FT_IR_XFORM_NONE: the values as stored */
     ft_ir_tiling_t tiling; /* tile_elems 0: the columns as stored */
     ft_ir_interleave_t il; /* FT_IR_XFORM_MXFP4_HF and FT_IR_XFORM_DEINTERLEAVE */

@@ -30,7 +30,11 @@
  * V2's softmax "greedy" / "group_limited_greedy" top-k methods are taken
  * as what they compute (plain or grouped top-k of the softmax scores; V2's
  * group score is the group's best, not its two best: refused with groups).
- * FP8 checkpoints (quantization_config) are refused here. */
+ * FP8 checkpoints (DeepSeek's own release: quantization_config quant_method
+ * "fp8", fmt "e4m3", weight_block_size [128, 128], activation_scheme
+ * "dynamic") are read as they are: model_names.c attaches each matrix's
+ * weight_scale_inv and the packer writes FP8 blocks, never widened; any
+ * other quantization_config is refused naming its key. */
 #include "model_registry.h"
 #include "family_finish.h"
 
@@ -138,6 +142,38 @@ FT_WARN_UNUSED static ft_status_t ft_ds_yarn(const ft_src_model_t *src, ft_ir_hp
     return FT_OK;
 }
 
+/* config.json's quantization_config: absent, or DeepSeek's FP8 release.
+ * "dynamic" activations are what the runtime does anyway (activations stay
+ * float32; the weights' scales are all there is); static activation scales
+ * or another block would be silently wrong, so they are refused. */
+FT_WARN_UNUSED static ft_status_t ft_ds_quant_config(const ft_src_model_t *src)
+{
+    const ft_meta_t *meta = &src->meta;
+    int any = 0;
+    for (uint32_t i = 0; i < meta->n_entries && !any; i++)
+        any = strncmp(meta->entries[i].key, "quantization_config", 19) == 0;
+    if (!any)
+        return FT_OK;
+    const char *method = ft_meta_get_string(meta, "quantization_config.quant_method");
+    const char *fmt = ft_meta_get_string(meta, "quantization_config.fmt");
+    const char *act = ft_meta_get_string(meta, "quantization_config.activation_scheme");
+    const ft_meta_entry_t *blk = ft_meta_find(meta, "quantization_config.weight_block_size");
+    if (!method || strcmp(method, "fp8") != 0)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: quantization_config.quant_method '%s' "
+                              "(the deepseek2 importer reads DeepSeek's 'fp8' checkpoints only)",
+                              src->path, method ? method : "(missing)");
+    if (fmt && strcmp(fmt, "e4m3") != 0)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: quantization_config.fmt '%s' (e4m3 only)",
+                              src->path, fmt);
+    if (act && strcmp(act, "dynamic") != 0)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: quantization_config.activation_scheme "
+                              "'%s' (dynamic only: static activation scales are not read)", src->path, act);
+    if (!blk || blk->type != FT_META_ARRAY || blk->len != 2 || blk->arr[0] != 128.0 || blk->arr[1] != 128.0)
+        return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: quantization_config.weight_block_size "
+                              "must be [128, 128] (one weight_scale_inv per 128 x 128 tile)", src->path);
+    return FT_OK;
+}
+
 /* Layers, MTP blocks, the latent attention's shape and its RoPE. */
 FT_WARN_UNUSED static ft_status_t ft_ds_attention(const ft_src_model_t *src, ft_ir_model_t *m, ft_ir_block_t *b)
 {
@@ -214,9 +250,8 @@ FT_WARN_UNUSED static ft_status_t ft_ds_attention(const ft_src_model_t *src, ft_
         if (ft_meta_get_bool(&src->meta, "attention_bias", &flag) && flag)
             return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: attention_bias = true is not supported",
                                   src->path);
-        if (ft_meta_find(&src->meta, "quantization_config"))
-            return ft_status_make(FT_STATUS_UNSUPPORTED, "%s: config.json: quantization_config (an FP8 or other "
-                                  "quantized checkpoint) is not read by the deepseek2 importer", src->path);
+        if ((st = ft_ds_quant_config(src)))
+            return st;
     }
     return FT_OK;
 }

@@ -682,6 +682,40 @@ FT_WARN_UNUSED ft_status_t ft_take_ssm_fused(ft_name_index_t *ix, const ft_src_m
     return FT_OK;
 }
 
+/* A scaled FP8 matrix s (HF name src_name) split into n IR tensors of row
+ * ranges (ft_take_rows; out[k] with n_ranges[k] ranges from firsts[k]):
+ * its scale tensor claimed once and attached to each range, with the
+ * source row each range starts at (ir.h: scale_row0). Nothing when s has
+ * no scales. */
+FT_WARN_UNUSED static ft_status_t ft_take_split_scales(ft_name_index_t *ix, ft_ir_model_t *m,
+                                                       const ft_src_tensor_t *s, const char *src_name,
+                                                       uint32_t n, ft_ir_tensor_t *const *out,
+                                                       const uint32_t *n_ranges,
+                                                       const uint64_t *const *firsts)
+{
+    ft_ir_scale_kind_t kind;
+    ft_dtype_t sdt = FT_DTYPE_INVALID;
+    ft_ir_piece_t sp;
+    const char *sname = NULL;
+    ft_status_t st = ft_take_fp8_scale(ix, s, src_name, &kind, &sdt, &sp, &sname);
+    if (st || kind == FT_IR_SCALE_NONE) return st;
+    for (uint32_t k = 0; k < n; k++) {
+        ft_ir_tensor_t *t = out[k];
+        t->scale_kind = kind;
+        t->scale_dtype = sdt;
+        t->scale_name = sname;
+        t->scale_pieces = ft_arena_array(m->arena, n_ranges[k], sizeof(ft_ir_piece_t));
+        t->scale_row0 = ft_arena_array(m->arena, n_ranges[k], sizeof(uint64_t));
+        if (!t->scale_pieces || !t->scale_row0)
+            return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (uint32_t i = 0; i < n_ranges[k]; i++) {
+            t->scale_pieces[i] = sp; /* the whole scale tensor: rows are found through scale_row0 */
+            t->scale_row0[i] = firsts[k][i];
+        }
+    }
+    return FT_OK;
+}
+
 /* A source tensor that must be there: 2-D (or n_dims) with rows of whole
  * blocks, its row length in *row_bytes. */
 FT_WARN_UNUSED static ft_status_t ft_take_matrix(ft_name_index_t *ix, const ft_src_model_t *src,
@@ -748,12 +782,19 @@ FT_WARN_UNUSED static ft_status_t ft_take_mla(ft_name_index_t *ix, const ft_src_
     if (s->shape[0] != r + rope)
         return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' has %" PRIu64 " rows, not kv_lora_rank %" PRIu64
                               " + rope %" PRIu64, src->path, name, s->shape[0], r, rope);
-    first = 0;
+    const uint64_t kv_first[2] = {0, r};
+    ft_ir_tensor_t *parts[2];
     snprintf(iname, sizeof(iname), "blk.%u.attn_kv_a.weight", l);
-    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_KV_A, l, 1, &first, r))) return st;
-    first = r;
+    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_KV_A, l, 1, &kv_first[0], r))) return st;
+    parts[0] = &m->tensors[m->n_tensors - 1];
     snprintf(iname, sizeof(iname), "blk.%u.attn_k_rope.weight", l);
-    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_K_ROPE, l, 1, &first, rope))) return st;
+    if ((st = ft_take_rows(m, s, rb, iname, FT_ROLE_ATTN_K_ROPE, l, 1, &kv_first[1], rope))) return st;
+    parts[1] = &m->tensors[m->n_tensors - 1];
+    {
+        const uint32_t one[2] = {1, 1};
+        const uint64_t *const fs[2] = {&kv_first[0], &kv_first[1]};
+        if ((st = ft_take_split_scales(ix, m, s, name, 2, parts, one, fs))) return st;
+    }
     char kb_name[128], vb_name[128];
     snprintf(kb_name, sizeof(kb_name), "blk.%u.attn_k_b.weight", l);
     snprintf(vb_name, sizeof(vb_name), "blk.%u.attn_v_b.weight", l);
@@ -764,13 +805,24 @@ FT_WARN_UNUSED static ft_status_t ft_take_mla(ft_name_index_t *ix, const ft_src_
             return ft_status_make(FT_STATUS_FORMAT, "%s: tensor '%s' is [%" PRIu64 ", %" PRIu64 "], not the [%" PRIu64
                                   ", %" PRIu64 "] of %" PRIu64 " heads' k_nope | v rows",
                                   src->path, name, s->shape[0], s->shape[1], H * (nope + v), r, H);
-        uint64_t *firsts = ft_arena_array(m->arena, H, sizeof(uint64_t));
-        if (!firsts) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
-        for (uint64_t h = 0; h < H; h++) firsts[h] = h * (nope + v);
-        if (nope && (st = ft_take_rows(m, s, rb, kb_name, FT_ROLE_ATTN_K_B, l, (uint32_t)H, firsts, nope)))
-            return st;
-        for (uint64_t h = 0; h < H; h++) firsts[h] = h * (nope + v) + nope;
-        if ((st = ft_take_rows(m, s, rb, vb_name, FT_ROLE_ATTN_V_B, l, (uint32_t)H, firsts, v))) return st;
+        uint64_t *kf = ft_arena_array(m->arena, H, sizeof(uint64_t));
+        uint64_t *vf = ft_arena_array(m->arena, H, sizeof(uint64_t));
+        if (!kf || !vf) return ft_status_make(FT_STATUS_OUT_OF_MEMORY, "out of memory");
+        uint32_t n_parts = 0;
+        ft_ir_tensor_t *kv_parts[2];
+        const uint64_t *fs[2];
+        for (uint64_t h = 0; h < H; h++) kf[h] = h * (nope + v);
+        if (nope) {
+            if ((st = ft_take_rows(m, s, rb, kb_name, FT_ROLE_ATTN_K_B, l, (uint32_t)H, kf, nope))) return st;
+            kv_parts[n_parts] = &m->tensors[m->n_tensors - 1];
+            fs[n_parts++] = kf;
+        }
+        for (uint64_t h = 0; h < H; h++) vf[h] = h * (nope + v) + nope;
+        if ((st = ft_take_rows(m, s, rb, vb_name, FT_ROLE_ATTN_V_B, l, (uint32_t)H, vf, v))) return st;
+        kv_parts[n_parts] = &m->tensors[m->n_tensors - 1];
+        fs[n_parts++] = vf;
+        const uint32_t heads[2] = {(uint32_t)H, (uint32_t)H};
+        if ((st = ft_take_split_scales(ix, m, s, name, n_parts, kv_parts, heads, fs))) return st;
         if (!hf) { /* the same weights split, where a converter wrote both */
             ft_name_take(ix, kb_name);
             ft_name_take(ix, vb_name);

@@ -31,6 +31,10 @@ static const char *const ft_cg_sig_deltanet =
     "void (const float *, size_t, const float *, const float *, uint32_t, uint32_t, uint32_t, float *, "
     "float *, size_t)";
 
+static const char *const ft_cg_sig_mla =
+    "void (const float *, const float *, const float *, size_t, const float *, const uint32_t *, uint32_t, "
+    "int, float, float *, float *, size_t)";
+
 /* The ABI's function type of op with key format fmt (ft_kernel_abi.h), as
  * libclang spells it; NULL for an op the ABI does not have. */
 static const char *ft_cg_sig(unsigned op, unsigned fmt)
@@ -42,6 +46,7 @@ static const char *ft_cg_sig(unsigned op, unsigned fmt)
     case FT_KABI_OP_ROUTER: return ft_cg_sig_router;
     case FT_KABI_OP_ATTN: return fmt == FT_KABI_FMT_F16 ? ft_cg_sig_attn_f16 : ft_cg_sig_attn;
     case FT_KABI_OP_DELTANET: return ft_cg_sig_deltanet;
+    case FT_KABI_OP_MLA: return ft_cg_sig_mla;
     default: return NULL;
     }
 }

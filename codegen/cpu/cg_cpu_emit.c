@@ -11,7 +11,7 @@
 
 extern const char ft_cg_abi_header[], ft_cg_tpl_common[], ft_cg_tpl_rowloop[],
     ft_cg_tpl_quants[], ft_cg_tpl_tiled[], ft_cg_tpl_avx512[], ft_cg_tpl_avx2[],
-    ft_cg_tpl_portable[], ft_cg_tpl_fused[], ft_cg_tpl_deltanet[];
+    ft_cg_tpl_portable[], ft_cg_tpl_fused[], ft_cg_tpl_deltanet[], ft_cg_tpl_mla[];
 
 /* The formats the templates compute are those dtype.h's table flags
  * FT_DTYPE_FLAG_CPU_GEN; the table gives their names (the templates'
@@ -75,6 +75,7 @@ static const char *ft_cg_template(const char *name, const ft_cg_template_t *ov, 
     if (!strcmp(name, "avx2")) return ft_cg_tpl_avx2;
     if (!strcmp(name, "fused")) return ft_cg_tpl_fused;
     if (!strcmp(name, "deltanet")) return ft_cg_tpl_deltanet;
+    if (!strcmp(name, "mla")) return ft_cg_tpl_mla;
     return ft_cg_tpl_portable;
 }
 
@@ -118,6 +119,16 @@ FT_WARN_UNUSED static ft_status_t ft_cg_check_req(const ft_cg_kreq_t *k, const c
                                   "codegen: DeltaNet kernel of %u value heads, %u key heads of %u "
                                   "(format %u) is not generated",
                                   k->rows, hk, k->cols, k->format);
+        return FT_OK;
+    }
+    if (k->op == FT_KABI_OP_MLA) {
+        const uint32_t rope = k->format_aux & 0xffffu, v = k->format_aux >> 16;
+        if (k->format != FT_KABI_FMT_F32 || k->rows == 0 || k->rows > 4096 || k->cols == 0 ||
+            k->cols > 16384 || rope == 0 || rope > 4096 || v == 0 || v > 4096)
+            return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                  "codegen: MLA kernel of q_nope %u, RoPE %u, kv_lora %u, values %u "
+                                  "(format %u) is not generated",
+                                  k->rows, rope, k->cols, v, k->format);
         return FT_OK;
     }
     const int op_ok = k->op >= FT_KABI_OP_MATMUL && k->op <= FT_KABI_OP_ATTN &&
@@ -196,6 +207,21 @@ static void ft_cg_emit_deltanet(FILE *o, const ft_cg_kreq_t *k)
             k->rows, hk, tiled ? "t" : "g", k->cols);
     fprintf(o, "    ftt_deltanet(%uu, %uu, %d, %uu, y, ldy, g, beta, n_tok, h0, h1, s, out, ldo);\n}\n\n",
             k->rows, hk, tiled, k->cols);
+}
+
+/* One MLA head with the layer's widths as constants. */
+static void ft_cg_emit_mla(FILE *o, const ft_cg_kreq_t *k)
+{
+    const uint32_t rope = k->format_aux & 0xffffu, v = k->format_aux >> 16;
+    fprintf(o, "FTK_META(\"ft_kernel op=%u fmt=%u aux=%u rows=%u cols=%u\")\n", k->op, k->format,
+            k->format_aux, k->rows, k->cols);
+    fprintf(o, "static void ftk_mla_n%ur%uc%uv%u(const float *wk, const float *wv, const float *q,\n"
+               "    size_t ldq, const float *g, const uint32_t *n_keys, uint32_t n_tok, int expanded,\n"
+               "    float scale, float *scratch, float *out, size_t ldo)\n{\n",
+            k->rows, rope, k->cols, v);
+    fprintf(o, "    ftt_mla(%uu, %uu, %uu, %uu, wk, wv, q, ldq, g, n_keys, n_tok, expanded, scale, scratch,\n"
+               "            out, ldo);\n}\n\n",
+            k->rows, rope, k->cols, v);
 }
 
 static void ft_cg_emit_matmul(FILE *o, const ft_cg_kreq_t *k)
@@ -283,7 +309,7 @@ static void ft_cg_emit_iq_grids(FILE *o)
 static int ft_cg_needs_iq_grids(const ft_cg_kreq_t *reqs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if ((reqs[i].op != FT_KABI_OP_ATTN && reqs[i].op != FT_KABI_OP_DELTANET &&
+        if ((reqs[i].op != FT_KABI_OP_ATTN && reqs[i].op != FT_KABI_OP_DELTANET && reqs[i].op != FT_KABI_OP_MLA &&
              ft_iq_is_grid((ft_dtype_t)reqs[i].format)) ||
             (reqs[i].op == FT_KABI_OP_EXPERT && ft_iq_is_grid((ft_dtype_t)reqs[i].format_aux)))
             return 1;
@@ -300,7 +326,7 @@ static void ft_cg_emit_prologue(FILE *o, const char *isa, const ft_cg_template_t
         ft_cg_emit_iq_grids(o);
     const int simd = strcmp(isa, "portable") != 0;
     const char *order[] = {"common", "rowloop", "quants", simd ? "tiled" : NULL, simd ? isa : "portable",
-                           "fused", "deltanet"};
+                           "fused", "deltanet", "mla"};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         if (!order[i])
             continue;
@@ -336,6 +362,7 @@ ft_status_t ft_cg_cpu_emit_kernels(const ft_cg_kreq_t *reqs, uint32_t n, const c
         case FT_KABI_OP_NORM_PREPARE: ft_cg_emit_norm_prepare(o, &reqs[i]); break;
         case FT_KABI_OP_ROUTER: ft_cg_emit_router(o, &reqs[i]); break;
         case FT_KABI_OP_DELTANET: ft_cg_emit_deltanet(o, &reqs[i]); break;
+        case FT_KABI_OP_MLA: ft_cg_emit_mla(o, &reqs[i]); break;
         default: ft_cg_emit_attn(o, &reqs[i]); break;
         }
     }

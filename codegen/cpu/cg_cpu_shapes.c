@@ -3,7 +3,8 @@
  * ABI 2 fusions: RMSNorm + preparation for the products that follow a
  * norm (attention q/k/v, router, output), the router with its softmax and
  * top-k, and attention per (query heads per KV head, head_dim); ABI 4's
- * Gated DeltaNet recurrence per (value heads, key heads, tiling, head_dim). */
+ * Gated DeltaNet recurrence per (value heads, key heads, tiling, head_dim);
+ * ABI 5's latent attention per (q_nope, RoPE, kv_lora, value widths). */
 #include "cg_cpu_internal.h"
 
 #include <stdlib.h>
@@ -113,6 +114,15 @@ ft_status_t ft_cg_cpu_kernels(const ft_ir_model_t *m, const ft_dtype_t *tensor_f
             ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_DELTANET, FT_KABI_FMT_F32,
                                             a->n_kv_heads | (a->heads_tiled ? FT_KABI_DELTANET_TILED : 0),
                                             a->n_heads, a->head_dim});
+        /* MLA per (q_nope, RoPE, kv_lora, values): W_kb / W_vb widened per head, f32 */
+        if (a->kind == FT_ATTN_MLA && a->nope_head_dim && a->nope_head_dim <= 4096 && m->hp.rope_dim &&
+            m->hp.rope_dim <= 4096 && a->kv_lora_rank && a->kv_lora_rank <= 16384 && a->value_head_dim &&
+            a->value_head_dim <= 4096) {
+            ft_cg_add(v, &n, (ft_cg_kreq_t){FT_KABI_OP_MLA, FT_KABI_FMT_F32,
+                                            FT_KABI_MLA_AUX(m->hp.rope_dim, a->value_head_dim),
+                                            a->nope_head_dim, a->kv_lora_rank});
+            continue;
+        }
         /* both KV element types: the runtime binds the plan's kv_format */
         for (int kv16 = 0; kv16 < 2; kv16++)
             if (a->n_kv_heads && a->n_heads % a->n_kv_heads == 0 && a->head_dim == a->value_head_dim)

@@ -18,8 +18,9 @@
  * decode token; the expanded form decompresses each position once for all
  * the queries of a prefill run. Sums of products run in double, as the
  * other reference kernels' attention does not: the op defines MLA's
- * numerics, speed is for a generated kernel (none yet: the generated CPU
- * kernels run this op too).
+ * numerics; speed is the generated kernel's (kernel ABI 5, codegen/cpu/
+ * templates/ftt_mla.c: float SIMD sums with the shape as constants), which
+ * this op calls per head when the plan's CPU module has one.
  *
  * The cache: a layer's K and V rows of a position are one compressed row
  * split in two (the K row its first max_kv_width elements, the V row the
@@ -170,6 +171,60 @@ static void ft_mla_head_weights(const ft_xop_t *x, const ft_mla_shape_t *sh, uin
         ft_dequantize_row(vb->dtype, vb->data + (size_t)(h * sh->v + i) * vb->row_bytes, wv + (size_t)i * r, r);
 }
 
+/* Whether the expanded form is the cheaper one for a run of n_tok rows
+ * reading n_keys[t] keys each (multiply-adds per head): it decompresses
+ * every key the run reads once, where the absorbed form maps each query
+ * into the compressed space and back. A fresh prefill expands; a short
+ * chunk after a long cached prefix (64 rows over 4096 keys at V3's shape)
+ * is cheaper absorbed, as a decode row always is. The choice depends on
+ * this session's run only, so batching still does not change a result. */
+static int ft_mla_expand(const ft_mla_shape_t *sh, const uint32_t *n_keys, uint32_t n_tok)
+{
+    if (n_tok < 2) return 0;
+    const double r = sh->kv_lora;
+    uint32_t n_max = 0;
+    double expanded = 0.0, absorbed = 0.0;
+    for (uint32_t t = 0; t < n_tok; t++) {
+        n_max = n_keys[t] > n_max ? n_keys[t] : n_max;
+        expanded += (double)n_keys[t] * (sh->nope + sh->rope + sh->v);
+        absorbed += (double)n_keys[t] * (2.0 * r + sh->rope) + (double)(sh->nope + sh->v) * r;
+    }
+    expanded += (double)n_max * (sh->nope + sh->v) * r;
+    return expanded < absorbed;
+}
+
+/* Heads [h0, h1) of a run through the module's kernel (ABI 5): each head's
+ * W_kb / W_vb widened into wk / wv (row: a row's room), then one call for
+ * the run's tokens in the cheaper form (ft_mla_expand). */
+static void ft_mla_heads_generated(ft_mla_run_t *run, uint64_t h0, uint64_t h1, float *wk, float *wv,
+                                   float *row)
+{
+    const ft_mla_shape_t *sh = &run->sh;
+    const ft_xop_t *x = run->x;
+    ft_step_t *st = run->st;
+    const uint32_t n_tok = run->t1 - run->t0, hd = sh->nope + sh->rope;
+    float *scratch = malloc(((size_t)run->n_pos * (sh->nope + sh->v + 1) + 2 * (size_t)sh->kv_lora) * sizeof(float));
+    uint32_t *n_keys = malloc(n_tok * sizeof(uint32_t));
+    if (!scratch || !n_keys) {
+        free(scratch);
+        free(n_keys);
+        run->failed = 1;
+        return;
+    }
+    for (uint32_t t = 0; t < n_tok; t++)
+        n_keys[t] = st->w->row_pos[st->row0 + run->t0 + t] + 1;
+    const int expanded = ft_mla_expand(sh, n_keys, n_tok);
+    const float *q = st->buf[x->in[0]] + (size_t)run->t0 * sh->n_heads * hd;
+    float *out = st->buf[x->out[0]] + (size_t)run->t0 * sh->n_heads * sh->v;
+    for (uint64_t h = h0; h < h1; h++) {
+        ft_mla_head_weights(x, sh, (uint32_t)h, wk, wv, row);
+        x->mla_kernel(wk, wv, q + h * hd, (size_t)sh->n_heads * hd, run->g, n_keys, n_tok, expanded, sh->scale,
+                      scratch, out + h * sh->v, (size_t)sh->n_heads * sh->v);
+    }
+    free(scratch);
+    free(n_keys);
+}
+
 static void ft_mla_heads_worker(void *ctx, uint32_t ti, uint32_t nt)
 {
     ft_mla_run_t *run = ctx;
@@ -182,7 +237,7 @@ static void ft_mla_heads_worker(void *ctx, uint32_t ti, uint32_t nt)
     const uint32_t r = sh->kv_lora, hd = sh->nope + sh->rope, n = run->n_pos;
     const int expanded = run->t1 - run->t0 > 1;
     const size_t n_wk = (size_t)sh->nope * r, n_wv = (size_t)sh->v * r;
-    const size_t n_kv = expanded ? (size_t)n * (sh->nope + sh->v) : 0;
+    const size_t n_kv = expanded && !x->mla_kernel ? (size_t)n * (sh->nope + sh->v) : 0; /* the kernel has its own */
     float *f = malloc((n_wk + n_wv + n_kv + (r > sh->nope ? r : sh->nope)) * sizeof(float));
     double *d = malloc((2 * (size_t)r + n + sh->v) * sizeof(double));
     if (!f || !d) {
@@ -192,6 +247,12 @@ static void ft_mla_heads_worker(void *ctx, uint32_t ti, uint32_t nt)
         return;
     }
     float *wk = f, *wv = f + n_wk, *kn = wv + n_wv, *v = kn + (size_t)n * sh->nope, *row = kn + n_kv;
+    if (x->mla_kernel) {
+        ft_mla_heads_generated(run, h0, h1, wk, wv, row);
+        free(f);
+        free(d);
+        return;
+    }
     for (uint64_t h = h0; h < h1; h++) {
         ft_mla_head_weights(x, sh, (uint32_t)h, wk, wv, row);
         if (expanded) ft_op_mla_decompress(sh, wk, wv, run->g, n, kn, v);

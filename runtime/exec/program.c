@@ -626,6 +626,10 @@ static void ft_bind_ops(ft_xops_t *l, const ft_model_t *m, const ft_cpu_module_t
             const ft_deltanet_shape_t *sh = &l->ops[i].dn;
             l->ops[i].dn_kernel = ft_cpu_module_find_deltanet(mod, sh->n_v_heads, sh->n_k_heads,
                                                               sh->heads_tiled, sh->head_dim);
+        } else if (l->ops[i].kind == FTPLAN__OP_KIND__OP_MLA) {
+            const ft_xop_t *x = &l->ops[i];
+            l->ops[i].mla_kernel = ft_cpu_module_find_mla(mod, x->head_dim - x->rope_dim, x->rope_dim,
+                                                          x->mla_kv_lora, x->mla_v_dim);
         }
 }
 

@@ -82,6 +82,7 @@ typedef struct ft_xop {
     uint32_t mla_kv_lora, mla_v_dim;
     float mla_scale;
     int mla_kb_t;
+    ft_kabi_mla_fn mla_kernel; /* the module's head kernel for this shape, or NULL */
     const float *dn_conv, *dn_dt_bias, *dn_a;
     size_t rstate_off, rstate_bytes;
 } ft_xop_t;

@@ -39,7 +39,7 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKern
 {
     if (!k)
         return ft_status_make(FT_STATUS_FORMAT, "%s: cpu_module.kernels[%zu]: missing", name, i);
-    if (k->op < FT_KABI_OP_MATMUL || k->op > FT_KABI_OP_DELTANET)
+    if (k->op < FT_KABI_OP_MATMUL || k->op > FT_KABI_OP_MLA)
         return ft_status_make(FT_STATUS_FORMAT, "%s: cpu_module.kernels[%zu].op: unknown op %u",
                               name, i, k->op);
     if (!ft_plan_enum_ok(&ftplan__weight_format__descriptor, k->format) ||
@@ -55,9 +55,11 @@ FT_WARN_UNUSED static ft_status_t ft_plan_check_cpu_kernel(const Ftplan__CpuKern
                               "%s: cpu_module.kernels[%zu].format_aux: %d is not valid for op %u",
                               name, i, (int)k->format_aux, k->op);
     const uint32_t hk = k->key_heads & ~FT_KABI_DELTANET_TILED;
+    const uint32_t rope = k->key_heads & 0xffffu, v = k->key_heads >> 16;
     if (k->op == FT_KABI_OP_DELTANET
             ? hk == 0 || k->rows % hk != 0 || k->format != FTPLAN__WEIGHT_FORMAT__WF_F32
-            : k->key_heads != 0)
+        : k->op == FT_KABI_OP_MLA ? rope == 0 || v == 0 || k->format != FTPLAN__WEIGHT_FORMAT__WF_F32
+                                  : k->key_heads != 0)
         return ft_status_make(FT_STATUS_FORMAT,
                               "%s: cpu_module.kernels[%zu].key_heads: %u is not valid for op %u with "
                               "%u rows",

@@ -62,7 +62,14 @@ typedef enum ft_kabi_op {
     /* The Gated DeltaNet recurrence of a run of value heads over prepared
      * tokens (ft_kabi_deltanet_fn). Since ABI 4. */
     FT_KABI_OP_DELTANET = 6,
+    /* Multi-head latent attention of one head over a run of tokens, the
+     * absorbed or the expanded form (ft_kabi_mla_fn). Since ABI 5. */
+    FT_KABI_OP_MLA = 7,
 } ft_kabi_op_t;
+
+/* FT_KABI_OP_MLA's format_aux: the RoPE part of a query head and the value
+ * head's width, both below 65536. */
+#define FT_KABI_MLA_AUX(rope, v) ((uint32_t)(rope) | (uint32_t)(v) << 16)
 
 /* FT_KABI_OP_DELTANET's format_aux: the key heads, with this bit set when
  * value head h reads key head h % n_k_heads (tiled) rather than
@@ -151,6 +158,28 @@ typedef void (*ft_kabi_attn_f16_fn)(const float *q, const uint16_t *k, const uin
 typedef void (*ft_kabi_deltanet_fn)(const float *y, size_t ldy, const float *g, const float *beta,
                                     uint32_t n_tok, uint32_t h0, uint32_t h1, float *s, float *out,
                                     size_t ldo);
+
+/* One head of DeepSeek's multi-head latent attention (the runtime's
+ * ft_op_mla_absorbed / ft_op_mla_decompress + ft_op_mla_expanded, after
+ * RoPE) for n_tok query rows: row t is q + t * ldq, [q_nope (NOPE) |
+ * q_rope (ROPE)], and attends to the compressed cache rows 0 .. n_keys[t]
+ * - 1 of g (row j at g + j * (R + ROPE): [c_j (R) | k_rope_j (ROPE)]). wk is
+ * the head's W_kb [NOPE][R], wv its W_vb [V][R], row-major float32.
+ *   expanded == 0 (absorbed): qc = wk^T q_nope, s_j = scale (qc . c_j +
+ *     q_rope . k_rope_j), softmax, oc = sum_j p_j c_j, out = wv oc;
+ *   expanded != 0: k_j = wk c_j and v_j = wv c_j once for every key the
+ *     run reads, then s_j = scale (q_nope . k_j + q_rope . k_rope_j),
+ *     softmax, out = sum_j p_j v_j.
+ * out row t (V floats) is out + t * ldo. scratch: (max n_keys) (NOPE + V +
+ * 1) + 2 R floats. Sums run in float (SIMD lanes, fused multiply-adds);
+ * the reference sums in double, so the two agree to float rounding
+ * (test_mla_gen states the bound). Heads are independent: the runtime
+ * runs heads on separate threads, one call per head. Key: format = F32
+ * (wk, wv, g), format_aux = FT_KABI_MLA_AUX(ROPE, V), rows = NOPE, cols =
+ * R. Since ABI 5. */
+typedef void (*ft_kabi_mla_fn)(const float *wk, const float *wv, const float *q, size_t ldq,
+                               const float *g, const uint32_t *n_keys, uint32_t n_tok, int expanded,
+                               float scale, float *scratch, float *out, size_t ldo);
 
 /* Activation preparation the runtime lends the module, so the module's
  * activations are quantized with exactly the runtime's rounding:

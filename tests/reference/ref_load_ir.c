@@ -98,6 +98,45 @@ static ft_status_t ref_ir_interleaved(const ft_ir_tensor_t *t, const uint8_t *by
     return FT_OK;
 }
 
+/* Scale i of a scale piece's bytes (F32, BF16 or F16, little-endian). */
+static double ref_ir_scale_at(const uint8_t *b, ft_dtype_t dt, uint64_t i)
+{
+    double out;
+    if (ft_ref_dequant_row(dt, b + i * (dt == FT_DTYPE_F32 ? 4 : 2), 1, &out)) return NAN;
+    return out;
+}
+
+/* A scaled FP8 tensor's values (w: its F8_E4M3 values, rows x cols) times
+ * their scales, read here from the IR's scale pieces as the checkpoint
+ * lays them out (ir.h: ft_ir_scale_kind_t, scale_row0), independently of
+ * the packer's FP8 blocks. */
+static ft_status_t ref_ir_apply_scales(const ft_ir_model_t *ir, const ft_ir_tensor_t *t, double *w,
+                                       uint64_t cols)
+{
+    const uint64_t tiles = (cols + 127) / 128;
+    uint64_t row = 0;
+    for (uint32_t p = 0; p < t->n_pieces; p++) {
+        const uint64_t rows = t->pieces[p].n_bytes / cols; /* F8_E4M3: a byte an element */
+        const ft_ir_tensor_t one = {.name = t->name, .n_pieces = 1, .pieces = &t->scale_pieces[p]};
+        uint8_t *sb = NULL;
+        uint64_t n_sb = 0;
+        ft_status_t st = ref_ir_read(ir, &one, &sb, &n_sb);
+        if (st) return st;
+        const uint64_t r0 = t->scale_row0 ? t->scale_row0[p] : 0;
+        for (uint64_t r = 0; r < rows; r++)
+            for (uint64_t c = 0; c < cols; c++) {
+                const uint64_t sr = r0 + r;
+                const uint64_t i = t->scale_kind == FT_IR_SCALE_TILE128 ? sr / 128 * tiles + c / 128
+                                   : t->scale_kind == FT_IR_SCALE_ROW   ? sr
+                                                                        : 0;
+                w[(row + r) * cols + c] *= ref_ir_scale_at(sb, t->scale_dtype, i);
+            }
+        free(sb);
+        row += rows;
+    }
+    return FT_OK;
+}
+
 /* The tensor of this role and layer as doubles; it must hold n_elems. */
 static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role, int32_t layer,
                                  uint64_t n_elems, double **out, ft_dtype_t *out_fmt)
@@ -134,6 +173,7 @@ static ft_status_t ref_ir_tensor(const ft_ir_model_t *ir, ft_tensor_role_t role,
     for (uint64_t r = 0; r < rows && !st; r++)
         st = ft_ref_dequant_row(t->dtype, bytes + r * row_bytes, cols, w + r * cols);
     free(bytes);
+    if (!st && t->scale_kind != FT_IR_SCALE_NONE) st = ref_ir_apply_scales(ir, t, w, cols);
     if (!st && ft_ir_tensor_rewritten(t)) st = ref_ir_rewrite(t, w, rows, cols);
     if (st) {
         free(w);

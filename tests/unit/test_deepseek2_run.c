@@ -10,8 +10,9 @@
  *
  *  - the imports give the same IR (HF = GGUF with kv_b), with the
  *    hyperparameters the files state; the split layout W_kb transposed;
- *  - cpu (reference and generated kernels; the MLA op has no generated
- *    kernel and runs the reference one in both) and the sim, from GGUF
+ *  - cpu (reference and generated kernels: the generated path runs the
+ *    plan module's MLA kernel, kernel ABI 5, which the bundle must hold for
+ *    the layers' shape) and the sim, from GGUF
  *    (both layouts) and HF: a 20-token prompt's logits (the MLA's expanded
  *    form) within 1e-4 (normalized error) with the same argmax, 32 greedy
  *    tokens (each a decode step: the absorbed form) equal; the GGUF and HF
@@ -32,6 +33,9 @@
 #include "ref_forward.h"
 #include "ref_greedy_check.h"
 #include "test_tmp.h"
+
+#include "ft_kernel_abi.h"
+#include "../../runtime/format/bundle.h"
 
 #include "import.h"
 #include "ir.h"
@@ -188,6 +192,28 @@ static void reference(void)
     ft_ir_model_destroy(ir);
 }
 
+/* The bundle's CPU module holds the MLA kernel of the layers' shape
+ * (q_nope 16, RoPE 8, kv_lora 32, values 16), which the generated path
+ * runs (program.c binds it, op_mla.c calls it per head). */
+static void test_mla_kernel_in_plan(void **state)
+{
+    (void)state;
+    ft_bundle_t *b = NULL;
+    FT_REF_OK(ft_bundle_open(g_bundle[0], &b));
+    int n = 0;
+    for (size_t i = 0; b->plan->cpu_module && i < b->plan->cpu_module->n_kernels; i++) {
+        const Ftplan__CpuKernel *k = b->plan->cpu_module->kernels[i];
+        if (k->op != FT_KABI_OP_MLA) continue;
+        n++;
+        assert_int_equal(k->rows, 16);
+        assert_int_equal(k->cols, 32);
+        assert_int_equal(k->key_heads, FT_KABI_MLA_AUX(8, 16));
+        assert_int_equal(k->format, FTPLAN__WEIGHT_FORMAT__WF_F32);
+    }
+    assert_int_equal(n, 1);
+    ft_bundle_close(b);
+}
+
 static void test_deepseek2_matches_reference(void **state)
 {
     (void)state;
@@ -211,6 +237,7 @@ static void test_deepseek2_matches_reference(void **state)
             first = prompt;
             continue;
         }
+
         /* the same values in the same layout (the split one widened to the
          * same floats): the same bits; the sim computes as the cpu backend */
         if (cases[c].kernels == FT_KERNELS_REFERENCE)
@@ -366,7 +393,7 @@ static void test_deepseek2_cuda(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_import), cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_import), cmocka_unit_test(test_hostile), cmocka_unit_test(test_mla_kernel_in_plan),
         cmocka_unit_test(test_deepseek2_matches_reference), cmocka_unit_test(test_kv_compressed),
         cmocka_unit_test(test_q8_0), cmocka_unit_test(test_deepseek2_cuda)};
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -99,7 +99,7 @@ static void test_cpu_module_refused(void **state)
     x.cm.so.len = 3;
     expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.so");
     fx_kern_init(&x);
-    x.k[0].op = 7;
+    x.k[0].op = FT_KABI_OP_MLA + 1;
     expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].op");
     fx_kern_init(&x);
     x.k[1].format_aux = FTPLAN__WEIGHT_FORMAT__WF_INVALID;
@@ -151,6 +151,28 @@ static void test_deltanet_kernel_key(void **state)
     expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
 }
 
+/* ABI 5's MLA key: F32, rows q_nope, cols kv_lora, key_heads the RoPE
+ * width | the value width << 16 (FT_KABI_MLA_AUX), both nonzero. */
+static void test_mla_kernel_key(void **state)
+{
+    (void)state;
+    fx_kern_t x;
+    const uint32_t aux[] = {FT_KABI_MLA_AUX(64, 128), FT_KABI_MLA_AUX(0, 128), FT_KABI_MLA_AUX(64, 0), 0};
+    for (size_t i = 0; i < sizeof(aux) / sizeof(aux[0]); i++)
+        for (int q8 = 0; q8 < 2; q8++) {
+            fx_kern_init(&x);
+            x.k[0].op = FT_KABI_OP_MLA;
+            x.k[0].format = q8 ? FTPLAN__WEIGHT_FORMAT__WF_Q8_0 : FTPLAN__WEIGHT_FORMAT__WF_F32;
+            x.k[0].rows = 128;
+            x.k[0].cols = 512;
+            x.k[0].key_heads = aux[i];
+            if (i == 0 && !q8)
+                assert_null(ft_plan_validate(&x.fx.plan, "p.ftp"));
+            else
+                expect_refused(&x, FT_STATUS_FORMAT, "cpu_module.kernels[0].key_heads");
+        }
+}
+
 static void test_cuda_refused(void **state)
 {
     (void)state;
@@ -187,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_cpu_module_refused),
         cmocka_unit_test(test_deltanet_kernel_key),
+        cmocka_unit_test(test_mla_kernel_key),
         cmocka_unit_test(test_cuda_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -233,6 +233,15 @@ ft_kabi_deltanet_fn ft_cpu_module_find_deltanet(const ft_cpu_module_t *mod, uint
                                                    n_v_heads, head_dim);
 }
 
+ft_kabi_mla_fn ft_cpu_module_find_mla(const ft_cpu_module_t *mod, uint32_t nope, uint32_t rope,
+                                      uint32_t kv_lora, uint32_t v)
+{
+    if (rope == 0 || rope > 0xffffu || v == 0 || v > 0xffffu)
+        return NULL;
+    return (ft_kabi_mla_fn)ft_cpu_module_find(mod, FT_KABI_OP_MLA, FT_KABI_FMT_F32, FT_KABI_MLA_AUX(rope, v),
+                                              nope, kv_lora);
+}
+
 void ft_cpu_module_matmul(const ft_cpu_module_t *mod, ft_dtype_t wtype, const void *w,
                           size_t w_row_bytes, const void *xp, uint32_t n_tok, uint32_t rows,
                           uint32_t cols, uint32_t r0, uint32_t r1, float *y, size_t ldy)

@@ -49,6 +49,10 @@ ft_kabi_attn_f16_fn ft_cpu_module_find_attn_f16(const ft_cpu_module_t *mod, uint
  * n_k_heads key heads (tiled or grouped) of head_dim, or NULL. */
 ft_kabi_deltanet_fn ft_cpu_module_find_deltanet(const ft_cpu_module_t *mod, uint32_t n_v_heads,
                                                 uint32_t n_k_heads, int tiled, uint32_t head_dim);
+/* One head of multi-head latent attention (ABI 5) for q_nope, RoPE,
+ * kv_lora_rank and value widths, or NULL. */
+ft_kabi_mla_fn ft_cpu_module_find_mla(const ft_cpu_module_t *mod, uint32_t nope, uint32_t rope,
+                                      uint32_t kv_lora, uint32_t v);
 
 /* ft_cpu_matmul through the module: the generated kernel for (wtype,
  * rows, cols) when the module has one, else the reference kernel. Same
