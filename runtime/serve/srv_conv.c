@@ -3,6 +3,7 @@
 #include "srv_conv.h"
 
 #include "srv_buf.h"
+#include "srv_json_schema.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ void ft_srv_conv_init(ft_srv_conv_t *c)
 
 void ft_srv_conv_free(ft_srv_conv_t *c)
 {
+    ft_srv_js_free(c->json_schema);
     for (size_t i = 0; i < c->n_owned; i++)
         free(c->owned[i]);
     free(c->owned);
