@@ -160,6 +160,16 @@ static void test_openai_fields(void **state)
         fail_msg("%s", err.message);
     assert_false(c.json_object);
     ft_srv_conv_free(&c);
+    /* U+0000 in a string (an agent sends back the NUL byte a random model
+     * wrote): accepted, U+FFFD in its place */
+    if (!parse(0,
+               "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+               "\"a\\u0000b\\u0000\"}]}]}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "a\xef\xbf\xbd"
+                                           "b\xef\xbf\xbd");
+    ft_srv_conv_free(&c);
 }
 
 static void test_anthropic(void **state)
