@@ -13,7 +13,8 @@ scripts/check-includes.sh
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
+# -LE agents: the real coding agents are opt-in (ctest -L agents, tests/agents/)
+ctest --test-dir build --output-on-failure -j"$jobs" -LE agents
 
 if [ "${1:-}" != "--fast" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFT_SANITIZE=ON >/dev/null

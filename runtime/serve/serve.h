@@ -32,7 +32,9 @@ typedef struct ft_serve_options {
     /* a test hook: NULL, or a file of replies separated by lines "%%" that
      * successive chat requests "generate" in turn (their tokens are
      * evaluated for real and then given out as if sampled), so that
-     * tool-call round trips are deterministic on random-weight fixtures */
+     * tool-call round trips are deterministic on random-weight fixtures;
+     * a separator "%% no-tools" marks the reply after it as the one for
+     * every request that offers no tools (agents' title requests) */
     uint32_t n_slots; /* sessions kept between requests for prefix reuse (each holds its KV
                          cache of n_ctx tokens); 0: none */
     int prefix_cache; /* ft_serve_cache_t */

@@ -327,9 +327,16 @@ int ft_srv_anthropic_parse(json_t *root, int count_only, ft_srv_conv_t *c, ft_sr
             if (!ft_srv_a_user(c, cap, content, where, err)) return 0;
         } else if (!strcmp(role, "assistant")) {
             if (!ft_srv_a_assistant(c, cap, content, where, err)) return 0;
+        } else if (!strcmp(role, "system")) {
+            /* Claude Code 2.1 sends its environment notes as a system
+             * message after the first user turn: it stays where it is (the
+             * templates render a later system message as their model's
+             * own template does) */
+            ft_srv_msg_t *sm = ft_srv_a_push(c, cap, FT_SRV_SYSTEM);
+            if (!ft_srv_a_text(c, content, "\n", NULL, where, &sm->content, err)) return 0;
         } else {
             snprintf(where, sizeof(where), "messages[%zu].role", i);
-            return ft_srv_a_bad(err, where, "must be 'user' or 'assistant'");
+            return ft_srv_a_bad(err, where, "must be 'user', 'assistant' or 'system'");
         }
     }
     return ft_srv_a_tools(c, json_object_get(root, "tools"), err);

@@ -3,6 +3,7 @@
 #include "srv_conv.h"
 
 #include "srv_buf.h"
+#include "srv_json_schema.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ void ft_srv_conv_init(ft_srv_conv_t *c)
 
 void ft_srv_conv_free(ft_srv_conv_t *c)
 {
+    ft_srv_js_free(c->json_schema);
     for (size_t i = 0; i < c->n_owned; i++)
         free(c->owned[i]);
     free(c->owned);
@@ -102,11 +104,57 @@ static size_t ft_srv_json_depth(const json_t *v, size_t limit)
     return 0;
 }
 
+/* A string with U+0000 in it as a new one with U+FFFD there instead; NULL
+ * when it has none (or on out of memory: *oom). */
+static json_t *ft_srv_json_denul_str(const json_t *x, int *oom)
+{
+    const char *s = json_string_value(x);
+    const size_t n = json_string_length(x);
+    if (!memchr(s, 0, n)) return NULL;
+    ft_srv_buf_t b = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (s[i])
+            ft_srv_buf_put(&b, s + i, 1);
+        else
+            ft_srv_buf_puts(&b, "\xef\xbf\xbd");
+    }
+    json_t *r = b.oom ? NULL : json_stringn(b.data ? b.data : "", b.len);
+    ft_srv_buf_free(&b);
+    if (!r) *oom = 1;
+    return r;
+}
+
+/* Every string value holding U+0000 (clients send it back when a model
+ * wrote a NUL byte, or in a binary tool result) gets U+FFFD there: the
+ * readers and renderers work on C strings. 0 on out of memory. */
+static int ft_srv_json_denul(json_t *v)
+{
+    int oom = 0;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v) && !oom; i++) {
+            json_t *x = json_array_get(v, i), *r;
+            if (json_is_string(x) && (r = ft_srv_json_denul_str(x, &oom)))
+                json_array_set_new(v, i, r);
+            else if (!ft_srv_json_denul(x))
+                oom = 1;
+        }
+    } else if (json_is_object(v)) {
+        for (void *it = json_object_iter(v); it && !oom; it = json_object_iter_next(v, it)) {
+            json_t *x = json_object_iter_value(it), *r;
+            if (json_is_string(x) && (r = ft_srv_json_denul_str(x, &oom)))
+                json_object_iter_set_new(v, it, r);
+            else if (!ft_srv_json_denul(x))
+                oom = 1;
+        }
+    }
+    return !oom;
+}
+
 int ft_srv_json_parse(const char *body, size_t n, json_t **out_root, ft_srv_error_t *err)
 {
     *out_root = NULL;
     json_error_t je;
-    json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root) {
         ft_srv_error_set(err, 400, "invalid_request_error", "",
                          "the request body is not valid JSON: %s (line %d, column %d, byte %d)",
@@ -123,6 +171,11 @@ int ft_srv_json_parse(const char *body, size_t n, json_t **out_root, ft_srv_erro
         json_decref(root);
         ft_srv_error_set(err, 400, "invalid_request_error", "",
                          "the request body is nested deeper than %d levels", FT_SRV_MAX_DEPTH);
+        return 0;
+    }
+    if (!ft_srv_json_denul(root)) {
+        json_decref(root);
+        ft_srv_error_set(err, 500, "server_error", "", "out of memory reading the request");
         return 0;
     }
     *out_root = root;

@@ -70,6 +70,8 @@ typedef struct ft_srv_conv {
     size_t n_stops;
     int logprobs;
     int json_object; /* response_format {"type": "json_object"}: the reply is one JSON object */
+    struct ft_srv_js_schema *json_schema; /* response_format json_schema, compiled (owned;
+                                             srv_json_schema.h); json_object is set too */
     ft_sampler_options_t sampling;
     int has_seed;
     ft_logit_bias_t *bias;

@@ -143,9 +143,8 @@ int ft_srv_gen_start(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *
 int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv_conv_t *c,
                               const int32_t *prompt, uint32_t n_prompt, const uint32_t *bounds,
                               uint32_t n_bounds, int prio, int reasoning_open, int tools,
-                              ft_srv_dialect_t dialect, const char *call_prefix,
-                              const char *script, ft_srv_ev_fn fn, void *user,
-                              ft_srv_error_t *err)
+                              ft_srv_dialect_t dialect, const char *call_prefix, const char *script,
+                              ft_srv_ev_fn fn, void *user, ft_srv_error_t *err)
 {
     ft_engine_t *engine = pool->engine;
     const uint32_t n_ctx = pool->n_ctx;
@@ -176,7 +175,7 @@ int ft_srv_gen_start_anchored(ft_srv_gen_t *g, ft_srv_pool_t *pool, const ft_srv
     g->pool = pool;
     ft_status_t st = FT_OK;
     if (c->json_object && !script) { /* the reply constrained to one JSON object */
-        if (!ft_srv_json_filter_init(&g->json_filter, engine, n_prompt))
+        if (!ft_srv_json_filter_init(&g->json_filter, engine, n_prompt, c->json_schema))
             st = ft_status_make(FT_STATUS_OUT_OF_MEMORY, "the JSON filter");
         g->json = 1;
         so.filter = ft_srv_json_filter_fn;

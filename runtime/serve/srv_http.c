@@ -34,6 +34,7 @@ typedef struct ft_srv {
     char **replies;
     size_t n_replies;
     _Atomic size_t next_reply;
+    const char *no_tools_reply; /* "%% no-tools": for requests that offer no tools */
     /* GET /v1/stats: chat requests that ran (errors: finished with an
      * engine error; cancelled: their client went away first) */
     _Atomic uint64_t n_active, n_completed, n_cancelled, n_errors;
@@ -259,15 +260,37 @@ static int ft_srv_conn_fd(struct MHD_Connection *conn)
 
 /* ---- scripted output (--script) -------------------------------------------- */
 
-static const char *ft_srv_next_reply(ft_srv_t *srv)
+/* The reply for a chat request: the "%% no-tools" reply for one that
+ * offers no tools (agents' titles and summaries) when the script has one,
+ * else the next of the others in turn; NULL (sample for real) when none. */
+static const char *ft_srv_next_reply(ft_srv_t *srv, int has_tools)
 {
+    if (!has_tools && srv->no_tools_reply) return srv->no_tools_reply;
     if (!srv->n_replies) return NULL;
     return srv->replies[atomic_fetch_add(&srv->next_reply, 1) % srv->n_replies];
 }
 
+/* A separator line at p (a line's start): 1 for "%%", 2 for
+ * "%% no-tools", 0 for anything else; *len: its length without the newline. */
+static int ft_srv_script_sep(const char *p, size_t *len)
+{
+    static const char marked[] = "%% no-tools";
+    if (!strncmp(p, marked, sizeof(marked) - 1) &&
+        (p[sizeof(marked) - 1] == '\n' || p[sizeof(marked) - 1] == '\0')) {
+        *len = sizeof(marked) - 1;
+        return 2;
+    }
+    if (p[0] == '%' && p[1] == '%' && (p[2] == '\n' || p[2] == '\0')) {
+        *len = 2;
+        return 1;
+    }
+    return 0;
+}
+
 /* The file's replies are separated by lines that are exactly "%%"; the
  * newline before such a line, and one at the end of the file, are not
- * part of a reply. */
+ * part of a reply. A separator "%% no-tools" instead marks the reply after
+ * it as the one for requests that offer no tools (at most one such). */
 static ft_status_t ft_srv_load_script(ft_srv_t *srv, const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -295,14 +318,33 @@ static ft_status_t ft_srv_load_script(ft_srv_t *srv, const char *path)
     }
     srv->script_text = text;
     char *p = text;
+    int kind = 1; /* what the reply starting at p is: 1 taken in turn, 2 the no-tools one */
+    size_t sl = 0;
+    const int lead = ft_srv_script_sep(text, &sl); /* the file may start with a separator */
+    if (lead) {
+        kind = lead;
+        p = text + sl + (text[sl] == '\n');
+    }
     for (;;) {
-        srv->replies[srv->n_replies++] = p;
-        char *sep = strstr(p, "\n%%");
-        while (sep && sep[3] != '\n' && sep[3] != '\0')
-            sep = strstr(sep + 1, "\n%%");
-        if (!sep || srv->n_replies == cap) break;
-        *sep = '\0';
-        p = sep + 3 + (sep[3] == '\n');
+        char *sep = NULL;
+        int next = 0;
+        for (char *q = strchr(p, '\n'); q; q = strchr(q + 1, '\n'))
+            if ((next = ft_srv_script_sep(q + 1, &sl))) {
+                sep = q;
+                break;
+            }
+        if (sep) *sep = '\0';
+        if (kind == 2) {
+            if (srv->no_tools_reply)
+                return ft_status_make(FT_STATUS_INVALID_ARGUMENT,
+                                      "--script %s: more than one '%%%% no-tools' reply", path);
+            srv->no_tools_reply = p;
+        } else if (srv->n_replies < cap) {
+            srv->replies[srv->n_replies++] = p;
+        }
+        if (!sep) break;
+        kind = next;
+        p = sep + 1 + sl + (sep[1 + sl] == '\n');
     }
     return FT_OK;
 }
@@ -328,11 +370,11 @@ static enum MHD_Result ft_srv_chat(ft_srv_t *srv, struct MHD_Connection *conn, f
     ft_srv_fmt_init(&s->fmt, proto, &s->conv, srv->model.engine, s->conv.stream);
     s->fmt.gen = &s->gen;
     s->fd = ft_srv_conn_fd(conn);
-    const int started =
-        ft_srv_gen_start_anchored(&s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.bounds,
-                                  p.n_bounds, p.side ? FT_CACHE_LOW : FT_CACHE_NORMAL,
-                                  p.reasoning_open, p.tools, p.dialect, p.call_prefix,
-                                  ft_srv_next_reply(srv), ft_srv_fmt_event, &s->fmt, &err);
+    const int started = ft_srv_gen_start_anchored(
+        &s->gen, &srv->pool, &s->conv, p.ids, p.n_ids, p.bounds, p.n_bounds,
+        p.side ? FT_CACHE_LOW : FT_CACHE_NORMAL, p.reasoning_open, p.tools, p.dialect,
+        p.call_prefix, ft_srv_next_reply(srv, s->conv.tools != NULL), ft_srv_fmt_event, &s->fmt,
+        &err);
     ft_srv_prompt_free(&srv->model, &p);
     if (!started) {
         ft_srv_stream_free(s);
@@ -452,10 +494,11 @@ static enum MHD_Result ft_srv_health(ft_srv_t *srv, struct MHD_Connection *conn)
                           (json_int_t)es.blobs_damaged, "unchecked",
                           (json_int_t)atomic_load(&srv->verify_left));
     if (w && es.blobs_damaged) json_object_set_new(w, "error", json_string(es.verify_damage));
-    if (w && es.verify_note && es.verify_note[0]) json_object_set_new(w, "note", json_string(es.verify_note));
-    return ft_srv_reply_json(conn, es.blobs_damaged ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
-                             json_pack("{s:s,s:o*}", "status", es.blobs_damaged ? "degraded" : "ok",
-                                       "weights", w));
+    if (w && es.verify_note && es.verify_note[0])
+        json_object_set_new(w, "note", json_string(es.verify_note));
+    return ft_srv_reply_json(
+        conn, es.blobs_damaged ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+        json_pack("{s:s,s:o*}", "status", es.blobs_damaged ? "degraded" : "ok", "weights", w));
 }
 
 /* GET /metrics: Prometheus text exposition. */
@@ -499,8 +542,8 @@ static enum MHD_Result ft_srv_metrics(ft_srv_t *srv, struct MHD_Connection *conn
     ft_srv_metric(&b, "ft_kv_pages_used", "gauge",
                   "KV pages in use (by sessions, the prefix cache and anchors).", es.kv_pages_used);
     ft_srv_metric(&b, "ft_kv_page_bytes", "gauge", "Bytes of one KV page.", es.kv_page_bytes);
-    ft_srv_metric(&b, "ft_kv_evictions_total", "counter",
-                  "Cached KV pages and anchors evicted.", es.kv_evictions);
+    ft_srv_metric(&b, "ft_kv_evictions_total", "counter", "Cached KV pages and anchors evicted.",
+                  es.kv_evictions);
     ft_srv_metric(&b, "ft_generated_tokens_total", "counter", "Tokens generated.",
                   srv->n_generated_tokens);
     pthread_mutex_lock(&srv->metrics_mu);

@@ -1,6 +1,8 @@
 /* JSON-constrained output (srv_json_filter.h). */
 #include "srv_json_filter.h"
 
+#include "srv_json_schema.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,9 +67,16 @@ static int ft_srv_json_open(ft_srv_json_t *j, int object)
     return 1;
 }
 
+/* The schema layer's say on an event (1 without one). */
+static int ft_srv_json_ev(ft_srv_json_t *j, int event, unsigned char c)
+{
+    return !j->hook || j->hook(j, event, c);
+}
+
 static int ft_srv_json_close(ft_srv_json_t *j, int object)
 {
     if (!j->depth || (int)((j->stack >> (j->depth - 1)) & 1) != object) return 0;
+    if (!ft_srv_json_ev(j, FT_SRV_JSON_EV_CLOSE, object ? '}' : ']')) return 0;
     j->depth--;
     ft_srv_json_value_done(j);
     return 1;
@@ -76,6 +85,7 @@ static int ft_srv_json_close(ft_srv_json_t *j, int object)
 /* The start of a value at c. */
 static int ft_srv_json_value(ft_srv_json_t *j, unsigned char c)
 {
+    if (!ft_srv_json_ev(j, FT_SRV_JSON_EV_VSTART, c)) return 0;
     if (j->depth == 0) return c == '{' && ft_srv_json_open(j, 1); /* an object, at the top */
     switch (c) {
     case '{':
@@ -113,12 +123,45 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c);
 /* A number ends at c, which belongs to what follows it. */
 static int ft_srv_json_number_end(ft_srv_json_t *j, unsigned char c)
 {
+    if (!ft_srv_json_ev(j, FT_SRV_JSON_EV_VEND, 0)) return 0;
     ft_srv_json_value_done(j);
     return ft_srv_json_byte(j, c);
 }
 
+/* A byte inside a value (or key) being read: the schema layer sees it
+ * first. Numbers' bytes that end them belong to what follows and are not
+ * reported here. */
+static int ft_srv_json_inner(ft_srv_json_t *j, unsigned char c)
+{
+    switch (j->mode) {
+    case J_STRING:
+        if (j->key && !j->utf8_left && c == '"') return ft_srv_json_ev(j, FT_SRV_JSON_EV_KEND, c);
+        /* fall through */
+    case J_ESC:
+    case J_HEX:
+        return ft_srv_json_ev(j, j->key ? FT_SRV_JSON_EV_KBYTE : FT_SRV_JSON_EV_VBYTE, c);
+    case J_LIT:
+        return ft_srv_json_ev(j, FT_SRV_JSON_EV_VBYTE, c);
+    case J_N_MINUS:
+    case J_N_DOT:
+    case J_N_E:
+    case J_N_ESIGN:
+        return ft_srv_json_ev(j, FT_SRV_JSON_EV_VBYTE, c);
+    case J_N_ZERO:
+    case J_N_INT:
+    case J_N_FRAC:
+    case J_N_EXP:
+        if (ft_srv_json_is_digit(c) || c == '.' || c == 'e' || c == 'E')
+            return ft_srv_json_ev(j, FT_SRV_JSON_EV_VBYTE, c);
+        return 1;
+    default:
+        return 1;
+    }
+}
+
 static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
 {
+    if (j->hook && !ft_srv_json_inner(j, c)) return 0;
     const int ws = ft_srv_json_is_ws(c);
     switch (j->mode) {
     case J_VALUE:
@@ -143,7 +186,7 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
         if (c == '}') return ft_srv_json_close(j, 1);
         /* fall through */
     case J_OBJ_KEY:
-        if (c != '"') return 0;
+        if (c != '"' || !ft_srv_json_ev(j, FT_SRV_JSON_EV_KSTART, c)) return 0;
         j->mode = J_STRING;
         j->key = 1;
         return 1;
@@ -154,6 +197,7 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
     case J_AFTER: {
         const int object = (int)((j->stack >> (j->depth - 1)) & 1);
         if (c == ',') {
+            if (object && !ft_srv_json_ev(j, FT_SRV_JSON_EV_COMMA, c)) return 0;
             j->mode = object ? J_OBJ_KEY : J_VALUE;
             return 1;
         }
@@ -168,10 +212,12 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
             return 1;
         }
         if (c == '"') {
-            if (j->key)
+            if (j->key) {
                 j->mode = J_COLON;
-            else
+            } else {
+                if (!ft_srv_json_ev(j, FT_SRV_JSON_EV_VEND, 0)) return 0;
                 ft_srv_json_value_done(j);
+            }
             return 1;
         }
         if (c == '\\') {
@@ -212,7 +258,10 @@ static int ft_srv_json_byte(ft_srv_json_t *j, unsigned char c)
         return 1;
     case J_LIT:
         if (c != (unsigned char)j->lit[j->count]) return 0;
-        if (!j->lit[++j->count]) ft_srv_json_value_done(j);
+        if (!j->lit[++j->count]) {
+            if (!ft_srv_json_ev(j, FT_SRV_JSON_EV_VEND, 0)) return 0;
+            ft_srv_json_value_done(j);
+        }
         return 1;
     case J_N_MINUS:
         if (c == '0')
@@ -288,13 +337,19 @@ static int ft_srv_json_is_special(const ft_engine_t *e, int32_t id, const char *
     return special;
 }
 
-int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, uint32_t start)
+int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, uint32_t start,
+                            const struct ft_srv_js_schema *schema)
 {
     memset(f, 0, sizeof(*f));
     f->engine = engine;
     f->at = start;
     f->n_vocab = ft_engine_info(engine)->vocab_size;
     ft_srv_json_init(&f->j);
+    if (schema) {
+        f->js = malloc(sizeof(*f->js));
+        if (!f->js) return 0;
+        ft_srv_js_init(f->js, schema);
+    }
     f->special = calloc(f->n_vocab ? f->n_vocab : 1, 1);
     if (!f->special) return 0;
     for (uint32_t id = 0; id < f->n_vocab; id++) {
@@ -314,6 +369,7 @@ int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, 
 void ft_srv_json_filter_free(ft_srv_json_filter_t *f)
 {
     free(f->special);
+    free(f->js);
     memset(f, 0, sizeof(*f));
 }
 
@@ -326,11 +382,13 @@ void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_histor
         const char *b;
         uint32_t n;
         ft_status_t st = ft_engine_token_bytes(f->engine, history[f->at], &b, &n);
-        if (st || f->special[history[f->at]] || !ft_srv_json_feed(&f->j, b, n)) f->broken = 1;
+        if (st || f->special[history[f->at]] ||
+            !(f->js ? ft_srv_js_feed(f->js, b, n) : ft_srv_json_feed(&f->j, b, n)))
+            f->broken = 1;
         ft_status_free(st);
     }
     if (f->broken || n_vocab != f->n_vocab) return;
-    const int done = ft_srv_json_done(&f->j);
+    const int done = f->js ? ft_srv_js_done(f->js) : ft_srv_json_done(&f->j);
     for (uint32_t id = 0; id < n_vocab; id++) {
         if (ft_engine_is_eog(f->engine, (int32_t)id)) {
             allowed[id] = (uint8_t)done;
@@ -348,7 +406,12 @@ void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_histor
             allowed[id] = 0;
             continue;
         }
-        ft_srv_json_t t = f->j;
-        allowed[id] = (uint8_t)ft_srv_json_feed(&t, b, n);
+        if (f->js) {
+            ft_srv_js_state_t t = *f->js; /* a copy: the hook finds it from t.lex */
+            allowed[id] = (uint8_t)ft_srv_js_feed(&t, b, n);
+        } else {
+            ft_srv_json_t t = f->j;
+            allowed[id] = (uint8_t)ft_srv_json_feed(&t, b, n);
+        }
     }
 }

@@ -25,6 +25,22 @@
 #define FT_SRV_JSON_MAX_DEPTH 32
 #define FT_SRV_JSON_MAX_WS 16
 
+/* Events a schema layer (srv_json_schema.h) sees as the recognizer reads
+ * bytes; its hook returns 0 to reject the byte. */
+enum ft_srv_json_event {
+    FT_SRV_JSON_EV_VSTART, /* a value starts with byte c ({, [, ", -, digit, t, f, n) */
+    FT_SRV_JSON_EV_VBYTE,  /* c: a later byte of a string, number or literal value */
+    FT_SRV_JSON_EV_VEND,   /* that scalar value is complete (c: unused) */
+    FT_SRV_JSON_EV_KSTART, /* an object key starts (its opening quote) */
+    FT_SRV_JSON_EV_KBYTE,  /* c: a byte of the key, escapes as written, not the quotes */
+    FT_SRV_JSON_EV_KEND,   /* the key's closing quote */
+    FT_SRV_JSON_EV_COMMA,  /* a ',' between an object's members */
+    FT_SRV_JSON_EV_CLOSE,  /* c: '}' or ']' closes the innermost container */
+};
+
+struct ft_srv_json;
+typedef int (*ft_srv_json_hook_fn)(struct ft_srv_json *j, int event, unsigned char c);
+
 typedef struct ft_srv_json {
     uint8_t mode;             /* ft_srv_json_mode (srv_json_filter.c) */
     uint8_t depth;            /* open containers */
@@ -35,6 +51,7 @@ typedef struct ft_srv_json {
     uint8_t ws;               /* whitespace bytes in a row */
     const char *lit;          /* the literal being matched ("true", "false", "null") */
     uint64_t stack;           /* bit d: container d is an object (1) or an array (0) */
+    ft_srv_json_hook_fn hook; /* NULL, or a schema layer's (it finds its state from j) */
 } ft_srv_json_t;
 
 void ft_srv_json_init(ft_srv_json_t *j);
@@ -44,19 +61,25 @@ int ft_srv_json_feed(ft_srv_json_t *j, const char *s, size_t n);
 /* 1 once the top-level object is complete. */
 int ft_srv_json_done(const ft_srv_json_t *j);
 
+struct ft_srv_js_schema;
+struct ft_srv_js_state;
+
 /* The filter's state for one request. */
 typedef struct ft_srv_json_filter {
     const ft_engine_t *engine;
     ft_srv_json_t j;
-    int broken;       /* the text left JSON (a forced token): constrain no more */
-    uint32_t at;      /* history positions fed so far */
-    uint8_t *special; /* [n_vocab] 1: a special token (never allowed) */
+    struct ft_srv_js_state *js; /* json_schema: the schema's recognizer (instead of j) */
+    int broken;                 /* the text left JSON (a forced token): constrain no more */
+    uint32_t at;                /* history positions fed so far */
+    uint8_t *special;           /* [n_vocab] 1: a special token (never allowed) */
     uint32_t n_vocab;
 } ft_srv_json_filter_t;
 
 /* start: the history position where generation begins (the prompt's
- * length). 0 on out of memory. */
-int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, uint32_t start);
+ * length); schema: NULL (any JSON object) or the compiled json_schema
+ * (srv_json_schema.h; it must outlive the filter). 0 on out of memory. */
+int ft_srv_json_filter_init(ft_srv_json_filter_t *f, const ft_engine_t *engine, uint32_t start,
+                            const struct ft_srv_js_schema *schema);
 void ft_srv_json_filter_free(ft_srv_json_filter_t *f);
 /* The ft_sampler_options_t.filter callback (user: the filter). */
 void ft_srv_json_filter_fn(void *user, const int32_t *history, uint32_t n_history, uint8_t *allowed,

@@ -3,6 +3,7 @@
  * for type and range, and an error names the field as OpenAI does
  * ("messages[1].role"). */
 #include "srv_fields.h"
+#include "srv_json_schema.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -317,15 +318,23 @@ static int ft_srv_openai_options(ft_srv_conv_t *c, json_t *root, uint32_t n_voca
         if (!strcmp(type, "json_object")) {
             c->json_object = 1;
         } else if (!strcmp(type, "json_schema")) {
-            ft_srv_error_set(err, 400, "invalid_request_error", "response_format",
-                             "'response_format' json_schema is not supported: use "
-                             "{\"type\": \"json_object\"} (any JSON object) and describe the "
-                             "schema in the prompt");
-            return 0;
+            json_t *js = json_object_get(rf, "json_schema");
+            json_t *schema = json_object_get(js, "schema");
+            if (!json_is_object(schema)) {
+                ft_srv_error_set(err, 400, "invalid_request_error",
+                                 "response_format.json_schema.schema",
+                                 "'response_format.json_schema.schema' must be a JSON schema "
+                                 "object");
+                return 0;
+            }
+            if (!ft_srv_js_compile(schema, "response_format.json_schema.schema", &c->json_schema,
+                                   err))
+                return 0;
+            c->json_object = 1; /* the reply is one object (and more) */
         } else if (strcmp(type, "text") != 0) {
             ft_srv_error_set(err, 400, "invalid_request_error", "response_format",
-                             "'response_format' must be {\"type\": \"text\"} or "
-                             "{\"type\": \"json_object\"}");
+                             "'response_format' must be {\"type\": \"text\"}, {\"type\": "
+                             "\"json_object\"} or {\"type\": \"json_schema\", ...}");
             return 0;
         }
     }

@@ -4,8 +4,9 @@
 # random-weight fixture want "{", then "}" and the end, the constrained
 # reply is exactly "{}" and stops (the unconstrained one repeats "{");
 # sampled replies that stop parse as JSON objects, streamed or not; a
-# biased token that cannot continue JSON never appears; json_schema and
-# unknown types are refused with 400.
+# biased token that cannot continue JSON never appears; json_schema
+# replies match their schema; unsupported schema keywords and unknown types
+# are refused with 400.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 ft=$build/runtime/ft
@@ -60,8 +61,24 @@ jq '. + {stream: true}' <<< "$(jq -n --argjson b "$bias" '{messages: [{role: "us
 text=$(curl -sN "$url/v1/chat/completions" -d @"$tmp/s.json" | sed -n 's/^data: //p' | grep -v '^\[DONE\]' | jq -rj '.choices[0].delta.content // empty')
 [ "$text" = "{}" ] || fail "streamed: $text"
 
-code=$(curl -s -o "$tmp/e.json" -w '%{http_code}' "$url/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}}}')
-[ "$code" = 400 ] && jq -e '.error.param == "response_format" and (.error.message | test("json_schema"))' "$tmp/e.json" > /dev/null || fail "json_schema: $code $(cat "$tmp/e.json")"
+# json_schema: sampled replies that stop match the schema (every required
+# member, of its type, nothing else); an unsupported keyword is a 400 that
+# names its JSON path.
+schema='{"type":"json_schema","json_schema":{"name":"p","strict":true,"schema":{"type":"object","additionalProperties":false,"required":["ok","n","color"],"properties":{"ok":{"type":"boolean"},"n":{"type":"integer"},"color":{"enum":["red","green"]}}}}}'
+stops=0
+for seed in $(seq 1 6); do
+  r=$(chat "$schema" '{}' 96 "$seed")
+  c=$(jq -r '.choices[0].message.content' <<< "$r")
+  [ "$(jq -r '.choices[0].finish_reason' <<< "$r")" = stop ] || continue
+  jq -e '(.ok | type) == "boolean" and (.n | type) == "number" and (.n | floor) == .n
+         and (.color == "red" or .color == "green") and (keys - ["ok", "n", "color"] == [])' <<< "$c" > /dev/null ||
+    fail "seed $seed: does not match the schema: $c"
+  stops=$((stops + 1))
+done
+[ "$stops" -gt 0 ] || fail "no json_schema reply closed its object within 96 tokens"
+echo "json_schema: $stops of 6 sampled replies closed, each matching the schema"
+code=$(curl -s -o "$tmp/e.json" -w '%{http_code}' "$url/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}}}}')
+[ "$code" = 400 ] && jq -e '.error.param == "response_format.json_schema.schema.properties.a.pattern"' "$tmp/e.json" > /dev/null || fail "json_schema: $code $(cat "$tmp/e.json")"
 code=$(curl -s -o "$tmp/e.json" -w '%{http_code}' "$url/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}')
 [ "$code" = 400 ] || fail "an unknown type: $code $(cat "$tmp/e.json")"
 kill "$pid"; wait "$pid" || fail "the server exited with $?"

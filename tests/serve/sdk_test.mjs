@@ -152,6 +152,40 @@ await check('OpenAI errors: bad field type, out of range, context length, auth',
     (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
 });
 
+await check('response_format json_schema: replies match the schema, streamed too; unsupported keywords a 400 naming the path', async () => {
+  const schema = {
+    type: 'object', additionalProperties: false, required: ['ok', 'n', 'color'],
+    properties: { ok: { type: 'boolean' }, n: { type: 'integer' }, color: { enum: ['red', 'green'] } },
+  };
+  const response_format = { type: 'json_schema', json_schema: { name: 'answer', strict: true, schema } };
+  const messages = [{ role: 'user', content: 'Reply with a JSON object.' }];
+  const matches = (text) => {
+    const v = JSON.parse(text);
+    assert.equal(typeof v.ok, 'boolean');
+    assert.ok(Number.isInteger(v.n));
+    assert.ok(['red', 'green'].includes(v.color));
+    assert.deepEqual(Object.keys(v).sort(), ['color', 'n', 'ok']);
+  };
+  let stops = 0;
+  for (let seed = 1; seed <= 6; seed++) {
+    const r = await oai.chat.completions.create({ model: 'ft', messages, max_tokens: 96, temperature: 1, seed, response_format });
+    if (r.choices[0].finish_reason !== 'stop') continue;
+    matches(r.choices[0].message.content);
+    stops++;
+    // the same seed streamed: the same text
+    const stream = await oai.chat.completions.create({ model: 'ft', messages, max_tokens: 96, temperature: 1, seed, response_format, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, r.choices[0].message.content);
+  }
+  assert.ok(stops > 0, 'no reply closed its object within 96 tokens');
+  await assert.rejects(oai.chat.completions.create({
+    model: 'ft', messages, response_format: { type: 'json_schema', json_schema: { name: 'a', schema: {
+      type: 'object', properties: { a: { type: 'array', items: { anyOf: [{ type: 'string' }] } } } } } },
+  }), (e) => e instanceof OpenAI.BadRequestError && e.status === 400 &&
+    e.param === 'response_format.json_schema.schema.properties.a.items.anyOf');
+});
+
 await check('OpenAI tools: streamed tool call with reasoning, then the tool result round trip', async () => {
   const runner = oaiScripted.chat.completions.stream({ model: 'ft', messages: [{ role: 'user', content: 'List the files' }], tools });
   const final = await runner.finalChatCompletion();

@@ -82,7 +82,11 @@ static void test_openai_errors(void **state)
     expect_error(0, "{\"tools\":{}," MSGS "}", "tools");
     expect_error(0, "{\"tool_choice\":\"sometimes\"," MSGS "}", "tool_choice");
     expect_error(0, "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}," MSGS "}",
-                 "response_format");
+                 "response_format.json_schema.schema");
+    expect_error(0,
+                 "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":"
+                 "{\"type\":\"object\",\"properties\":{\"a\":{\"oneOf\":[]}}}}}," MSGS "}",
+                 "response_format.json_schema.schema.properties.a.oneOf");
     expect_error(0, "{\"response_format\":{\"type\":\"yaml\"}," MSGS "}", "response_format");
     expect_error(0, "{\"response_format\":\"json_object\"," MSGS "}", "response_format");
     expect_error(0, "{\"stream_options\":3," MSGS "}", "stream_options");
@@ -156,6 +160,16 @@ static void test_openai_fields(void **state)
         fail_msg("%s", err.message);
     assert_false(c.json_object);
     ft_srv_conv_free(&c);
+    /* U+0000 in a string (an agent sends back the NUL byte a random model
+     * wrote): accepted, U+FFFD in its place */
+    if (!parse(0,
+               "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+               "\"a\\u0000b\\u0000\"}]}]}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_string_equal(c.msgs[0].content, "a\xef\xbf\xbd"
+                                           "b\xef\xbf\xbd");
+    ft_srv_conv_free(&c);
 }
 
 static void test_anthropic(void **state)
@@ -209,16 +223,28 @@ static void test_anthropic(void **state)
         fail_msg("%s", err.message);
     assert_string_equal(c.msgs[0].content, "You are X.");
     ft_srv_conv_free(&c);
-    if (!parse(1,
-               "{\"max_tokens\":5,\"system\":\"x-anthropic-billing-header: cch=1;\\nBe brief.\","
-               MSGS "}",
-               &c, &err))
+    if (!parse(
+            1,
+            "{\"max_tokens\":5,\"system\":\"x-anthropic-billing-header: cch=1;\\nBe brief.\"," MSGS
+            "}",
+            &c, &err))
         fail_msg("%s", err.message);
     assert_string_equal(c.msgs[0].content, "Be brief.");
     ft_srv_conv_free(&c);
 
     expect_error(1, "{" MSGS "}", "max_tokens");
-    expect_error(1, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+    /* a system message among the messages (Claude Code 2.1 sends its
+     * environment so, after the first user turn) stays where it is */
+    if (!parse(1,
+               "{\"max_tokens\":5,\"system\":\"S\",\"messages\":[{\"role\":\"user\",\"content\":"
+               "\"u\"},{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"E\"}]}]}",
+               &c, &err))
+        fail_msg("%s", err.message);
+    assert_int_equal(c.n_msgs, 3);
+    assert_int_equal(c.msgs[2].role, FT_SRV_SYSTEM);
+    assert_string_equal(c.msgs[2].content, "E");
+    ft_srv_conv_free(&c);
+    expect_error(1, "{\"max_tokens\":5,\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
                  "messages[0].role");
     expect_error(1,
                  "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
