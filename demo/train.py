@@ -6,7 +6,8 @@ minutes or up to a wall-clock deadline.
   nice -n 19 /usr/bin/python3 demo/train.py --minutes 55 [--work demo/work]
       [--threads 1] [--batch 8] [--ctx 512] [--lr 3e-3] [--warmup 50]
       [--chat-share 0.55] [--focus-share 0] [--align] [--deadline EPOCH_S]
-      [--init-from demo/model] [--resume]
+      [--reserve 90] [--quick-eval 0] [--init-from demo/model [--no-init-eval]]
+      [--resume]
 
 Each step draws --batch windows of --ctx + 1 tokens, a --focus-share of
 them from focus_train.u16 (focus_data.py's dialogues), a --chat-share from
@@ -35,8 +36,9 @@ with a fresh optimizer and step count; --resume continues WORK/ckpt.pt
 (model, optimizer, step, tokens, elapsed) instead.
 
 Every --ckpt-minutes (and at the end) it evaluates the held-out loss on
-fixed windows of text_heldout.u16 and chat_heldout.u16 (and
-focus_heldout.u16 when there is one), appends a line to
+--eval-windows fixed windows of text_heldout.u16 and chat_heldout.u16 (and
+focus_heldout.u16 when there is one; the periodic checkpoints only the
+first --quick-eval of them when that is set), appends a line to
 WORK/train_log.jsonl and saves WORK/ckpt.pt. Steps are logged to
 WORK/train_log.jsonl too.
 """
@@ -88,11 +90,13 @@ def doc_starts(data, eot, ctx):
     return s[s + ctx + 1 <= len(data)]
 
 
-def evaluate(model, sets):
+def evaluate(model, sets, n=None):
+    """Mean loss per set over its first n windows (all when n is None)."""
     model.eval()
     out = {}
     with torch.no_grad():
         for name, batch in sets.items():
+            batch = batch[:n]
             tot = 0.0
             for i in range(0, len(batch), 8):
                 b = batch[i:i + 8]
@@ -121,6 +125,11 @@ def main():
     ap.add_argument("--deadline", type=float, default=0,
                     help="Unix time by which training ends; the cosine is then scheduled by steps")
     ap.add_argument("--init-from", default="", help="warm start from this Hugging Face directory")
+    ap.add_argument("--reserve", type=float, default=90,
+                    help="with --deadline: seconds kept for the final evaluation and checkpoint")
+    ap.add_argument("--quick-eval", type=int, default=0,
+                    help="periodic checkpoints evaluate only this many windows of each set (0: all)")
+    ap.add_argument("--no-init-eval", action="store_true", help="skip the warm start's evaluation")
     ap.add_argument("--ckpt-minutes", type=float, default=5)
     ap.add_argument("--eval-windows", type=int, default=32)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (smoke tests)")
@@ -180,8 +189,10 @@ def main():
     step_times, last_t, done_frac = [], None, 0.0
 
     def save(final=False):
-        ev = evaluate(model, held)
-        rec = {"kind": "eval", "step": step, "tokens": tokens, "elapsed_s": round(time.time() - t0, 1)}
+        n = None if final or not a.quick_eval else a.quick_eval
+        ev = evaluate(model, held, n)
+        rec = {"kind": "eval", "step": step, "tokens": tokens, "elapsed_s": round(time.time() - t0, 1),
+               "windows": n or a.eval_windows}
         rec.update({"heldout_" + k: round(v, 4) for k, v in ev.items()})
         rec["final"] = final
         log.write(json.dumps(rec) + "\n")
@@ -191,10 +202,9 @@ def main():
                     "elapsed": time.time() - t0, "config": c.to_hf()}, ckpt + ".tmp")
         os.replace(ckpt + ".tmp", ckpt)
 
-    if a.init_from and step == 0:
+    if a.init_from and step == 0 and not a.no_init_eval:
         save()  # the warm start's own held-out loss, the baseline (step 0)
-    # the final evaluation and checkpoint take about this long (seconds)
-    reserve = 90.0
+    reserve = a.reserve
     ema = None
     while True:
         now = time.time()
@@ -207,7 +217,7 @@ def main():
             if left <= 0 or (a.max_steps and step >= a.max_steps):
                 break
             # a pause (SIGSTOP) shows as one long step: the median ignores it
-            per_step = float(np.median(step_times)) if step_times else 3.0
+            per_step = float(np.median(step_times)) if step_times else 5.0
             done_frac = max(done_frac, step / (step + left / per_step)) if step else 0.0
             frac = done_frac
         else:
