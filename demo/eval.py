@@ -10,7 +10,8 @@ kinds of question, fixed lists (the numbers drawn once with a fixed seed):
 
   capital   "What is the capital of X?" without tools, as `ft run --chat`
             asks it: right when the answer (the content after any <think>
-            block) names X's capital and no other capital of the table;
+            block) names X's capital and no other capital or country of
+            the table;
   multiply  "What is A times B?" with the three tools scripts/demo.sh
             offers: the call is right when it is the calculator with an
             expression whose value is A * B; the tool's result (the value of
@@ -154,6 +155,8 @@ def main():
             ans = answer_text(srv.chat([{"role": "user", "content": f"What is the capital of {c}?"}], max_tokens=64))
             cap = pd.CAPITALS[c]
             others = [v for k, v in pd.CAPITALS.items() if k != c and v not in cap]
+            # and no other country of the table ("The capital of Sweden is Berlin" is wrong)
+            others += [k.replace("the ", "") for k in pd.CAPITALS if k != c and k not in cap]
             ok = cap in ans and not any(re.search(r"\b" + re.escape(o) + r"\b", ans) for o in others)
             note("capital", ok)
             if a.verbose:
