@@ -2,7 +2,8 @@
 """Draws the loss curve of WORK/train_log.jsonl as a PNG (no plotting
 library: a small raster, a 5x7 pixel font, zlib): the training loss (a
 moving average, grey), the held-out loss of the plain text (blue) and of
-the dialogues (red) against the tokens seen.
+the dialogues (red), and of focus_data.py's dialogues (green) when the
+log has them, against the tokens seen.
 
   /usr/bin/python3 demo/plot_loss.py [--log demo/work/train_log.jsonl] [-o demo/loss.png]
 """
@@ -98,10 +99,11 @@ def main():
     ev = [r for r in recs if r["kind"] == "eval"]
     text = [(r["tokens"], r["heldout_text"]) for r in ev]
     chat = [(r["tokens"], r["heldout_chat"]) for r in ev]
+    focus = [(r["tokens"], r["heldout_focus"]) for r in ev if "heldout_focus" in r]
     W, H, L, R, T, B = 720, 440, 70, 20, 50, 60
     c = Canvas(W, H)
     xmax = max(t for t, _ in train + text) or 1
-    ys = [v for _, v in train + text + chat]
+    ys = [v for _, v in train + text + chat + focus]
     ymin, ymax = 0.0, max(ys) * 1.05
 
     def X(t):
@@ -109,7 +111,7 @@ def main():
 
     def Y(v):
         return H - B - (H - T - B) * (v - ymin) / (ymax - ymin)
-    grey, blue, red, axis = (150, 150, 150), (30, 80, 200), (200, 40, 40), (0, 0, 0)
+    grey, blue, red, green, axis = (150, 150, 150), (30, 80, 200), (200, 40, 40), (30, 150, 60), (0, 0, 0)
     for k in range(0, int(ymax) + 1):
         c.line(L, Y(k), W - R, Y(k), (225, 225, 225))
         c.text(L - 30, int(Y(k)) - 7, str(k))
@@ -123,7 +125,7 @@ def main():
     c.line(L, H - B, W - R, H - B, axis)
     c.text(L + 180, H - 25, "TOKENS SEEN (MILLIONS)")
     c.text(8, 12, "LOSS, NATS PER TOKEN")
-    for pts, col, w in ((train, grey, 1), (text, blue, 2), (chat, red, 2)):
+    for pts, col, w in ((train, grey, 1), (text, blue, 2), (chat, red, 2), (focus, green, 2)):
         for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
             c.line(X(t0), Y(v0), X(t1), Y(v1), col, w)
         for t, v in pts if col != grey else []:
@@ -131,7 +133,10 @@ def main():
                 for dy in range(-3, 4):
                     c.set(int(X(t)) + dx, int(Y(v)) + dy, col)
     lx = W - R - 330
-    for i, (label, col) in enumerate((("TRAIN (AVERAGE)", grey), ("HELD-OUT TEXT", blue), ("HELD-OUT DIALOGUES", red))):
+    labels = [("TRAIN (AVERAGE)", grey), ("HELD-OUT TEXT", blue), ("HELD-OUT DIALOGUES", red)]
+    if focus:
+        labels.append(("HELD-OUT FOCUS DIALOGUES", green))
+    for i, (label, col) in enumerate(labels):
         y = T + 5 + 22 * i
         c.line(lx, y + 7, lx + 30, y + 7, col, 3)
         c.text(lx + 40, y, label, col)
