@@ -257,6 +257,22 @@ FTT_INLINE float ftt_dot8_kv(const int KV16, const float *restrict a, const void
  * from zero. Otherwise the output rows stay in a local array. */
 enum { FTT_ATTN_MAX = 8192 }; /* floats: 32 KiB of stack; the emitter checks */
 
+#if defined(__AVX2__)
+/* The G query heads' scores against one key row kp (ftt_dot8_kv's eight
+ * lanes, a separate multiply and add, combined in its order), times
+ * scale, into scores[g * ld]. */
+FTT_INLINE void ftt_attn_key_scores(const uint32_t G, const uint32_t HD, const int KV16, const float *q,
+                                    const void *kp, float scale, float *scores, size_t ld)
+{
+    for (uint32_t g = 0; g < G; g++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (uint32_t i = 0; i < HD; i += 8)
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i), ftt_kv_load8(KV16, kp, i)));
+        scores[(size_t)g * ld] = ftt_dot8_lanes(acc) * scale;
+    }
+}
+#endif
+
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 /* Eight elements i.. of KV rows a (lanes 0..7) and b (lanes 8..15). */
 FTT_INLINE __m512 ftt_kv_load8x2(const int KV16, const void *a, const void *b, uint32_t i)
@@ -310,16 +326,8 @@ FTT_INLINE void ftt_attn_avx512(const uint32_t G, const uint32_t HD, const int K
             scores[(size_t)g * ld + p + 1] = b * scale;
         }
     }
-    for (; p < n_keys; p++) {
-        const void *kp = kb + (size_t)p * rs;
-        for (uint32_t g = 0; g < G; g++) {
-            __m256 acc = _mm256_setzero_ps();
-            for (uint32_t i = 0; i < HD; i += 8)
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i),
-                                                       ftt_kv_load8(KV16, kp, i)));
-            scores[(size_t)g * ld + p] = ftt_dot8_lanes(acc) * scale;
-        }
-    }
+    for (; p < n_keys; p++)
+        ftt_attn_key_scores(G, HD, KV16, q, kb + (size_t)p * rs, scale, scores + p, ld);
     for (uint32_t g = 0; g < G; g++)
         ftt_softmax(scores + (size_t)g * ld, n_keys);
     enum { C = 4 }; /* 16-float columns per pass */
@@ -363,16 +371,8 @@ FTT_INLINE void ftt_attn(const uint32_t G, const uint32_t HD, const int KV16, co
 #endif
 #if defined(__AVX2__)
     if (HD % 8 == 0 && G <= 16) {
-        for (uint32_t p = 0; p < n_keys; p++) {
-            const void *kp = kb + (size_t)p * kv_stride * eb;
-            for (uint32_t g = 0; g < G; g++) {
-                __m256 acc = _mm256_setzero_ps();
-                for (uint32_t i = 0; i < HD; i += 8)
-                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + (size_t)g * HD + i),
-                                                           ftt_kv_load8(KV16, kp, i)));
-                scores[(size_t)g * ld + p] = ftt_dot8_lanes(acc) * scale;
-            }
-        }
+        for (uint32_t p = 0; p < n_keys; p++)
+            ftt_attn_key_scores(G, HD, KV16, q, kb + (size_t)p * kv_stride * eb, scale, scores + p, ld);
         for (uint32_t g = 0; g < G; g++)
             ftt_softmax(scores + (size_t)g * ld, n_keys);
         enum { C = 4 }; /* 8-float columns per pass */
