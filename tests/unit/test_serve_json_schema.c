@@ -187,7 +187,7 @@ static json_t *rand_schema(int depth)
         json_t *props = json_object(), *req = json_array();
         const uint32_t n = rnd(4);
         for (uint32_t i = 0; i < n; i++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof(name), "p%u", i);
             json_object_set_new(props, name, rand_schema(depth + 1));
             if (rnd(2)) json_array_append_new(req, json_string(name));
