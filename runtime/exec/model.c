@@ -1,12 +1,11 @@
 #include "model.h"
 
-#include "../format/wlayout.h"
-
 #include "program.h"
 
 #include "../backends/cpu/cpu_module.h"
 #include "../backends/cpu/kernels.h"
 #include "../base/alloc.h"
+#include "../format/wlayout.h"
 #include "../plan/from_plan.h"
 
 #include <inttypes.h>

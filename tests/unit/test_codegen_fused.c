@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cg_cpu_internal.h"
+#include "cpu_module_fixture.h"
 #include "../../runtime/backends/cpu/cpu_module.h"
 #include "../../runtime/exec/ops.h"
 #include "../../runtime/format/convert.h"
@@ -47,20 +47,10 @@ static const uint32_t k_attn[][2] = {{1, 16}, {2, 64}, {4, 64}, {8, 128}, {3, 24
 
 static ft_cpu_module_t *build(const char *isa, const ft_cg_kreq_t *reqs, uint32_t n)
 {
-    char *src = NULL;
-    ft_status_t st = ft_cg_cpu_emit_kernels(reqs, n, isa, NULL, 0, &src);
-    if (st)
-        fail_msg("emit %s: %s", isa, ft_status_message(st));
-    uint8_t *so = NULL;
-    size_t len = 0;
-    st = ft_cg_cpu_build(src, isa, &so, &len);
-    if (st)
-        fail_msg("build %s: %s", isa, ft_status_message(st));
     ft_cpu_module_t *mod = NULL;
-    st = ft_cpu_module_load(so, len, &mod);
+    const ft_status_t st = ft_test_cpu_module(reqs, n, isa, &mod);
     if (st)
-        fail_msg("load %s: %s", isa, ft_status_message(st));
-    free(so), free(src);
+        fail_msg("%s", ft_status_message(st));
     assert_int_equal(ft_cpu_module_count(mod), n);
     return mod;
 }

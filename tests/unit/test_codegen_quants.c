@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cg_cpu_internal.h"
+#include "cpu_module_fixture.h"
 #include "../../runtime/backends/cpu/cpu_dot.h"
 #include "../../runtime/backends/cpu/cpu_module.h"
 #include "../../runtime/format/convert.h"
@@ -77,21 +77,10 @@ static int same(float a, float b)
 
 static ft_cpu_module_t *build_module(const char *isa, const ft_cg_kreq_t *reqs, uint32_t n)
 {
-    char *src = NULL;
-    ft_status_t st = ft_cg_cpu_emit_kernels(reqs, n, isa, NULL, 0, &src);
-    if (st)
-        fail_msg("emit %s: %s", isa, ft_status_message(st));
-    uint8_t *so = NULL;
-    size_t len = 0;
-    st = ft_cg_cpu_build(src, isa, &so, &len);
-    if (st)
-        fail_msg("build %s: %s", isa, ft_status_message(st));
     ft_cpu_module_t *mod = NULL;
-    st = ft_cpu_module_load(so, len, &mod);
+    const ft_status_t st = ft_test_cpu_module(reqs, n, isa, &mod);
     if (st)
-        fail_msg("load %s: %s", isa, ft_status_message(st));
-    free(so);
-    free(src);
+        fail_msg("%s", ft_status_message(st));
     assert_int_equal(ft_cpu_module_count(mod), n);
     return mod;
 }

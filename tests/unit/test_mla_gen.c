@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cg_cpu_internal.h"
+#include "cpu_module_fixture.h"
 #include "../../runtime/backends/cpu/cpu_module.h"
 #include "../../runtime/exec/ops.h"
 
@@ -73,21 +73,11 @@ static ft_cpu_module_t *build(const char *isa, int load)
     ft_cg_kreq_t reqs[N_SHAPES];
     for (uint32_t i = 0; i < N_SHAPES; i++)
         reqs[i] = req_of(&k_shapes[i]);
-    char *src = NULL;
-    ft_status_t st = ft_cg_cpu_emit_kernels(reqs, N_SHAPES, isa, NULL, 0, &src);
-    if (st) fail_msg("emit %s: %s", isa, ft_status_message(st));
-    uint8_t *so = NULL;
-    size_t len = 0;
-    st = ft_cg_cpu_build(src, isa, &so, &len);
-    if (st) fail_msg("build %s: %s", isa, ft_status_message(st));
-    free(src);
     ft_cpu_module_t *mod = NULL;
-    if (load) {
-        st = ft_cpu_module_load(so, len, &mod);
-        if (st) fail_msg("load %s: %s", isa, ft_status_message(st));
+    const ft_status_t st = ft_test_cpu_module(reqs, N_SHAPES, isa, load ? &mod : NULL);
+    if (st) fail_msg("%s", ft_status_message(st));
+    if (load)
         assert_int_equal(ft_cpu_module_count(mod), N_SHAPES);
-    }
-    free(so);
     return mod;
 }
 

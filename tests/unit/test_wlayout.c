@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cg_cpu_internal.h"
+#include "cpu_module_fixture.h"
 #include "ref_bundle.h"
 #include "test_tmp.h"
 #include "../../runtime/backends/cpu/cpu_module.h"
@@ -99,16 +99,9 @@ static void test_layout_bytes(void **state)
 
 static ft_cpu_module_t *build(const ft_cg_kreq_t *reqs, uint32_t n)
 {
-    char *src = NULL;
-    ft_status_t st = ft_cg_cpu_emit_kernels(reqs, n, "avx512", NULL, 0, &src);
-    if (st) fail_msg("emit: %s", ft_status_message(st));
-    uint8_t *so = NULL;
-    size_t len = 0;
-    if ((st = ft_cg_cpu_build(src, "avx512", &so, &len)))
-        fail_msg("build: %s", ft_status_message(st));
     ft_cpu_module_t *mod = NULL;
-    if ((st = ft_cpu_module_load(so, len, &mod))) fail_msg("load: %s", ft_status_message(st));
-    free(so), free(src);
+    const ft_status_t st = ft_test_cpu_module(reqs, n, "avx512", &mod);
+    if (st) fail_msg("%s", ft_status_message(st));
     return mod;
 }
 
